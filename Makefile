@@ -1,0 +1,39 @@
+# Set-up and everyday commands. Everything installs into .venv; nothing is needed beforehand but
+# Python >= 3.10 with venv. `make run` and `make test` are the README's two commands.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test test-fast lint browser clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# CPU torch first (a plain `torch` would pull a multi-GB CUDA build); keep a torch already there,
+	# so GPU users can install their CUDA build into $(VENV) beforehand.
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: setup
+	$(BIN)/attnbench run
+
+# Browser tests need Debian's chromium; install it when we may (root), else the tests say so.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium missing: install Debian's chromium for the browser tests"; }
+
+test: setup browser
+	$(BIN)/python -m pytest
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: setup
+	$(BIN)/ruff check pipeline tests benchmarks
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) results.duckdb reports/*.html

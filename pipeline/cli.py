@@ -1,0 +1,164 @@
+"""The ``attnbench`` command: run, fetch, report, query, models, suites."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pipeline.errors import AttnbenchError
+
+DEFAULT_DB = "results.duckdb"
+DEFAULT_REPORTS = "reports"
+
+
+def _add_openml(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--openml-cache", default=os.environ.get("ATTNBENCH_OPENML_CACHE"),
+                   help="OpenML client cache directory (default: the client's own, ~/.cache/openml)")
+    p.add_argument("--openml-server", default=os.environ.get("ATTNBENCH_OPENML_SERVER"),
+                   help="OpenML API server (default: the client's, https://www.openml.org/api/v1/xml)")
+
+
+def _suite(path: str | None):
+    from pipeline.spec import default_suite_path, load_suite
+
+    return load_suite(path or default_suite_path())
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline import runner
+    from pipeline.data.sources import configure_openml
+
+    suite = _suite(args.suite)
+    configure_openml(args.openml_cache, args.openml_server)
+    summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
+                         num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv)
+    print(f"run {summary.run_id}: {summary.n_done} cells done, {summary.n_failed} failed, "
+          f"{summary.n_skipped} already done before")
+    if not args.no_report:
+        from pipeline.report.pages import write_report
+
+        index = write_report(args.db, args.reports)
+        print(f"report: {index.resolve()}")
+    return 0 if summary.n_failed == 0 or args.allow_failures else 3
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from pipeline.data import ingest, sources
+    from pipeline.data.store import Store
+
+    suite = _suite(args.suite)
+    sources.configure_openml(args.openml_cache, args.openml_server)
+    store = Store(args.db)
+    for spec in sources.expand(suite.datasets):
+        ds = ingest.ingest(store, spec, suite.protocol, suite.seed, refresh=args.refresh)
+        print(f"{ds.name}: {len(ds.y)} rows, {ds.features.shape[1]} features, {ds.task_type}"
+              f"{', official folds' if ds.has_official_folds else ''}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pipeline.report.pages import write_report
+
+    index = write_report(args.db, args.reports)
+    print(f"report: {index.resolve()}")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(index.resolve().as_uri())
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from pipeline.query import run_query
+
+    run_query(args.db, args.sql, out=args.out, max_rows=args.max_rows)
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from pipeline.models.registry import REGISTRY
+
+    for info in sorted(REGISTRY.values(), key=lambda i: (i.family, i.name)):
+        print(f"{info.name:24s} {info.family:6s} {'attention' if info.attention else '':9s} {info.description}")
+    return 0
+
+
+def cmd_suites(args: argparse.Namespace) -> int:
+    from pipeline.spec import load_suite
+
+    paths = args.files or sorted(str(p) for p in Path("suites").glob("*.yaml"))
+    for p in paths:
+        s = load_suite(p)
+        print(f"{p}: ok — {s.name}: {len(s.datasets)} dataset entries, {len(s.models)} models")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attnbench", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run a suite (default: the offline smoke suite) and write the report")
+    p.add_argument("suite", nargs="?", help="suite YAML (default: suites/smoke.yaml)")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"results DuckDB file (default: {DEFAULT_DB})")
+    p.add_argument("--reports", default=DEFAULT_REPORTS, help="where to write the HTML report")
+    p.add_argument("--force", action="store_true", help="re-run cells that are already done")
+    p.add_argument("--retry-failed", action="store_true", help="re-run cells that failed")
+    p.add_argument("--address", default=os.environ.get("RAY_ADDRESS"),
+                   help="Ray cluster address (default: $RAY_ADDRESS, else start a local Ray)")
+    p.add_argument("--num-cpus", type=int, default=None, help="CPUs for a local Ray (default: all)")
+    p.add_argument("--num-gpus", type=int, default=None, help="GPUs for a local Ray (default: detected)")
+    p.add_argument("--no-report", action="store_true", help="skip writing the HTML report")
+    p.add_argument("--allow-failures", action="store_true", help="exit 0 even when cells failed")
+    _add_openml(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("fetch", help="fetch a suite's datasets and splits into the database")
+    p.add_argument("suite", nargs="?")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--refresh", action="store_true", help="fetch again even when stored")
+    _add_openml(p)
+    p.set_defaults(func=cmd_fetch)
+
+    p = sub.add_parser("report", help="write the HTML leaderboards from the database")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--reports", default=DEFAULT_REPORTS)
+    p.add_argument("--open", action="store_true", help="open the index in a browser")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("query", help="run read-only SQL on the results (tables: results, trials, ...)")
+    p.add_argument("sql")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--out", help="write the answer to a .csv or .parquet file instead of printing it")
+    p.add_argument("--max-rows", type=int, default=200)
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("models", help="list the registered models")
+    p.set_defaults(func=cmd_models)
+
+    p = sub.add_parser("suites", help="validate suite files (default: suites/*.yaml)")
+    p.add_argument("files", nargs="*")
+    p.set_defaults(func=cmd_suites)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except AttnbenchError as err:
+        print(f"attnbench: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("attnbench: interrupted; completed cells are saved — run the same command again to resume",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

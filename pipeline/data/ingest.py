@@ -1,0 +1,131 @@
+"""Fetch a suite's datasets into DuckDB once, with their splits; read them back for a run.
+
+The results file is the cache: a dataset already stored is not fetched again, so a run that has
+ingested its data needs neither OpenML nor the original file any more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+
+from pipeline.data import sources, splits
+from pipeline.data.store import Store, table_name
+from pipeline.errors import DataError
+from pipeline.spec import DatasetSpec, OpenMLTask, Protocol, dataset_label
+
+log = logging.getLogger(__name__)
+TARGET = "__target__"
+ROW_ID = "__row_id__"
+
+
+@dataclass
+class StoredDataset:
+    name: str
+    task_type: str
+    classes: list[str] | None
+    features: pd.DataFrame
+    y: pd.Series
+    checksum: str
+    has_official_folds: bool
+
+
+def split_key(protocol: Protocol, seed: int, checksum: str, official: bool) -> str:
+    blob = json.dumps({
+        "folds": None if official else protocol.folds, "repeats": None if official else protocol.repeats,
+        "val": protocol.validation_fraction, "subset_seeds": protocol.subset_seeds, "seed": seed, "data": checksum,
+    }, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def ingest(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, refresh: bool = False) -> StoredDataset:
+    """Make sure the dataset and its splits for this protocol are in the store; return it."""
+    name = dataset_label(spec)
+    if isinstance(spec, OpenMLTask) and not spec.name:
+        # Unnamed OpenML tasks are stored under their dataset's own name, e.g. 'credit-g'.
+        hit = store.query("SELECT dataset FROM datasets WHERE openml_task_id = ? AND source = ?",
+                          [spec.openml_task, f"openml-task:{spec.openml_task}"])
+        name = str(hit.dataset.iloc[0]) if len(hit) else ""
+    stored = None if refresh or not name else read(store, name)
+    if stored is None:
+        raw = sources.load(spec)
+        other = store.query("SELECT source FROM datasets WHERE dataset = ?", [raw.name])
+        if len(other) and other.source.iloc[0] != raw.source and isinstance(spec, OpenMLTask) and not spec.name:
+            raw.name = f"{raw.name}-task{spec.openml_task}"
+        _write(store, raw)
+        stored = read(store, raw.name)
+        assert stored is not None
+    name = stored.name
+    key = split_key(protocol, seed, stored.checksum, stored.has_official_folds)
+    if not store.has_splits(name, key):
+        if stored.has_official_folds:
+            folds = store.query("SELECT repeat, fold, row_id, role FROM splits WHERE dataset = ? AND split_key = "
+                                "'official' ORDER BY repeat, fold, role, row_id", [name])
+            if not len(folds):
+                raise DataError(f"dataset {name!r}: its official folds are missing from the store; use --refresh")
+        else:
+            folds = splits.make_folds(stored.y, stored.task_type, protocol.folds, protocol.repeats, seed)
+        s = splits.carve_validation(folds, stored.y, stored.task_type, protocol.validation_fraction, seed)
+        o = splits.train_orders(s, stored.y, stored.task_type, protocol.subset_seeds, seed)
+        store.write_splits(name, key, s, o)
+    return stored
+
+
+def _write(store: Store, raw: sources.RawDataset) -> None:
+    checksum = raw.checksum()
+    frame = raw.features.copy()
+    for c in raw.categorical:
+        frame[c] = frame[c].astype("string")
+    frame[TARGET] = raw.y.astype(str) if raw.task_type != "regression" else raw.y.astype(float)
+    frame[ROW_ID] = np.arange(len(frame))
+    cat = set(raw.categorical)
+    features = pd.DataFrame({
+        "dataset": raw.name,
+        "position": range(raw.features.shape[1]),
+        "name": list(raw.features.columns),
+        "kind": ["categorical" if c in cat else "numeric" for c in raw.features.columns],
+        "n_missing": [int(raw.features[c].isna().sum()) for c in raw.features.columns],
+        "n_levels": [int(raw.features[c].nunique()) if c in cat else None for c in raw.features.columns],
+    })
+    classes = sorted(raw.y.astype(str).unique()) if raw.task_type != "regression" else None
+    # Official folds go in under the key 'official'; ingest() carves validation from them per protocol.
+    official = raw.folds
+    meta = {
+        "dataset": raw.name, "source": raw.source, "task_type": raw.task_type, "target": raw.target,
+        "n_rows": len(frame), "n_features": raw.features.shape[1], "n_numeric": raw.features.shape[1] - len(cat),
+        "n_categorical": len(cat), "n_classes": len(classes) if classes else None,
+        "classes": json.dumps(classes) if classes else None, "openml_id": raw.openml_id,
+        "openml_task_id": raw.openml_task_id, "checksum": checksum, "data_table": table_name(raw.name, checksum),
+        "has_official_folds": official is not None, "description": raw.description,
+        "notes": "; ".join(raw.notes) or None, "fetched_at": datetime.now(timezone.utc).replace(tzinfo=None),
+    }
+    if official is not None:
+        empty = pd.DataFrame(columns=["repeat", "fold", "seed", "row_id", "rank"])
+        store.write_dataset(meta, features, frame, official, empty, split_key="official")
+    else:
+        store.write_dataset(meta, features, frame, pd.DataFrame(columns=["repeat", "fold", "row_id", "role"]),
+                            pd.DataFrame(columns=["repeat", "fold", "seed", "row_id", "rank"]), split_key="none")
+    for note in raw.notes:
+        log.warning("dataset %s: %s", raw.name, note)
+
+
+def read(store: Store, name: str) -> StoredDataset | None:
+    meta = store.query("SELECT * FROM datasets WHERE dataset = ?", [name])
+    if not len(meta):
+        return None
+    m = meta.iloc[0]
+    feats = store.query("SELECT name, kind FROM features WHERE dataset = ? ORDER BY position", [name])
+    frame = store.query(f'SELECT * FROM "{m.data_table}" ORDER BY "{ROW_ID}"')
+    y = frame.pop(TARGET)
+    frame = frame.drop(columns=[ROW_ID])[list(feats.name)]
+    for n, kind in zip(feats.name, feats.kind):
+        frame[n] = frame[n].astype("category") if kind == "categorical" else frame[n].astype(float)
+    classes = json.loads(m.classes) if m.classes else None
+    return StoredDataset(name=name, task_type=m.task_type, classes=classes, features=frame, y=y,
+                         checksum=m.checksum, has_official_folds=bool(m.has_official_folds))

@@ -1,0 +1,280 @@
+"""Where datasets come from: OpenML (tasks and suites), local files, scikit-learn's bundled sets.
+
+Everything here runs on the driver, once per dataset; workers read splits from the object store and
+never contact OpenML. Each loader returns a :class:`RawDataset` that :func:`validate` has checked.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.errors import DataError
+from pipeline.spec import (
+    DatasetSpec,
+    LocalFile,
+    OpenMLSuite,
+    OpenMLTask,
+    SklearnDataset,
+    dataset_label,
+)
+
+TaskType = str  # "binary" | "multiclass" | "regression"
+
+
+@dataclass
+class RawDataset:
+    name: str
+    source: str
+    features: pd.DataFrame  # one column per feature; categoricals as pandas 'category'
+    y: pd.Series
+    task_type: TaskType
+    target: str
+    openml_id: int | None = None
+    openml_task_id: int | None = None
+    # Official folds where the source has them: columns repeat, fold, row_id, role ('train' | 'test').
+    folds: pd.DataFrame | None = None
+    description: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def categorical(self) -> list[str]:
+        return [c for c in self.features.columns if isinstance(self.features[c].dtype, pd.CategoricalDtype)]
+
+    def checksum(self) -> str:
+        h = hashlib.sha256()
+        h.update(pd.util.hash_pandas_object(self.features, index=False).values.tobytes())
+        h.update(pd.util.hash_pandas_object(self.y.astype(str), index=False).values.tobytes())
+        return h.hexdigest()[:16]
+
+
+# -------------------------------------------------------------------------------------------- openml
+def configure_openml(cache_dir: str | None = None, server: str | None = None) -> None:
+    import openml
+
+    if cache_dir:
+        openml.config.set_root_cache_directory(str(Path(cache_dir).expanduser()))
+    if server:
+        openml.config.server = server
+
+
+def _openml_error(what: str, err: Exception) -> DataError:
+    import openml
+
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if isinstance(err, openml.exceptions.OpenMLServerException):
+        return DataError(f"OpenML {what}: the server answered: {text}")
+    return DataError(
+        f"OpenML {what}: could not load it ({type(err).__name__}: {text}). OpenML is unreachable and it is "
+        f"not in the local cache ({openml.config.get_cache_directory()}). Connect once with `attnbench fetch "
+        f"SUITE`, or point --openml-cache at a cache that has it."
+    )
+
+
+def load_openml_task(task_id: int, name: str | None = None) -> RawDataset:
+    import openml
+
+    try:
+        task = openml.tasks.get_task(
+            task_id, download_splits=True, download_data=True, download_qualities=False,
+            download_features_meta_data=False,
+        )
+        dataset = task.get_dataset()
+        x, y, cat_mask, names = dataset.get_data(target=task.target_name)
+    except DataError:
+        raise
+    except Exception as err:  # the client raises many types (HTTP, XML, arff, cache); all mean "not loadable"
+        raise _openml_error(f"task {task_id}", err) from err
+    x = pd.DataFrame(x, columns=names)
+    for c, is_cat in zip(names, cat_mask):
+        if is_cat and not isinstance(x[c].dtype, pd.CategoricalDtype):
+            x[c] = x[c].astype("category")
+    kind = task.task_type_id
+    if kind == openml.tasks.TaskType.SUPERVISED_REGRESSION:
+        task_type = "regression"
+    elif kind == openml.tasks.TaskType.SUPERVISED_CLASSIFICATION:
+        task_type = "binary" if pd.Series(y).nunique() == 2 else "multiclass"
+    else:
+        raise DataError(f"OpenML task {task_id} is a {kind.name} task; only classification and regression run here")
+    repeats, folds, _samples = task.get_split_dimensions()
+    rows = []
+    for r in range(repeats):
+        for f in range(folds):
+            train, test = task.get_train_test_split_indices(fold=f, repeat=r, sample=0)
+            rows.append(pd.DataFrame({"repeat": r, "fold": f, "row_id": train, "role": "train"}))
+            rows.append(pd.DataFrame({"repeat": r, "fold": f, "row_id": test, "role": "test"}))
+    return validate(RawDataset(
+        name=name or dataset.name,
+        source=f"openml-task:{task_id}",
+        features=x,
+        y=pd.Series(y, name=task.target_name).reset_index(drop=True),
+        task_type=task_type,
+        target=task.target_name,
+        openml_id=int(dataset.dataset_id),
+        openml_task_id=task_id,
+        folds=pd.concat(rows, ignore_index=True),
+        description=(dataset.description or "")[:2000],
+    ))
+
+
+def openml_suite_tasks(suite_id: int | str) -> list[int]:
+    import openml
+
+    try:
+        suite = openml.study.get_suite(suite_id)
+    except Exception as err:  # see load_openml_task
+        raise _openml_error(f"suite {suite_id}", err) from err
+    return [int(t) for t in (suite.tasks or [])]
+
+
+# --------------------------------------------------------------------------------------------- files
+def load_file(spec: LocalFile) -> RawDataset:
+    path = Path(spec.file)
+    if not path.is_file():
+        raise DataError(f"{path}: data file not found")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            df = pd.read_parquet(path)
+        elif suffix in (".csv", ".tsv"):
+            sep = "\t" if suffix == ".tsv" else ","
+            with path.open(newline="") as fh:
+                header = next(csv.reader(fh, delimiter=sep), [])
+            seen = [h for i, h in enumerate(header) if h in header[:i]]
+            if seen:  # pandas would rename them silently (a, a.1)
+                raise DataError(f"{path}: duplicate column names {seen}")
+            df = pd.read_csv(path, sep=sep)
+        elif suffix == ".arff":
+            df = _read_arff(path)
+        else:
+            raise DataError(f"{path}: unsupported file type {suffix!r}; use .parquet, .csv, .tsv or .arff")
+    except DataError:
+        raise
+    except Exception as err:  # pyarrow, the csv parser and liac-arff raise their own types for bad files
+        raise DataError(f"{path}: cannot read the file ({type(err).__name__}: {err})") from err
+    dup = df.columns[df.columns.duplicated()].tolist()
+    if dup:
+        raise DataError(f"{path}: duplicate column names {dup}")
+    if spec.target not in df.columns:
+        raise DataError(f"{path}: target column {spec.target!r} not found; columns: {', '.join(map(str, df.columns[:30]))}")
+    y = df.pop(spec.target)
+    if spec.categorical is not None:
+        missing = sorted(set(spec.categorical) - set(df.columns))
+        if missing:
+            raise DataError(f"{path}: categorical columns {missing} not in the file")
+        for c in spec.categorical:
+            df[c] = df[c].astype("string").astype("category")
+    for c in df.columns:
+        if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype) or pd.api.types.is_bool_dtype(df[c].dtype):
+            df[c] = df[c].astype("string").astype("category")
+    task_type = spec.task_type or _infer_task(y)
+    return validate(RawDataset(
+        name=dataset_label(spec), source=f"file:{path}", features=df.reset_index(drop=True),
+        y=y.reset_index(drop=True), task_type=task_type, target=spec.target,
+        openml_id=spec.openml_id, openml_task_id=spec.openml_task,
+    ))
+
+
+def _read_arff(path: Path) -> pd.DataFrame:
+    import arff  # liac-arff, a dependency of openml
+
+    with path.open() as fh:
+        obj = arff.load(fh)
+    cols = [a[0] for a in obj["attributes"]]
+    df = pd.DataFrame(obj["data"], columns=cols)
+    for name, kind in obj["attributes"]:
+        if isinstance(kind, list):
+            df[name] = pd.Categorical(df[name], categories=kind)
+    return df
+
+
+def _infer_task(y: pd.Series) -> TaskType:
+    if isinstance(y.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+        return "binary" if y.nunique(dropna=True) == 2 else "multiclass"
+    n = y.nunique(dropna=True)
+    if n == 2:
+        return "binary"
+    if pd.api.types.is_integer_dtype(y) and n <= 20:
+        return "multiclass"
+    return "regression"
+
+
+# ------------------------------------------------------------------------------------------- sklearn
+def load_sklearn(spec: SklearnDataset) -> RawDataset:
+    from sklearn import datasets
+
+    loader = getattr(datasets, f"load_{spec.sklearn}")
+    bunch = loader(as_frame=True)
+    x = bunch.data.copy()
+    task_type = "regression" if spec.sklearn == "diabetes" else ("binary" if len(bunch.target_names) == 2 else "multiclass")
+    y = bunch.target
+    if task_type != "regression":
+        y = pd.Series(np.asarray(bunch.target_names)[y.to_numpy()], name="target").astype("category")
+    openml = {"breast_cancer": 1510, "wine": 187, "iris": 61, "digits": 28}.get(spec.sklearn)
+    return validate(RawDataset(
+        name=dataset_label(spec), source=f"sklearn:{spec.sklearn}", features=x.reset_index(drop=True),
+        y=y.reset_index(drop=True), task_type=task_type, target="target", openml_id=openml,
+        description=(bunch.DESCR or "")[:2000],
+    ))
+
+
+# ---------------------------------------------------------------------------------------- dispatch
+def expand(datasets: list[DatasetSpec]) -> list[DatasetSpec]:
+    """Replace every OpenML suite entry by its tasks (this asks OpenML, or its cache)."""
+    out: list[DatasetSpec] = []
+    for d in datasets:
+        if isinstance(d, OpenMLSuite):
+            out.extend(OpenMLTask(openml_task=t) for t in openml_suite_tasks(d.openml_suite))
+        else:
+            out.append(d)
+    return out
+
+
+def load(spec: DatasetSpec) -> RawDataset:
+    if isinstance(spec, OpenMLTask):
+        return load_openml_task(spec.openml_task, spec.name)
+    if isinstance(spec, LocalFile):
+        return load_file(spec)
+    if isinstance(spec, SklearnDataset):
+        return load_sklearn(spec)
+    raise DataError(f"expand OpenML suites before loading: {spec}")
+
+
+# ------------------------------------------------------------------------------------------ checks
+def validate(ds: RawDataset) -> RawDataset:
+    """Reject what no model can learn from, with the reason; note what was repaired."""
+    where = f"dataset {ds.name!r} ({ds.source})"
+    if len(ds.features) == 0 or ds.features.shape[1] == 0:
+        raise DataError(f"{where}: it is empty ({ds.features.shape[0]} rows, {ds.features.shape[1]} features)")
+    if ds.task_type not in ("binary", "multiclass", "regression"):
+        raise DataError(f"{where}: unknown task type {ds.task_type!r}")
+    if ds.y.isna().any():
+        raise DataError(f"{where}: the target {ds.target!r} has {int(ds.y.isna().sum())} missing values")
+    if ds.task_type == "regression":
+        yv = pd.to_numeric(ds.y, errors="coerce")
+        if yv.isna().any() or not np.isfinite(yv.to_numpy(dtype=float)).all():
+            raise DataError(f"{where}: the regression target {ds.target!r} has non-numeric, NaN or infinite values")
+        ds.y = yv.astype(float)
+    else:
+        counts = ds.y.astype(str).value_counts()
+        if len(counts) < 2:
+            raise DataError(f"{where}: the target {ds.target!r} has a single class ({counts.index[0]!r})")
+    ds.features.columns = [str(c) for c in ds.features.columns]
+    if ds.features.columns.duplicated().any():
+        raise DataError(f"{where}: duplicate feature names {ds.features.columns[ds.features.columns.duplicated()].tolist()}")
+    empty = [c for c in ds.features.columns if ds.features[c].isna().all()]
+    if empty:
+        ds.features = ds.features.drop(columns=empty)
+        ds.notes.append(f"dropped all-missing features: {empty}")
+        if ds.features.shape[1] == 0:
+            raise DataError(f"{where}: every feature is missing in every row")
+    for c in ds.features.columns:
+        col = ds.features[c]
+        if not isinstance(col.dtype, pd.CategoricalDtype):
+            ds.features[c] = pd.to_numeric(col, errors="coerce").astype(float).replace([np.inf, -np.inf], np.nan)
+    return ds

@@ -1,0 +1,288 @@
+"""The DuckDB results file: schema, the driver's writes, and read-only access for everyone else.
+
+The driver is the only writer, and it holds the file only for the length of one transaction: DuckDB
+lets no other process open a file that one holds read-write, so short writes are what keep
+``attnbench query``, ``duckdb results.duckdb`` and the report usable while a run goes on. Readers
+retry briefly when they meet a write in progress.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pipeline.errors import StoreError
+
+SCHEMA_VERSION = 1
+APP = "attnbench"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS attnbench_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, suite VARCHAR, suite_yaml VARCHAR, started_at TIMESTAMP,
+    finished_at TIMESTAMP, status VARCHAR, git_rev VARCHAR, versions JSON, hardware JSON,
+    argv VARCHAR, n_cells INTEGER, n_done INTEGER, n_failed INTEGER, n_skipped INTEGER, error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS datasets (
+    dataset VARCHAR PRIMARY KEY, source VARCHAR, task_type VARCHAR, target VARCHAR, n_rows INTEGER,
+    n_features INTEGER, n_numeric INTEGER, n_categorical INTEGER, n_classes INTEGER,
+    classes JSON, openml_id INTEGER, openml_task_id INTEGER, checksum VARCHAR, data_table VARCHAR,
+    has_official_folds BOOLEAN, description VARCHAR, notes VARCHAR, fetched_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS features (
+    dataset VARCHAR, position INTEGER, name VARCHAR, kind VARCHAR, n_missing INTEGER, n_levels INTEGER,
+    PRIMARY KEY (dataset, position)
+);
+CREATE TABLE IF NOT EXISTS splits (
+    dataset VARCHAR, split_key VARCHAR, repeat INTEGER, fold INTEGER, row_id INTEGER, role VARCHAR
+);
+CREATE TABLE IF NOT EXISTS train_order (
+    dataset VARCHAR, split_key VARCHAR, repeat INTEGER, fold INTEGER, seed INTEGER, row_id INTEGER,
+    rank INTEGER
+);
+CREATE TABLE IF NOT EXISTS trials (
+    cell_id VARCHAR, trial_id VARCHAR, run_id VARCHAR, trial_index INTEGER, config JSON, status VARCHAR,
+    val_score DOUBLE, val_loss DOUBLE, epochs INTEGER, best_epoch INTEGER, seconds DOUBLE,
+    error VARCHAR, curve JSON, finished_at TIMESTAMP, PRIMARY KEY (cell_id, trial_id)
+);
+CREATE TABLE IF NOT EXISTS results (
+    cell_id VARCHAR PRIMARY KEY, run_id VARCHAR, suite VARCHAR, dataset VARCHAR, task_type VARCHAR,
+    repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR,
+    spec_hash VARCHAR, status VARCHAR, error VARCHAR, attempts INTEGER, best_config JSON,
+    best_trial VARCHAR, n_trials INTEGER, n_trials_failed INTEGER, n_train INTEGER, n_valid INTEGER,
+    n_test INTEGER, val_score DOUBLE, accuracy DOUBLE, balanced_accuracy DOUBLE, roc_auc DOUBLE,
+    log_loss DOUBLE, rmse DOUBLE, r2 DOUBLE, fit_seconds DOUBLE, predict_seconds DOUBLE,
+    predict_rows_per_s DOUBLE, search_seconds DOUBLE, peak_cpu_mb DOUBLE, peak_gpu_mb DOUBLE,
+    n_params BIGINT, flops_per_row DOUBLE, device VARCHAR, epochs INTEGER, finished_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS attention_maps (
+    cell_id VARCHAR PRIMARY KEY, dataset VARCHAR, model VARCHAR, features JSON, map JSON
+);
+"""
+
+RESULT_COLUMNS = [
+    "cell_id", "run_id", "suite", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
+    "model_name", "spec_hash", "status", "error", "attempts", "best_config", "best_trial", "n_trials",
+    "n_trials_failed", "n_train", "n_valid", "n_test", "val_score", "accuracy", "balanced_accuracy", "roc_auc",
+    "log_loss", "rmse", "r2", "fit_seconds", "predict_seconds", "predict_rows_per_s", "search_seconds",
+    "peak_cpu_mb", "peak_gpu_mb", "n_params", "flops_per_row", "device", "epochs", "finished_at",
+]
+TRIAL_COLUMNS = [
+    "cell_id", "trial_id", "run_id", "trial_index", "config", "status", "val_score", "val_loss", "epochs",
+    "best_epoch", "seconds", "error", "curve", "finished_at",
+]
+
+
+def table_name(dataset: str, checksum: str) -> str:
+    """A safe table name for a dataset's rows; the checksum keeps different versions apart."""
+    return "data_" + re.sub(r"[^a-z0-9]+", "_", dataset.lower()).strip("_")[:40] + "_" + checksum[:8]
+
+
+def _is_lock_error(err: Exception) -> bool:
+    return "lock" in str(err).lower() and ("conflicting" in str(err).lower() or "could not set" in str(err).lower())
+
+
+class Store:
+    """One DuckDB results file. Every method opens, works and closes: nothing stays locked."""
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoreError(f"{self.path}: no results database here yet; run `attnbench run` first")
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.connect() as con:
+                self._init(con)
+
+    # --------------------------------------------------------------------------------- connections
+    @contextlib.contextmanager
+    def connect(self, read_only: bool = False, wait_s: float = 30.0) -> Iterator[Any]:
+        import duckdb
+
+        deadline = time.monotonic() + wait_s
+        delay = 0.05
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=read_only)
+                break
+            except duckdb.Error as err:
+                if _is_lock_error(err) and time.monotonic() < deadline:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+                    continue
+                if _is_lock_error(err):
+                    raise StoreError(
+                        f"{self.path}: another process holds the database ({err}). Wait for it, or copy the "
+                        "file and query the copy for a consistent snapshot."
+                    ) from None
+                raise StoreError(f"{self.path}: not a DuckDB database we can open ({err})") from None
+        try:
+            if not read_only or self._has_meta(con):
+                self._check(con)
+            yield con
+        finally:
+            con.close()
+
+    @staticmethod
+    def _has_meta(con: Any) -> bool:
+        return bool(con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'attnbench_meta'"
+        ).fetchone()[0])
+
+    def _check(self, con: Any) -> None:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if not tables:
+            return
+        if "attnbench_meta" not in tables:
+            raise StoreError(
+                f"{self.path}: this DuckDB file was not written by attnbench (tables: {', '.join(sorted(tables)[:8])}); "
+                "choose another --db path"
+            )
+        meta = dict(con.execute("SELECT key, value FROM attnbench_meta").fetchall())
+        version = int(meta.get("schema_version", "0"))
+        if meta.get("app") != APP:
+            raise StoreError(f"{self.path}: not an attnbench results file")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: written by a newer attnbench (schema {version}, this one reads {SCHEMA_VERSION}); "
+                "upgrade attnbench"
+            )
+
+    def _init(self, con: Any) -> None:
+        con.execute("BEGIN")
+        con.execute(SCHEMA)
+        con.execute("INSERT OR IGNORE INTO attnbench_meta VALUES ('app', ?), ('schema_version', ?)",
+                    [APP, str(SCHEMA_VERSION)])
+        con.execute("COMMIT")
+        from pipeline.report.views import create_views
+
+        create_views(con)
+
+    # --------------------------------------------------------------------------------------- reads
+    def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+        with self.connect(read_only=True) as con:
+            return con.execute(sql, params or []).df()
+
+    def has_dataset(self, name: str, checksum: str | None = None) -> bool:
+        df = self.query("SELECT checksum FROM datasets WHERE dataset = ?", [name])
+        return len(df) > 0 and (checksum is None or df.checksum.iloc[0] == checksum)
+
+    def done_cells(self) -> pd.DataFrame:
+        return self.query("SELECT cell_id, status, attempts FROM results")
+
+    # -------------------------------------------------------------------------------------- writes
+    def write_dataset(self, meta: dict[str, Any], features: pd.DataFrame, frame: pd.DataFrame,
+                      splits: pd.DataFrame, orders: pd.DataFrame, split_key: str) -> None:
+        """The dataset's rows, feature types and splits, in one transaction."""
+        table = meta["data_table"]
+        with self.connect() as con:
+            con.execute("BEGIN")
+            try:
+                con.execute("DELETE FROM datasets WHERE dataset = ?", [meta["dataset"]])
+                con.execute("DELETE FROM features WHERE dataset = ?", [meta["dataset"]])
+                cols = list(meta)
+                con.execute(f"INSERT INTO datasets ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                            [meta[c] for c in cols])
+                con.register("features_df", features)
+                con.execute("INSERT INTO features SELECT dataset, position, name, kind, n_missing, n_levels FROM features_df")
+                con.register("frame_df", frame)
+                con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM frame_df')
+                self._write_splits(con, meta["dataset"], split_key, splits, orders)
+                con.execute("COMMIT")
+            except Exception:
+                con.execute("ROLLBACK")
+                raise
+
+    def write_splits(self, dataset: str, split_key: str, splits: pd.DataFrame, orders: pd.DataFrame) -> None:
+        with self.connect() as con:
+            con.execute("BEGIN")
+            try:
+                self._write_splits(con, dataset, split_key, splits, orders)
+                con.execute("COMMIT")
+            except Exception:
+                con.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _write_splits(con: Any, dataset: str, split_key: str, splits: pd.DataFrame, orders: pd.DataFrame) -> None:
+        con.execute("DELETE FROM splits WHERE dataset = ? AND split_key = ?", [dataset, split_key])
+        con.execute("DELETE FROM train_order WHERE dataset = ? AND split_key = ?", [dataset, split_key])
+        s = splits.assign(dataset=dataset, split_key=split_key)[["dataset", "split_key", "repeat", "fold", "row_id", "role"]]
+        o = orders.assign(dataset=dataset, split_key=split_key)[
+            ["dataset", "split_key", "repeat", "fold", "seed", "row_id", "rank"]]
+        con.register("s_df", s)
+        con.register("o_df", o)
+        con.execute("INSERT INTO splits SELECT * FROM s_df")
+        con.execute("INSERT INTO train_order SELECT * FROM o_df")
+
+    def has_splits(self, dataset: str, split_key: str) -> bool:
+        return bool(self.query("SELECT count(*) AS n FROM splits WHERE dataset = ? AND split_key = ?",
+                               [dataset, split_key]).n.iloc[0])
+
+    def write_cell(self, result: dict[str, Any], trials: list[dict[str, Any]],
+                   attention: dict[str, Any] | None = None) -> None:
+        """A cell's result and all its trials, atomically: a cell is done once this commits."""
+        row = {c: _jsonable(result.get(c)) for c in RESULT_COLUMNS}
+        with self.connect() as con:
+            con.execute("BEGIN")
+            try:
+                con.execute("DELETE FROM trials WHERE cell_id = ?", [row["cell_id"]])
+                con.execute("DELETE FROM attention_maps WHERE cell_id = ?", [row["cell_id"]])
+                con.execute(f"INSERT OR REPLACE INTO results ({', '.join(RESULT_COLUMNS)}) "
+                            f"VALUES ({', '.join('?' * len(RESULT_COLUMNS))})", [row[c] for c in RESULT_COLUMNS])
+                for t in trials:
+                    trow = {c: _jsonable(t.get(c)) for c in TRIAL_COLUMNS}
+                    con.execute(f"INSERT OR REPLACE INTO trials ({', '.join(TRIAL_COLUMNS)}) "
+                                f"VALUES ({', '.join('?' * len(TRIAL_COLUMNS))})", [trow[c] for c in TRIAL_COLUMNS])
+                if attention is not None:
+                    con.execute("INSERT INTO attention_maps VALUES (?, ?, ?, ?, ?)", [
+                        row["cell_id"], result["dataset"], result["model"],
+                        json.dumps(attention["features"]), json.dumps(attention["map"])])
+                con.execute("COMMIT")
+            except Exception:
+                con.execute("ROLLBACK")
+                raise
+
+    def upsert_run(self, run: dict[str, Any]) -> None:
+        cols = list(run)
+        with self.connect() as con:
+            con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        [_jsonable(run[c]) for c in cols])
+
+
+def _clean(v: Any) -> Any:
+    """NaN and infinities become null: JSON has no spelling for them (a diverged curve has them)."""
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, str | bytes):
+        v = v.item()
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return None
+    return v
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict | list):
+        return json.dumps(_clean(v), default=_default, allow_nan=False)
+    if hasattr(v, "item") and not isinstance(v, str | bytes):  # numpy scalars
+        return v.item()
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):  # → NULL
+        return None
+    return v
+
+
+def _default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)

@@ -1,0 +1,51 @@
+"""Scores of predictions against the truth; one function for every model family."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def score(task_type: str, y: np.ndarray, pred: np.ndarray, n_classes: int) -> dict[str, float]:
+    """Classification: ``pred`` is N × C probabilities. Regression: N predicted values.
+
+    Returned keys: accuracy, balanced_accuracy, roc_auc, log_loss — or rmse, r2 — plus ``score``
+    (higher is better: accuracy, or −RMSE) and ``loss`` (log-loss or MSE) for model selection.
+    """
+    from sklearn import metrics as skm
+
+    if task_type == "regression":
+        pred = np.asarray(pred, dtype=np.float64).reshape(-1)
+        if not np.isfinite(pred).all():
+            return {"rmse": math.nan, "r2": math.nan, "score": -math.inf, "loss": math.inf}
+        mse = float(np.mean((pred - y) ** 2))
+        rmse = math.sqrt(mse)
+        return {"rmse": rmse, "r2": float(skm.r2_score(y, pred)), "score": -rmse, "loss": mse}
+    proba = np.asarray(pred, dtype=np.float64)
+    if not np.isfinite(proba).all():
+        return {"accuracy": math.nan, "balanced_accuracy": math.nan, "roc_auc": math.nan,
+                "log_loss": math.nan, "score": -math.inf, "loss": math.inf}
+    proba = np.clip(proba, 1e-15, 1.0)
+    proba = proba / proba.sum(axis=1, keepdims=True)
+    labels = proba.argmax(axis=1)
+    out: dict[str, Any] = {
+        "accuracy": float(skm.accuracy_score(y, labels)),
+        "balanced_accuracy": float(skm.balanced_accuracy_score(y, labels)) if len(np.unique(y)) > 1 else math.nan,
+        "log_loss": float(skm.log_loss(y, proba, labels=list(range(n_classes)))),
+    }
+    present = np.unique(y)
+    if len(present) < 2:
+        out["roc_auc"] = math.nan
+    elif n_classes == 2:
+        out["roc_auc"] = float(skm.roc_auc_score(y, proba[:, 1]))
+    else:
+        # One-vs-rest over the classes present in y, probabilities renormalised over them.
+        sub = proba[:, present] / proba[:, present].sum(axis=1, keepdims=True)
+        remap = np.searchsorted(present, y)
+        out["roc_auc"] = float(skm.roc_auc_score(remap, sub, multi_class="ovr", labels=list(range(len(present))))
+                               if len(present) > 2 else skm.roc_auc_score(remap, sub[:, 1]))
+    out["score"] = out["accuracy"]
+    out["loss"] = out["log_loss"]
+    return out

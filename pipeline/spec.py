@@ -1,0 +1,288 @@
+"""Suite files: YAML → typed, validated :class:`SuiteSpec`.
+
+A suite names datasets, the evaluation protocol, and the models with their search budgets.
+Unknown keys are errors, and every error names the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from pipeline.errors import SpecError
+
+SKLEARN_DATASETS = ("breast_cancer", "wine", "digits", "iris", "diabetes")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ----------------------------------------------------------------------------------------- datasets
+class OpenMLTask(_Strict):
+    """One OpenML task; its own folds are used."""
+
+    openml_task: int = Field(gt=0)
+    name: str | None = None
+
+
+class OpenMLSuite(_Strict):
+    """Every task of an OpenML benchmark suite, resolved through the openml client at fetch time.
+
+    Pin the task list with ``attnbench suites pin`` for reproducible runs.
+    """
+
+    openml_suite: int | str
+    name: str | None = None
+
+
+class LocalFile(_Strict):
+    """A parquet, csv or arff file with a target column."""
+
+    file: str
+    target: str
+    name: str | None = None
+    task_type: Literal["binary", "multiclass", "regression"] | None = None
+    categorical: list[str] | None = None  # None: infer from the column types
+    openml_id: int | None = None  # where the file is a copy of an OpenML dataset
+    openml_task: int | None = None
+
+
+class SklearnDataset(_Strict):
+    """A real dataset bundled with scikit-learn (no network needed)."""
+
+    sklearn: Literal["breast_cancer", "wine", "digits", "iris", "diabetes"]
+    name: str | None = None
+
+
+def _dataset_kind(v: Any) -> str | None:
+    if isinstance(v, BaseModel):
+        return type(v).__name__
+    if isinstance(v, dict):
+        for key, tag in (("openml_task", "OpenMLTask"), ("openml_suite", "OpenMLSuite"),
+                         ("file", "LocalFile"), ("sklearn", "SklearnDataset")):
+            if key in v and not (key == "openml_task" and "file" in v):
+                return tag
+    return None
+
+
+DatasetSpec = Annotated[
+    Annotated[OpenMLTask, Tag("OpenMLTask")]
+    | Annotated[OpenMLSuite, Tag("OpenMLSuite")]
+    | Annotated[LocalFile, Tag("LocalFile")]
+    | Annotated[SklearnDataset, Tag("SklearnDataset")],
+    Discriminator(
+        _dataset_kind,
+        custom_error_type="dataset_kind",
+        custom_error_message="a dataset needs one of the keys openml_task, openml_suite, file (+ target) or sklearn",
+    ),
+]
+
+
+def dataset_label(d: DatasetSpec) -> str:
+    """The dataset's key in the database: its given name, else one derived from its source."""
+    if d.name:
+        return d.name
+    if isinstance(d, OpenMLTask):
+        return f"openml-task-{d.openml_task}"
+    if isinstance(d, OpenMLSuite):
+        return f"openml-suite-{d.openml_suite}"
+    if isinstance(d, LocalFile):
+        return Path(d.file).stem
+    return d.sklearn
+
+
+# ----------------------------------------------------------------------------------------- protocol
+class Preprocessing(_Strict):
+    numeric: Literal["standard", "quantile"] = "standard"
+    max_categories: int = Field(default=256, ge=2, description="rarer levels share one 'other' code")
+
+
+SampleSize = int | Literal["all"]
+
+
+class Protocol(_Strict):
+    """How data is split. Official OpenML folds are used when the task has them."""
+
+    folds: int = Field(default=5, ge=2, description="k of the seeded stratified k-fold without official folds")
+    repeats: int = Field(default=1, ge=1)
+    max_folds: int | None = Field(default=None, ge=1, description="run only the first N folds of each repeat")
+    max_repeats: int | None = Field(default=None, ge=1)
+    validation_fraction: float = Field(default=0.2, gt=0.0, lt=0.9)
+    sample_sizes: list[SampleSize] = Field(default_factory=lambda: ["all"], min_length=1)
+    subset_seeds: int = Field(default=1, ge=1, description="different nested subsets per size below 'all'")
+    preprocessing: Preprocessing = Preprocessing()
+
+    @field_validator("sample_sizes")
+    @classmethod
+    def _sizes(cls, v: list[SampleSize]) -> list[SampleSize]:
+        for s in v:
+            if isinstance(s, int) and s < 8:
+                raise ValueError(f"sample size {s} is too small (at least 8 rows)")
+        if len(set(v)) != len(v):
+            raise ValueError(f"sample sizes repeat: {v}")
+        return v
+
+
+# ------------------------------------------------------------------------------------------- models
+class Resources(_Strict):
+    """What one trial asks of the cluster."""
+
+    cpus: float = Field(default=1, gt=0)
+    gpus: float = Field(default=0, ge=0, description="whole or fractional GPUs; 0 runs on CPU")
+    workers: int = Field(default=1, ge=1, description=">1 trains torch models with DDP on Ray Train workers")
+    backend: Literal["auto", "tune", "train"] = Field(
+        default="auto",
+        description="auto: Ray Train (TorchTrainer) only when workers > 1; tune: train inside the "
+        "Tune trial; train: always launch a TorchTrainer",
+    )
+
+
+Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
+
+
+class ModelSpec(_Strict):
+    name: str
+    trials: int = Field(default=4, ge=1)
+    time_budget_s: float = Field(default=600, gt=0, description="wall-clock budget of the whole search of one cell")
+    trial_timeout_s: float = Field(default=300, gt=0, description="one trial is stopped and recorded past this")
+    search: Literal["random", "asha"] = "random"
+    space: dict[str, Domain | int | float | str | bool | None] = Field(default_factory=dict)
+    fixed: dict[str, Any] = Field(default_factory=dict)
+    resources: Resources = Resources()
+    label: str | None = Field(default=None, description="name in results; defaults to the model name")
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
+
+    @field_validator("space")
+    @classmethod
+    def _space(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key, dom in v.items():
+            if isinstance(dom, dict):
+                check_domain(key, dom)
+        return v
+
+
+def check_domain(key: str, dom: dict[str, Any]) -> None:
+    """Validate one search-space domain written as data, e.g. ``{loguniform: [1e-4, 1e-2]}``."""
+    if len(dom) != 1:
+        raise ValueError(f"space.{key}: give exactly one of uniform, loguniform, int, logint, choice")
+    (kind, arg), = dom.items()
+    if kind == "choice":
+        if not isinstance(arg, list) or not arg:
+            raise ValueError(f"space.{key}.choice must be a non-empty list")
+        return
+    if kind not in ("uniform", "loguniform", "int", "logint"):
+        raise ValueError(f"space.{key}: unknown domain {kind!r}; allowed: uniform, loguniform, int, logint, choice")
+    if not (isinstance(arg, list) and len(arg) == 2 and all(isinstance(a, int | float) for a in arg)):
+        raise ValueError(f"space.{key}.{kind} must be [low, high]")
+    lo, hi = arg
+    if not lo < hi:
+        raise ValueError(f"space.{key}.{kind}: low {lo} must be below high {hi}")
+    if kind.startswith("log") and lo <= 0:
+        raise ValueError(f"space.{key}.{kind}: low must be positive on a log scale")
+
+
+class SuiteSpec(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    description: str = ""
+    seed: int = 0
+    datasets: list[DatasetSpec] = Field(min_length=1)
+    protocol: Protocol = Protocol()
+    models: list[ModelSpec] = Field(min_length=1)
+    source_path: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _unique(self) -> SuiteSpec:
+        from pipeline.models.registry import REGISTRY
+
+        for m in self.models:
+            if m.name not in REGISTRY:
+                raise ValueError(f"unknown model {m.name!r}; registered models: {', '.join(sorted(REGISTRY))}")
+            REGISTRY[m.name].check_space_keys(m.space, m.fixed)
+        keys = [m.key for m in self.models]
+        dup = {k for k in keys if keys.count(k) > 1}
+        if dup:
+            raise ValueError(f"model entries repeat: {sorted(dup)} (give each a distinct 'label')")
+        labels = [dataset_label(d) for d in self.datasets]
+        dup = {k for k in labels if labels.count(k) > 1}
+        if dup:
+            raise ValueError(f"dataset names repeat: {sorted(dup)} (give each a distinct 'name')")
+        return self
+
+    def model(self, key: str) -> ModelSpec:
+        return next(m for m in self.models if m.key == key)
+
+    def model_hash(self, key: str) -> str:
+        """A short hash of everything that decides a model's search: re-running with another budget re-runs."""
+        m = self.model(key)
+        blob = json.dumps(
+            {"m": m.model_dump(mode="json"), "p": self.protocol.model_dump(mode="json"), "seed": self.seed},
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------------------------------ loading
+def _format_errors(path: str, err: ValidationError) -> str:
+    lines = [f"{path}: invalid suite ({err.error_count()} problem{'s' if err.error_count() > 1 else ''})"]
+    for e in err.errors():
+        tags = {"OpenMLTask", "OpenMLSuite", "LocalFile", "SklearnDataset"}
+        loc = ".".join(str(p) for p in e["loc"] if p not in tags)
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "missing":
+            msg = "required key is missing"
+        lines.append(f"  - {loc or '(top level)'}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_suite(data: Any, path: str = "<suite>") -> SuiteSpec:
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a suite must be a YAML mapping with 'name', 'datasets' and 'models'")
+    try:
+        spec = SuiteSpec.model_validate({**data, "source_path": path})
+    except ValidationError as err:
+        raise SpecError(_format_errors(path, err)) from None
+    return spec
+
+
+def load_suite(path: str | Path) -> SuiteSpec:
+    """Read and validate a suite file; relative dataset file paths resolve against the suite's folder."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"{p}: suite file not found")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as err:
+        raise SpecError(f"{p}: not valid YAML: {err}") from None
+    spec = parse_suite(data, str(p))
+    datasets = []
+    for d in spec.datasets:
+        if isinstance(d, LocalFile) and not Path(d.file).is_absolute():
+            d = d.model_copy(update={"file": str((p.parent / d.file).resolve())})
+        datasets.append(d)
+    return spec.model_copy(update={"datasets": datasets})
+
+
+def default_suite_path() -> Path:
+    """``suites/smoke.yaml`` of the checkout the package runs from, else of the working directory."""
+    here = Path(__file__).resolve().parent.parent / "suites" / "smoke.yaml"
+    return here if here.is_file() else Path.cwd() / "suites" / "smoke.yaml"

@@ -1,0 +1,205 @@
+"""The torch training loop shared by every torch model; usable without Ray.
+
+Recipe: AdamW (no decay on biases, norms and embeddings), linear warmup then cosine decay, gradient
+clipping by global norm, mixed precision on GPU (bf16 where supported, else fp16 with a scaler),
+early stopping on validation loss with the best weights restored, seeded batch order. A loss that
+stops being finite raises :class:`Diverged`; a run past ``max_seconds`` stops and keeps its best.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pipeline.data.preprocess import FoldData, Part
+from pipeline.metrics import score
+
+
+class Diverged(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+@dataclass
+class Recipe:
+    lr: float = 1e-3
+    weight_decay: float = 1e-5
+    batch_size: int = 256
+    max_epochs: int = 100
+    patience: int = 8
+    warmup_frac: float = 0.05
+    clip_norm: float = 1.0
+    amp: str = "auto"  # auto | off | bf16 | fp16
+    max_seconds: float = math.inf
+    seed: int = 0
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], **extra: Any) -> Recipe:
+        keys = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in {**config, **extra}.items() if k in keys})
+
+
+@dataclass
+class TrainResult:
+    model: nn.Module
+    epochs: int
+    best_epoch: int
+    curve: list[dict[str, float]] = field(default_factory=list)
+    stop_reason: str = "max_epochs"
+    device: str = "cpu"
+
+
+def pick_device(use_gpu: bool) -> torch.device:
+    return torch.device("cuda") if use_gpu and torch.cuda.is_available() else torch.device("cpu")
+
+
+def _amp_dtype(recipe: Recipe, device: torch.device) -> torch.dtype | None:
+    if device.type != "cuda" or recipe.amp == "off":
+        return None
+    if recipe.amp == "fp16":
+        return torch.float16
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        is_plain = p.ndim < 2 or "embedding" in name.lower() or "norm" in name.lower() or name.endswith(".bias")
+        (no_decay if is_plain else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def warmup_cosine(total_steps: int, warmup_frac: float) -> Callable[[int], float]:
+    warmup = max(1, int(total_steps * warmup_frac))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+    return factor
+
+
+def effective_batch_size(batch_size: int, n: int) -> int:
+    """The configured batch size, made smaller on small training sets so that an epoch has at least
+    about 8 steps (a 150-row set would otherwise take one step per epoch), but never below 32 rows."""
+    small = 2 ** max(5, int(math.log2(max(n, 1) / 8))) if n >= 8 else n
+    return max(1, min(batch_size, small, n))
+
+
+def to_tensors(part: Part, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.as_tensor(part.x_num_filled(), dtype=torch.float32, device=device),
+            torch.as_tensor(part.x_cat, dtype=torch.long, device=device))
+
+
+@torch.no_grad()
+def predict(model: nn.Module, data: FoldData, part: Part, device: torch.device,
+            batch_size: int = 4096) -> np.ndarray:
+    """Probabilities (N × C), or values in the target's original units (N)."""
+    model.eval()
+    x_num, x_cat = to_tensors(part, device)
+    outs = [model(x_num[i:i + batch_size], x_cat[i:i + batch_size]).float() for i in range(0, len(part), batch_size)]
+    out = torch.cat(outs) if outs else torch.empty(0, data.d_out, device=device)
+    if data.task_type == "regression":
+        return (out.squeeze(-1) * data.y_std + data.y_mean).cpu().numpy()
+    return torch.softmax(out, dim=-1).cpu().numpy()
+
+
+def _loss(out: torch.Tensor, y: torch.Tensor, task_type: str) -> torch.Tensor:
+    if task_type == "regression":
+        return F.mse_loss(out.squeeze(-1).float(), y)
+    return F.cross_entropy(out.float(), y)
+
+
+def train(
+    model: nn.Module,
+    data: FoldData,
+    recipe: Recipe,
+    *,
+    device: torch.device | None = None,
+    on_epoch: Callable[[dict[str, float]], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
+    wrap: Callable[[nn.Module], nn.Module] | None = None,
+) -> TrainResult:
+    """Train ``model`` on ``data.train`` with early stopping on ``data.valid``.
+
+    ``shard=(rank, world)`` makes each DDP worker take its slice of every batch order; ``wrap`` is
+    Ray Train's ``prepare_model`` there. ``on_epoch`` gets each epoch's validation metrics (Tune
+    reports them so that ASHA can stop bad trials early).
+    """
+    device = device or pick_device(False)
+    torch.manual_seed(recipe.seed)
+    rng = np.random.default_rng(recipe.seed)
+    model = model.to(device)
+    net = wrap(model) if wrap else model
+    x_num, x_cat = to_tensors(data.train, device)
+    y = torch.as_tensor(data.train.y, device=device)
+    if data.task_type == "regression":
+        y = ((y - data.y_mean) / data.y_std).float()
+    n = len(y)
+    rank, world = shard
+    batch = effective_batch_size(recipe.batch_size, n)
+    steps_per_epoch = max(1, math.ceil(n / batch))
+    opt = torch.optim.AdamW(_param_groups(model, recipe.weight_decay), lr=recipe.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps_per_epoch * recipe.max_epochs, recipe.warmup_frac))
+    amp = _amp_dtype(recipe, device)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16)
+    best_loss, best_state, best_epoch, bad = math.inf, copy.deepcopy(model.state_dict()), 0, 0
+    curve: list[dict[str, float]] = []
+    t0 = time.perf_counter()
+    stop = "max_epochs"
+    epoch = 0
+    for epoch in range(1, recipe.max_epochs + 1):
+        net.train()
+        order = torch.as_tensor(rng.permutation(n), device=device)
+        train_loss, seen = 0.0, 0
+        for step in range(steps_per_epoch):
+            idx = order[step * batch:(step + 1) * batch][rank::world]
+            if len(idx) < 2 and n >= 2:  # a one-row batch gives no useful gradient (and breaks norms)
+                continue
+            with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+                out = net(x_num[idx], x_cat[idx])
+            loss = _loss(out, y[idx], data.task_type)
+            if not torch.isfinite(loss):
+                raise Diverged(f"training loss became {loss.item()} at epoch {epoch}, step {step}")
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            if recipe.clip_norm:
+                nn.utils.clip_grad_norm_(model.parameters(), recipe.clip_norm)
+            scaler.step(opt)
+            scaler.update()
+            sched.step()
+            train_loss += loss.item() * len(idx)
+            seen += len(idx)
+        val = score(data.task_type, data.valid.y, predict(model, data, data.valid, device), data.n_classes)
+        point = {"epoch": epoch, "train_loss": train_loss / max(seen, 1), "val_loss": val["loss"],
+                 "val_score": val["score"], "lr": sched.get_last_lr()[0], "seconds": time.perf_counter() - t0}
+        curve.append(point)
+        if on_epoch:
+            on_epoch(point)
+        if val["loss"] < best_loss - 1e-7:
+            best_loss, best_epoch, bad = val["loss"], epoch, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            bad += 1
+        if bad >= recipe.patience:
+            stop = "early_stopping"
+            break
+        if time.perf_counter() - t0 > recipe.max_seconds:
+            stop = "time_limit"
+            break
+    model.load_state_dict(best_state)
+    return TrainResult(model=model, epochs=epoch, best_epoch=best_epoch, curve=curve, stop_reason=stop,
+                       device=str(device))

@@ -1,0 +1,97 @@
+"""Where a fit runs: in the calling process (a Tune trial or a Ray task), or on Ray Train workers.
+
+Which path runs when (``resources.backend`` in the suite):
+
+- ``auto`` (default): torch models with ``workers: 1`` and every boosting model train inside the Tune
+  trial itself — a trial then costs 1–2 s of Ray overhead. Torch models with ``workers > 1`` launch a
+  Ray Train ``TorchTrainer`` with DDP across that many workers (GPU workers when ``gpus > 0``).
+- ``train``: always launch a ``TorchTrainer``, even with one worker (10–17 s of start-up per trial on a
+  small machine: worth it only for long trials).
+- ``tune``: never launch one.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from typing import Any
+
+from pipeline.data.preprocess import FoldData
+from pipeline.models.registry import get
+from pipeline.spec import Resources
+from pipeline.train.fit import Context, fit_and_score
+
+
+def uses_ray_train(name: str, resources: Resources) -> bool:
+    if get(name).family != "torch":
+        return False
+    if resources.backend == "train":
+        return True
+    return resources.backend == "auto" and resources.workers > 1
+
+
+def run_fit(name: str, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
+            max_seconds: float = math.inf, score_test: bool = False, attention: bool = False,
+            on_epoch: Any = None) -> dict[str, Any]:
+    """Fit and score one configuration on the path ``resources`` asks for."""
+    if uses_ray_train(name, resources):
+        return _fit_on_ray_train(name, config, data, resources, seed=seed, max_seconds=max_seconds,
+                                 score_test=score_test, attention=attention)
+    ctx = Context(threads=max(1, int(resources.cpus)), use_gpu=resources.gpus > 0, seed=seed,
+                  max_seconds=max_seconds, on_epoch=on_epoch)
+    return fit_and_score(name, config, data, ctx, score_test=score_test, attention=attention)
+
+
+def _worker_loop(cfg: dict[str, Any]) -> None:
+    import ray
+    import ray.train
+    import ray.train.torch
+
+    context = ray.train.get_context()
+    rank, world = context.get_world_rank(), context.get_world_size()
+    data = ray.get(cfg["data_ref"])
+
+    def on_epoch(point: dict[str, float]) -> None:
+        ray.train.report({**point, "status": "running"})
+
+    ctx = Context(threads=cfg["threads"], use_gpu=cfg["use_gpu"], seed=cfg["seed"], max_seconds=cfg["max_seconds"],
+                  on_epoch=on_epoch, shard=(rank, world), wrap=ray.train.torch.prepare_model if world > 1 else None)
+    out = fit_and_score(cfg["name"], cfg["config"], data, ctx, score_test=cfg["score_test"],
+                        attention=cfg["attention"])
+    ray.train.report({**out, "status": "final", "world_size": world})
+
+
+def _fit_on_ray_train(name: str, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
+                      max_seconds: float, score_test: bool, attention: bool) -> dict[str, Any]:
+    import ray
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+    from ray.tune.trainable.trainable_fn_utils import _in_tune_session
+
+    callbacks = []
+    if _in_tune_session():
+        from ray.tune.integration.ray_train import TuneReportCallback
+
+        callbacks.append(TuneReportCallback())
+    per_worker_gpu = resources.gpus / resources.workers if resources.gpus else 0
+    trainer = TorchTrainer(
+        _worker_loop,
+        train_loop_config={
+            "data_ref": ray.put(data), "name": name, "config": config, "seed": seed,
+            "threads": max(1, int(resources.cpus)), "use_gpu": resources.gpus > 0, "max_seconds": max_seconds,
+            "score_test": score_test, "attention": attention,
+        },
+        scaling_config=ScalingConfig(
+            num_workers=resources.workers, use_gpu=resources.gpus > 0,
+            resources_per_worker={"CPU": resources.cpus, **({"GPU": per_worker_gpu} if per_worker_gpu else {})},
+        ),
+        run_config=RunConfig(storage_path=tempfile.mkdtemp(prefix="attnbench-train-"), callbacks=callbacks),
+    )
+    result = trainer.fit()
+    if result.error:
+        raise result.error
+    metrics = dict(result.metrics or {})
+    if metrics.get("status") != "final":
+        raise RuntimeError(f"Ray Train run ended without a final report (last: {metrics})")
+    metrics.pop("status")
+    return metrics

@@ -1,0 +1,55 @@
+"""Shared fixtures: the shared data folder, a temporary OpenML cache, one local Ray per session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+OPENML_DATA = SHARED / "data" / "openml"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not OPENML_DATA.is_dir():
+        pytest.fail(f"the shared data folder is missing: expected {OPENML_DATA} beside the checkout")
+    return OPENML_DATA
+
+
+@pytest.fixture
+def openml_cache(tmp_path: Path):
+    """A writable copy of the recorded OpenML cache (the client deletes entries it fails on)."""
+    import openml
+
+    src = SHARED / "data" / "openml-cache"
+    if not src.is_dir():
+        pytest.fail(f"the recorded OpenML cache is missing: {src}")
+    dst = tmp_path / "openml-cache"
+    shutil.copytree(src, dst)
+    for root, dirs, files in os.walk(dst):
+        for name in dirs + files:
+            p = Path(root) / name
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    old_cache, old_server = openml.config.get_cache_directory(), openml.config.server
+    openml.config.set_root_cache_directory(str(dst))
+    openml.config.server = "https://test.openml.org/api/v1/xml"
+    yield dst
+    openml.config.set_root_cache_directory(str(Path(old_cache).parent) if old_cache else str(dst))
+    openml.config.server = old_server
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray for the whole test session, sized for a 2-core CI machine."""
+    from pipeline.runner import start_ray
+
+    resources = start_ray(None, num_cpus=2, num_gpus=0)
+    yield resources
+    import ray
+
+    ray.shutdown()

@@ -1,0 +1,102 @@
+"""End to end through a real local Ray and a real DuckDB file: one result per cell, resume after an
+interruption with nothing lost or duplicated, failing trials recorded while the others finish."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import runner
+from pipeline.data.store import Store
+from pipeline.spec import parse_suite
+
+pytestmark = pytest.mark.slow
+
+TINY = {
+    "name": "tiny",
+    "seed": 1,
+    "datasets": [{"sklearn": "wine"}],
+    "protocol": {"folds": 3, "max_folds": 2, "sample_sizes": [48, "all"]},
+    "models": [
+        {"name": "xgboost", "trials": 2, "fixed": {"n_estimators": 60, "early_stopping_rounds": 10}},
+        {"name": "mlp", "trials": 3, "space": {"n_blocks": {"choice": [0, 2]}, "d_block": 32},
+         "fixed": {"max_epochs": 40, "patience": 10, "lr": 0.003}},
+    ],
+}
+
+
+class Interrupt:
+    """A progress callback that stops the run (as Ctrl-C would) after ``after`` cells."""
+
+    def __init__(self, after: int) -> None:
+        self.after, self.cells = after, 0
+
+    def __call__(self, line: str) -> None:
+        if line.lstrip().startswith("["):
+            self.cells += 1
+            if self.cells >= self.after:
+                raise KeyboardInterrupt
+
+
+def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
+    suite = parse_suite(TINY)
+    db = tmp_path / "results.duckdb"
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(suite, db, progress=Interrupt(after=3))
+    store = Store(db)
+    assert len(store.query("SELECT * FROM results")) == 3
+    assert store.query("SELECT status FROM runs").status.tolist() == ["interrupted"]
+
+    summary = runner.run(suite, db, progress=lambda _: None)
+    n_cells = 2 * 2 * 2  # folds × sizes × models
+    assert (summary.n_cells, summary.n_skipped, summary.n_done + summary.n_failed) == (n_cells, 3, n_cells - 3)
+    res = store.query("SELECT * FROM results")
+    assert len(res) == n_cells and res.cell_id.is_unique
+    assert (res.attempts == 1).all()  # nothing ran twice
+    assert set(res.groupby(["fold", "sample_size", "model"]).size()) == {1}
+    assert (res.status == "ok").all(), res[["model", "status", "error"]]
+    assert min(res.n_train) == 48 and max(res.n_train) > 90
+    # wine has 3 classes (majority share 0.40): both models must learn, boosting well.
+    assert res.loc[res.model == "xgboost", "accuracy"].min() > 0.85, res[["model", "sample_size", "accuracy"]]
+    assert res.loc[res.model == "mlp", "accuracy"].min() > 0.7, res[["model", "sample_size", "accuracy"]]
+    assert res.loc[res.model == "mlp", "n_params"].gt(0).all()
+
+    # mlp's n_blocks = 0 raises in the constructor: those trials are recorded, the others finish.
+    trials = store.query("SELECT t.*, r.model FROM trials t JOIN results r USING (cell_id)")
+    bad = trials[trials.status == "error"]
+    assert len(bad) >= 1 and (bad.model == "mlp").all()
+    assert bad.error.str.contains("n_blocks=0").all()
+    assert len(trials[(trials.model == "mlp") & (trials.status == "ok")]) >= 4
+    assert (trials.groupby("cell_id").size() == trials.groupby("cell_id").trial_index.max() + 1).all()
+
+    # A third run has nothing left to do.
+    again = runner.run(suite, db, progress=lambda _: None)
+    assert (again.n_skipped, again.n_done) == (n_cells, 0)
+    assert len(store.query("SELECT * FROM results")) == n_cells
+
+    # The leaderboard view and the read-only query command agree with the table.
+    lb = store.query("SELECT * FROM leaderboard")
+    assert lb.n_cells.sum() == n_cells
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", str(db),
+                          "SELECT count(*) AS n FROM results"], capture_output=True, text=True)
+    assert out.returncode == 0 and str(n_cells) in out.stdout
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", str(db), "DELETE FROM results"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "read-only" in out.stderr.lower()
+    assert len(store.query("SELECT * FROM results")) == n_cells
+
+
+def test_a_model_whose_every_trial_fails_is_a_recorded_failure(ray_local, tmp_path: Path):
+    suite = parse_suite({**TINY, "protocol": {"folds": 3, "max_folds": 1},
+                         "models": [{"name": "mlp", "trials": 2, "fixed": {"d_block": 0, "max_epochs": 2}}]})
+    summary = runner.run(suite, tmp_path / "r.duckdb", progress=lambda _: None)
+    assert (summary.n_done, summary.n_failed) == (0, 1)
+    res = Store(tmp_path / "r.duckdb").query("SELECT status, error, accuracy FROM results")
+    assert res.status.tolist() == ["error"] and "d_block=0" in res.error[0] and res.accuracy.isna().all()
+    # A model failure is not retried by a plain re-run, but is by --retry-failed.
+    assert runner.run(suite, tmp_path / "r.duckdb", progress=lambda _: None).n_skipped == 1
+    assert runner.run(suite, tmp_path / "r.duckdb", retry_failed=True, progress=lambda _: None).n_failed == 1
+    assert Store(tmp_path / "r.duckdb").query("SELECT attempts FROM results").attempts.tolist() == [2]

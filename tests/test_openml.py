@@ -1,0 +1,53 @@
+"""The OpenML path through the real openml client, on the recorded cache (no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.data import ingest, sources
+from pipeline.data.store import Store
+from pipeline.errors import DataError
+from pipeline.spec import OpenMLTask, Protocol
+
+
+def test_task_1882_folds_land_in_duckdb(openml_cache: Path, tmp_path: Path):
+    store = Store(tmp_path / "r.duckdb")
+    protocol = Protocol(validation_fraction=0.2)
+    ds = ingest.ingest(store, OpenMLTask(openml_task=1882), protocol, seed=0)
+    meta = store.query("SELECT * FROM datasets").iloc[0]
+    assert meta.openml_task_id == 1882 and meta.openml_id == 2 and meta.has_official_folds
+    assert meta.n_rows == 898 and meta.task_type == "multiclass"
+    official = store.query("SELECT repeat, fold, role, count(*) AS n FROM splits WHERE split_key = 'official' GROUP BY ALL")
+    assert official.groupby(["repeat", "fold"]).ngroups == 100  # the task's 10 repeats × 10 folds
+    assert set(official.role) == {"train", "test"}
+    # The protocol's splits keep OpenML's test folds exactly and carve validation from train.
+    key = ingest.split_key(protocol, 0, ds.checksum, True)
+    ours = store.query("SELECT repeat, fold, row_id, role FROM splits WHERE split_key = ?", [key])
+    off = store.query("SELECT repeat, fold, row_id, role FROM splits WHERE split_key = 'official'")
+    merged = ours.merge(off, on=["repeat", "fold", "row_id"], suffixes=("", "_official"))
+    assert len(merged) == len(off)
+    assert (merged.loc[merged.role_official == "test", "role"] == "test").all()
+    assert set(merged.loc[merged.role_official == "train", "role"]) == {"train", "valid"}
+    import openml
+
+    task = openml.tasks.get_task(1882, download_data=False)
+    _train, test = task.get_train_test_split_indices(fold=3, repeat=7)
+    got = set(off[(off.repeat == 7) & (off.fold == 3) & (off.role == "test")].row_id)
+    assert got == set(test.tolist())
+
+
+def test_unreachable_openml_is_a_clear_error(tmp_path: Path):
+    import openml
+
+    old_cache, old_server = openml.config.get_cache_directory(), openml.config.server
+    try:
+        openml.config.set_root_cache_directory(str(tmp_path / "empty-cache"))
+        openml.config.server = "http://127.0.0.1:9/api/v1/xml"  # nothing listens on the discard port
+        openml.config.connection_n_retries = 1
+        with pytest.raises(DataError, match="unreachable and it is not in the local cache"):
+            sources.load(OpenMLTask(openml_task=31))
+    finally:
+        openml.config.set_root_cache_directory(str(Path(old_cache).parent))
+        openml.config.server = old_server
