@@ -113,7 +113,9 @@ def search_cell(cell_id: str, spec: ModelSpec, data: FoldData, *, seed: int,
 
     r = spec.resources
     if uses_ray_train(spec.name, r):
-        trial_resources = {"cpu": 0}  # the trial only waits; its Train workers hold the CPUs/GPUs
+        # The trial only waits on its Train workers, which hold the CPUs/GPUs; Tune needs a non-empty
+        # request, so the trial asks for one byte of memory and no CPU.
+        trial_resources = {"cpu": 0, "memory": 1}
         per_trial_cpu, per_trial_gpu = r.cpus * r.workers, r.gpus
     else:
         trial_resources = {"cpu": r.cpus, "gpu": r.gpus}

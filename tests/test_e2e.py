@@ -100,3 +100,19 @@ def test_a_model_whose_every_trial_fails_is_a_recorded_failure(ray_local, tmp_pa
     assert runner.run(suite, tmp_path / "r.duckdb", progress=lambda _: None).n_skipped == 1
     assert runner.run(suite, tmp_path / "r.duckdb", retry_failed=True, progress=lambda _: None).n_failed == 1
     assert Store(tmp_path / "r.duckdb").query("SELECT attempts FROM results").attempts.tolist() == [2]
+
+
+def test_torch_with_two_workers_trains_on_ray_train_with_ddp(ray_local, tmp_path: Path):
+    """workers > 1 launches a Ray Train TorchTrainer (DDP over gloo on CPU) from the Tune trial."""
+    suite = parse_suite({
+        "name": "ddp", "datasets": [{"sklearn": "breast_cancer"}], "protocol": {"folds": 3, "max_folds": 1},
+        "models": [{"name": "mlp", "trials": 1, "search": "asha", "fixed": {"max_epochs": 8, "d_block": 32},
+                    "resources": {"cpus": 1, "workers": 2}}],
+    })
+    summary = runner.run(suite, tmp_path / "r.duckdb", progress=lambda _: None)
+    store = Store(tmp_path / "r.duckdb")
+    res = store.query("SELECT status, error, accuracy, n_params, epochs FROM results")
+    assert summary.n_done == 1, res.error.tolist()
+    assert res.accuracy[0] > 0.8 and res.n_params[0] > 0 and res.epochs[0] >= 1
+    trials = store.query("SELECT status, curve FROM trials")
+    assert trials.status.tolist() == ["ok"] and "val_loss" in trials.curve[0]

@@ -12,14 +12,18 @@ Which path runs when (``resources.backend`` in the suite):
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from pipeline.data.preprocess import FoldData
 from pipeline.models.registry import get
 from pipeline.spec import Resources
 from pipeline.train.fit import Context, fit_and_score
+
+OUTCOME = "outcome.json"
 
 
 def uses_ray_train(name: str, resources: Resources) -> bool:
@@ -58,7 +62,13 @@ def _worker_loop(cfg: dict[str, Any]) -> None:
                   on_epoch=on_epoch, shard=(rank, world), wrap=ray.train.torch.prepare_model if world > 1 else None)
     out = fit_and_score(cfg["name"], cfg["config"], data, ctx, score_test=cfg["score_test"],
                         attention=cfg["attention"])
-    ray.train.report({**out, "status": "final", "world_size": world})
+    # Ray Train keeps only metrics that come with a checkpoint: rank 0 writes the outcome as JSON.
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = None
+        if rank == 0:
+            (Path(tmp) / OUTCOME).write_text(json.dumps({**out, "world_size": world}, default=float))
+            checkpoint = ray.train.Checkpoint.from_directory(tmp)
+        ray.train.report({"status": "final", "val_score": out["val_score"]}, checkpoint=checkpoint)
 
 
 def _fit_on_ray_train(name: str, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
@@ -90,8 +100,7 @@ def _fit_on_ray_train(name: str, config: dict[str, Any], data: FoldData, resourc
     result = trainer.fit()
     if result.error:
         raise result.error
-    metrics = dict(result.metrics or {})
-    if metrics.get("status") != "final":
-        raise RuntimeError(f"Ray Train run ended without a final report (last: {metrics})")
-    metrics.pop("status")
-    return metrics
+    if result.checkpoint is None:
+        raise RuntimeError(f"Ray Train run ended without a final report (last metrics: {result.metrics})")
+    with result.checkpoint.as_directory() as path:
+        return json.loads((Path(path) / OUTCOME).read_text())
