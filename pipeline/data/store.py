@@ -126,6 +126,12 @@ class Store:
         try:
             if not read_only or self._has_meta(con):
                 self._check(con)
+            if read_only and self._has_meta(con):
+                from pipeline.report.views import create_views
+
+                # This version's views, for this connection only: a file written by an older
+                # attnbench answers the same queries as the pages.
+                create_views(con, temporary=True)
             yield con
         finally:
             con.close()

@@ -1,114 +1,630 @@
-"""Self-contained HTML pages under ``reports/``: plotly.js is inlined once per page, no network needed.
+"""The report: self-contained HTML pages under ``reports/``, one index linking them all.
 
-Every name that comes from a dataset or a model is HTML-escaped before it reaches a page.
+Each page with figures carries plotly.js inline (no CDN, works offline over ``file://``). Every page
+is built from the SQL views of :mod:`pipeline.report.views`, created here as temporary views on a
+read-only connection, so the numbers match ``attnbench query`` and ``duckdb results.duckdb``.
+Every name that comes from a dataset, a feature or a model is escaped before it reaches a page.
 """
 
 from __future__ import annotations
 
-import html
-from datetime import datetime, timezone
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pipeline.data.store import Store
+from pipeline.report import aggregate as agg
+from pipeline.report import figures as figs
+from pipeline.report.markup import Page, cell, esc, note, num, raw, table
+from pipeline.report.views import N_SHUFFLES, create_views
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#fafbfc}
-header{background:#1d2330;color:#fff;padding:14px 28px}header a{color:#9cc3ff;margin-right:16px;text-decoration:none}
-main{padding:18px 28px;max-width:1400px}h1{font-size:22px;margin:0 0 6px}h2{font-size:18px;margin-top:28px}
-table{border-collapse:collapse;font-size:13px;background:#fff}th,td{padding:4px 10px;border-bottom:1px solid #e3e6ea;text-align:right}
-th{background:#f0f2f5;position:sticky;top:0}td:first-child,th:first-child{text-align:left}
-td.best{font-weight:700;background:#e6f4ea}td.missing{color:#b3261e}.note{color:#5f6b7a;font-size:13px}
-.card{background:#fff;border:1px solid #e3e6ea;border-radius:6px;padding:12px 16px;margin:12px 0}
-"""
+ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
+MAX_ATTENTION_FEATURES = 60  # wider maps show the features that receive the most attention
+CLAIM_ROWS = 10_000  # the design notes' claim: boosting wins below about this many training rows
 
 
-def esc(x: object) -> str:
-    return html.escape(str(x), quote=True)
+# ------------------------------------------------------------------------------------------ data
+@dataclass
+class ReportData:
+    """Everything the pages need, read once from the views."""
+
+    cells: pd.DataFrame
+    leaderboard: pd.DataFrame
+    curves: pd.DataFrame
+    tuning: pd.DataFrame
+    compute: pd.DataFrame
+    memory: pd.DataFrame
+    failures: pd.DataFrame
+    runs: pd.DataFrame
+    datasets: pd.DataFrame
+    attention: pd.DataFrame
+    trials: pd.DataFrame
+    kinds: dict[str, str]  # model → 'gbdt' | 'attention' | 'torch'
+    model_names: dict[str, str]  # model (results key) → registered model name
+
+    @classmethod
+    def load(cls, db: str | Path) -> ReportData:
+        store = Store(db, create=False)
+        with store.connect(read_only=True) as con:
+            create_views(con, temporary=True)
+
+            def q(sql: str) -> pd.DataFrame:
+                return con.execute(sql).df()
+
+            data = cls(
+                cells=q("SELECT * FROM expected_cells"),
+                leaderboard=q("SELECT * FROM leaderboard ORDER BY suite, dataset, sample_size, model"),
+                curves=q("SELECT * FROM learning_curves"),
+                tuning=q("SELECT * FROM tuning_curves"),
+                compute=q("SELECT * FROM compute"),
+                memory=q("SELECT * FROM memory"),
+                failures=q("SELECT * FROM failures ORDER BY level, suite, dataset, model, sample_size, fold"),
+                runs=q("SELECT * FROM runs ORDER BY started_at DESC"),
+                datasets=q("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n_categorical, "
+                           "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
+                attention=q("SELECT a.dataset, a.model, a.features, a.map, r.suite, r.sample_size, r.fold, r.repeat, "
+                            "r.seed, r.n_train FROM attention_maps a JOIN results r USING (cell_id) "
+                            "WHERE r.status = 'ok'"),
+                trials=q("SELECT r.suite, r.model, r.sample_size, r.cell_id, count(t.trial_id) AS n_trials, "
+                         "count(t.trial_id) FILTER (WHERE t.status NOT IN ('ok', 'stopped')) AS n_failed, "
+                         "count(t.trial_id) FILTER (WHERE t.status = 'stopped') AS n_stopped, "
+                         "sum(t.seconds) AS seconds FROM results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL"),
+                kinds={}, model_names={},
+            )
+        data.model_names = dict(zip(data.cells.model, data.cells.model_name)) if len(data.cells) else {}
+        data.kinds = {m: model_kind(n) for m, n in data.model_names.items()}
+        return data
+
+    @property
+    def models(self) -> list[str]:
+        return sorted(self.kinds)
+
+    @property
+    def sizes(self) -> list[str]:
+        return agg.size_order(self.cells.sample_size) if len(self.cells) else []
+
+    @property
+    def headline_size(self) -> str | None:
+        """'all' when it was run, else the largest size."""
+        return self.sizes[-1] if self.sizes else None
+
+    @property
+    def multi_suite(self) -> bool:
+        return self.cells.suite.nunique() > 1 if len(self.cells) else False
+
+    def task_label(self, suite: str, dataset: str) -> str:
+        return f"{suite} / {dataset}" if self.multi_suite else str(dataset)
+
+    def style(self) -> figs.Style:
+        return figs.Style(self.models, self.kinds)
 
 
-def page(title: str, body: str, nav: list[tuple[str, str]]) -> str:
-    links = "".join(f'<a href="{esc(href)}">{esc(label)}</a>' for label, href in nav)
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)} · attnbench</title>'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>'
-            f'<body><header><strong>attnbench</strong> &nbsp; {links}</header><main><h1>{esc(title)}</h1>'
-            f'{body}<p class="note">Generated {stamp}.</p></main></body></html>')
+def model_kind(model_name: str) -> str:
+    from pipeline.models.registry import REGISTRY
+
+    info = REGISTRY.get(str(model_name))
+    if info is None:
+        return "torch"
+    return "gbdt" if info.family == "gbdt" else ("attention" if info.attention else "torch")
 
 
-def figure_html(fig: object, first: bool) -> str:
-    """A Plotly figure as a div; the first one on a page carries plotly.js itself (no CDN)."""
-    return fig.to_html(full_html=False, include_plotlyjs=True if first else False,  # type: ignore[attr-defined]
-                       config={"displaylogo": False, "responsive": True})
+def size_label(size: str) -> str:
+    return "all training rows" if size == "all" else f"{size} training rows"
 
 
-def leaderboard_table(lb: pd.DataFrame) -> str:
-    """Per-dataset mean ± std (over folds/seeds) for each model; the best in each row highlighted."""
-    if lb.empty:
-        return '<p class="note">No results yet.</p>'
-    models = sorted(lb.model.unique())
+# -------------------------------------------------------------------------------------- accuracy
+@dataclass
+class Standing:
+    """The aggregates of one sample size, over its tasks."""
+
+    size: str
+    scores: pd.DataFrame  # task × model
+    summary: pd.DataFrame  # one row per model
+    win_rates: pd.DataFrame
+    matches: pd.DataFrame
+    elo: agg.EloResult
+    cd: agg.CriticalDifference
+
+
+def standing(data: ReportData, size: str) -> Standing:
+    cells = data.cells[data.cells.sample_size == size]
+    scores = agg.task_scores(cells)
+    cov = agg.coverage(cells).set_index("model")
+    r = agg.ranks(scores)
+    norm = agg.normalized_scores(scores)
+    wins, n = agg.pairwise_wins(scores)
+    elo = agg.elo(scores, n_bootstrap=ELO_BOOTSTRAP)
+    summary = pd.DataFrame({"model": scores.columns, "avg_rank": r.mean().to_numpy(),
+                            "normalized_score": norm.mean().to_numpy(),
+                            "tasks_scored": scores.notna().sum().to_numpy()})
+    summary = summary.merge(elo.table.drop(columns="n_tasks"), on="model").join(cov, on="model")
+    summary["kind"] = summary.model.map(data.kinds)
+    return Standing(size, scores, summary.sort_values("avg_rank", ignore_index=True), wins / n.where(n > 0), n, elo,
+                    agg.critical_difference(scores))
+
+
+def coverage_text(r: pd.Series) -> str:
+    parts = [f"{r.tasks_ok}/{r.tasks} tasks complete"]
+    for key, word in (("tasks_partial", "partly failed"), ("tasks_failed", "failed"), ("tasks_missing", "missing")):
+        if r[key]:
+            parts.append(f"{r[key]} {word}")
+    return ", ".join(parts)
+
+
+def summary_table(st: Standing, table_id: str) -> str:
     rows = []
-    for (dataset, size, metric), g in lb.groupby(["dataset", "sample_size", "metric"], sort=True):
-        by_model = g.set_index("model")
-        best = by_model.score_mean.max()
-        cells = []
+    best_elo = st.summary.elo.max()
+    for r in st.summary.itertuples(index=False):
+        s = pd.Series(r._asdict())
+        elo_txt = f"{num(r.elo, '.0f')} [{num(r.elo_low, '.0f')}, {num(r.elo_high, '.0f')}]"
+        incomplete = r.tasks_ok < r.tasks
+        rows.append([cell(r.model), cell(r.kind), cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
+                     cell(elo_txt, "best" if r.elo == best_elo else ""),
+                     cell(coverage_text(s), "partial" if incomplete else ""),
+                     cell(f"{r.cells_ok}/{r.cells}" + (f" ({r.cells_failed} failed, {r.cells_missing} missing)"
+                                                       if r.cells_ok < r.cells else ""),
+                          "partial" if r.cells_ok < r.cells else "")])
+    return table(["model", "kind", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]", "coverage (tasks)",
+                  "cells ok"], rows, table_id)
+
+
+def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
+    lb = data.leaderboard[data.leaderboard.sample_size == size]
+    if lb.empty:
+        return note("No results at this size.")
+    models = data.models
+    rows = []
+    for (suite, dataset, metric), g in lb.groupby(["suite", "dataset", "metric"], sort=True):
+        by = g.set_index("model")
+        row = [cell(data.task_label(suite, dataset)), cell(metric)]
         for m in models:
-            if m not in by_model.index or pd.isna(by_model.loc[m, "score_mean"]):
-                n_failed = int(by_model.loc[m, "n_failed"]) if m in by_model.index else 0
-                cells.append(f'<td class="missing">{"failed" if n_failed else "—"}</td>')
+            if m not in by.index:
+                row.append(cell("not run", "missing num"))
                 continue
-            r = by_model.loc[m]
-            std = f" ± {r.score_std:.3f}" if pd.notna(r.score_std) else ""
-            cov = f" <span class='note'>({int(r.n_ok)}/{int(r.n_cells)})</span>" if r.n_ok < r.n_cells else ""
-            cls = ' class="best"' if r.score_mean == best else ""
-            cells.append(f"<td{cls}>{r.score_mean:.3f}{std}{cov}</td>")
-        rows.append(f"<tr><td>{esc(dataset)}</td><td>{esc(size)}</td><td>{esc(metric)}</td>{''.join(cells)}</tr>")
-    head = "".join(f"<th>{esc(m)}</th>" for m in models)
-    return (f"<table><thead><tr><th>dataset</th><th>n train</th><th>metric</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+            r = by.loc[m]
+            if r.n_ok == 0:
+                word = "failed" if r.n_failed else "missing"
+                row.append(cell(f"{word} ({int(r.n_failed or r.n_missing)}/{int(r.n_cells)})", "missing num",
+                                f"{int(r.n_failed)} failed, {int(r.n_missing)} missing of {int(r.n_cells)} cells"))
+                continue
+            std = f" ± {num(r.score_std)}" if not pd.isna(r.score_std) else ""
+            cov = f" ({int(r.n_ok)}/{int(r.n_cells)})" if r.n_ok < r.n_cells else ""
+            cls = "best" if r.is_best else ("partial" if cov else "")
+            row.append(cell(f"{num(r.score_mean)}{std}{cov}", cls,
+                            f"{int(r.n_ok)} ok, {int(r.n_failed)} failed, {int(r.n_missing)} missing"))
+        rows.append(row)
+    return table(["dataset", "metric", *models], rows, table_id)
 
 
+def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
+    p = Page("accuracy.html", "Accuracy")
+    p.card("Test score of the best-on-validation configuration of each model: accuracy for classification, R² "
+           "for regression; mean ± std over folds and subset seeds. A task is one dataset at one training size. "
+           "Failed or missing cells are never dropped: the tables show them, and in the aggregates a model that "
+           "has no score on a task ranks last there, gets normalised score 0 and loses to every model with a "
+           "score. Normalised score: per task, 1 = the best model, 0 = the worst (Grinsztajn et al., 2022). "
+           "Elo: Bradley–Terry ratings from pairwise task outcomes (one virtual draw per pair), mean 1000, "
+           f"{ELO_BOOTSTRAP} bootstrap resamples of tasks. Critical difference: Friedman test and Nemenyi "
+           "post-hoc (Demšar, 2006), α = 0.05.")
+    if not standings:
+        p.add(note("No results yet."))
+        return p
+    p.add('<p class="toc">' + "".join(f'<a href="#size-{esc(s)}">{esc(size_label(s))}</a>' for s in standings) + "</p>")
+    style = data.style()
+    for size, st in standings.items():
+        p.h2(f"Training size: {size_label(size)}", f"size-{size}")
+        p.h3("Per dataset")
+        p.add(per_dataset_table(data, size, f"table-datasets-{size}"))
+        p.h3(f"Over {len(st.scores)} tasks")
+        p.add(summary_table(st, f"table-summary-{size}"))
+        p.figure(figs.summary_bars(st.summary, style), f"fig-summary-{size}")
+        p.h3("Win rate")
+        p.add(note("Share of tasks on which the row model's mean score beat the column model's (ties count ½); "
+                   "hover for the number of tasks compared."))
+        p.figure(figs.win_rate_heatmap(st.win_rates, st.matches), f"fig-winrate-{size}")
+        p.h3("Elo")
+        p.figure(figs.elo_plot(st.elo.table, style, st.elo.level), f"fig-elo-{size}")
+        p.h3("Critical difference")
+        cd = st.cd
+        if len(st.scores) < 2 or len(st.scores.columns) < 2:
+            p.add(note("A critical-difference comparison needs at least two tasks and two models."))
+        else:
+            p.add(note(f"Friedman χ² = {num(cd.friedman_stat, '.2f')}, p = {num(cd.friedman_p, '.3g')} over "
+                       f"{cd.n_tasks} tasks; Nemenyi CD = {num(cd.cd, '.2f')}. Models joined by a bar are not "
+                       "significantly different."))
+            p.figure(figs.cd_diagram(cd, style), f"fig-cd-{size}")
+    return p
+
+
+# ----------------------------------------------------------------------------------- sample size
+def page_sample_size(data: ReportData) -> Page:
+    p = Page("sample_size.html", "Sample-size sensitivity")
+    p.card("Test score of each model against the number of training rows (log scale); bands are ±1 std over "
+           "folds and subset seeds. The crossover size is the smallest training size from which an attention "
+           "model beats the best boosting model at that size and at every larger size run. The design notes "
+           f"claim that boosting wins below about {CLAIM_ROWS:,} rows; the check below tests it on these runs.")
+    curves = data.curves.copy()
+    sizes = data.sizes
+    if len(sizes) < 2:
+        p.add(note(f"Only one training size was run ({', '.join(sizes) or 'none'}); add several to the suite's "
+                   "protocol.sample_sizes (e.g. [64, 128, 1024, all]) to see learning curves."))
+        return p
+    curves["coverage"] = [f"{int(o)}/{int(n)} cells ok" + (f", {int(f)} failed" if f else "") +
+                          (f", {int(m)} missing" if m else "")
+                          for o, n, f, m in zip(curves.n_ok, curves.n_cells, curves.n_failed, curves.n_missing)]
+    style = data.style()
+    challengers = [m for m in data.models if data.kinds[m] == "attention"]
+    incumbents = [m for m in data.models if data.kinds[m] == "gbdt"]
+
+    p.add(curve_coverage(curves, sizes))
+
+    p.h2("Crossover: attention vs the best boosting model", "crossover")
+    cross = agg.crossover(curves, challengers, incumbents)
+    if cross.empty:
+        p.add(note("Needs at least one attention model and one boosting model with scores."))
+    else:
+        rows = []
+        for r in cross.itertuples(index=False):
+            if r.crossover_n is None or pd.isna(r.crossover_n):
+                txt, cls = f"never (behind at {num(r.behind_at, ',.0f')} rows)", "missing"
+            elif r.ahead_everywhere:
+                txt, cls = f"ahead at every size (from {num(r.crossover_n, ',.0f')} rows)", "best"
+            else:
+                txt, cls = f"{num(r.crossover_n, ',.0f')} rows (behind at {num(r.behind_at, ',.0f')})", ""
+            rows.append([cell(data.task_label(r.suite, r.dataset)), cell(r.model), cell(txt, cls), cell(r.n_sizes)])
+        p.add(table(["dataset", "attention model", "crossover size", "sizes compared"], rows, "table-crossover"))
+        p.add(note(claim_check(curves, challengers, incumbents)))
+
+    p.h2("Averaged over datasets", "average")
+    avg = agg.average_curves(curves)
+    for metric, g in avg.groupby("metric"):
+        g = g.assign(coverage=[f"{int(a)}/{int(b)} datasets" for a, b in zip(g.n_datasets, g.n_expected)])
+        p.figure(figs.learning_curves(g, style, str(metric), title=f"mean test {metric} over datasets"),
+                 f"fig-curve-avg-{metric}")
+    p.add(note("'all' is drawn at the geometric mean of the datasets' full training sizes; the std band here "
+               "is over datasets."))
+    p.h2("Per dataset", "datasets")
+    for i, ((suite, dataset), g) in enumerate(curves.groupby(["suite", "dataset"], sort=True)):
+        metric = str(g.metric.iloc[0])
+        p.figure(figs.learning_curves(g, style, metric, title=f"{data.task_label(suite, dataset)} · {metric}"),
+                 f"fig-curve-{i}")
+    return p
+
+
+def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
+    """Cells ok of expected per model and size, shown when any is short: a curve has no point where a
+    model has no score."""
+    g = curves.groupby(["model", "sample_size"])[["n_ok", "n_cells", "n_failed", "n_missing"]].sum()
+    if (g.n_ok == g.n_cells).all():
+        return note("Every expected cell finished ok.")
+    rows = []
+    for model in sorted(g.index.get_level_values(0).unique()):
+        row = [cell(model)]
+        for size in sizes:
+            if (model, size) not in g.index:
+                row.append(cell("—"))
+                continue
+            r = g.loc[(model, size)]
+            short = r.n_ok < r.n_cells
+            row.append(cell(f"{int(r.n_ok)}/{int(r.n_cells)}", "missing" if r.n_ok == 0 else ("partial" if short else ""),
+                            f"{int(r.n_failed)} failed, {int(r.n_missing)} missing"))
+        rows.append(row)
+    return ("<h3>Coverage: cells ok of expected</h3>"
+            + note("Points are means over the cells that finished; a model with no finished cell at a size has "
+                   "no point there.")
+            + table(["model", *[size_label(x) for x in sizes]], rows, "table-curve-coverage"))
+
+
+def claim_check(curves: pd.DataFrame, challengers: list[str], incumbents: list[str]) -> str:
+    """How often the best attention model beat the best boosting model below CLAIM_ROWS rows."""
+    below = curves[curves.n_train < CLAIM_ROWS]
+    wide = below.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
+    att = wide[[m for m in challengers if m in wide]].max(axis=1)
+    gb = wide[[m for m in incumbents if m in wide]].max(axis=1)
+    both = att.notna() & gb.notna()
+    n, k = int(both.sum()), int((att[both] > gb[both]).sum())
+    if n == 0:
+        return f"No (dataset, size) points below {CLAIM_ROWS:,} rows have both kinds of model."
+    verdict = "consistent with" if k == 0 else ("mostly consistent with" if k < n / 2 else "against")
+    return (f"Below {CLAIM_ROWS:,} training rows the best attention model beat the best boosting model at {k} of "
+            f"{n} (dataset, size) points: {verdict} the claim that boosting wins there.")
+
+
+# ---------------------------------------------------------------------------------------- tuning
+def page_tuning(data: ReportData) -> Page:
+    p = Page("tuning.html", "Tuning budget")
+    p.card("Best validation score found after the first n trials of a model's random search, as a function of "
+           "n and of the compute seconds those trials took (Grinsztajn et al., 2022). Trial 1 is always the "
+           f"default configuration; the other trials are taken in {N_SHUFFLES} orders (the run's own and "
+           f"{N_SHUFFLES - 1} seeded shuffles); the line is the mean over orders and the band the 10–90% range "
+           "over orders. Trials have no test scores, so these are VALIDATION scores, rescaled per split between "
+           "the worst (0) and best (1) trial of any model.")
+    if data.tuning.empty:
+        p.add(note("No trials recorded."))
+        return p
+    summ = agg.tuning_summary(data.tuning)
+    style = data.style()
+    for size in agg.size_order(summ.sample_size):
+        g = summ[summ.sample_size == size]
+        p.h2(f"Training size: {size_label(size)}", f"size-{size}")
+        p.figure(figs.tuning_curves(g, style, "n_trials"), f"fig-tuning-trials-{size}")
+        p.figure(figs.tuning_curves(g, style, "seconds"), f"fig-tuning-seconds-{size}")
+        rows = []
+        for model, m in g.groupby("model", sort=True):
+            m = m.sort_values("n_trials")
+            first, last = m.iloc[0], m.iloc[-1]
+            rows.append([cell(model), cell(int(last.n_trials)), cell(num(first.score)), cell(num(last.score)),
+                         cell(num(last.score - first.score, "+.3f")), cell(num(last.seconds, ".1f")),
+                         cell(int(first.n_cells))])
+        p.add(table(["model", "max trials", "default config", "after all trials", "gain from tuning",
+                     "seconds (all trials)", "cells"], rows, f"table-tuning-{size}"))
+    return p
+
+
+# --------------------------------------------------------------------------------------- compute
+def per_model(df: pd.DataFrame, how: dict[str, str], data: ReportData) -> pd.DataFrame:
+    """The per-model rows shown on the compute and memory pages: plain means (or sums) over the view's
+    (dataset, sample size) rows; docs/QUERIES.md gives the same numbers in SQL. ``coverage`` counts
+    the cells measured (ok) against the cells expected."""
+    out = df.groupby("model").agg(**{k: (k, v) for k, v in how.items() if k in df}, n_tasks=("dataset", "size"),
+                                  n_ok=("n_ok", "sum")).reset_index()
+    expected = data.cells.groupby("model").size()
+    out["coverage"] = [f"{int(k)}/{int(expected.get(m, k))} cells" for m, k in zip(out.model, out.n_ok)]
+    return out
+
+
+def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
+    p = Page("compute.html", "Compute")
+    p.card("Per model, means over the (dataset, training size) rows of the compute view, cells that finished ok: "
+           "train time of the final refit, the whole search's time, inference rows per second, forward FLOPs "
+           "per row (torch models; boosting has none), parameters (for boosting: tree nodes for XGBoost, leaf values for CatBoost). "
+           "GPU-hours add up the search and refit time of cells that ran on a CUDA device, one GPU each.")
+    c = data.compute
+    if c.empty:
+        p.add(note("No finished cells."))
+        return p
+    devices = c.groupby("model").devices.agg(lambda s: ",".join(sorted({d for v in s.dropna() for d in v.split(",")})))
+    t = per_model(c, {"fit_seconds": "mean", "search_seconds": "mean", "predict_rows_per_s": "mean",
+                      "flops_per_row": "mean", "n_params": "mean", "gpu_hours": "sum"}, data).join(devices, on="model")
+    rows = [[cell(r.model), cell(data.kinds.get(r.model, "")), cell(num(r.fit_seconds, ".3g")),
+             cell(num(r.search_seconds, ".3g")), cell(num(r.predict_rows_per_s, ",.0f")),
+             cell(num(r.flops_per_row, ".3g", "n/a")), cell(num(r.n_params, ",.0f")), cell(r.devices),
+             cell(num(r.gpu_hours, ".4f")), cell(r.n_tasks), cell(r.coverage)] for r in t.itertuples(index=False)]
+    p.add(table(["model", "kind", "train s (refit)", "search s", "inference rows/s", "FLOPs/row", "parameters",
+                 "devices", "GPU-hours", "tasks", "coverage"], rows, "table-compute"))
+    if not (t.gpu_hours > 0).any():
+        p.add(note("No cell ran on a GPU: GPU-hours are 0."))
+    style = data.style()
+    p.figure(figs.model_bars(t, style, {"fit_seconds": "train seconds", "search_seconds": "search seconds",
+                                        "predict_rows_per_s": "inference rows/s", "flops_per_row": "FLOPs per row",
+                                        "n_params": "parameters"}), "fig-compute-bars")
+    size = data.headline_size
+    if size in standings:
+        p.h2(f"Score against train time ({size_label(size)})", "pareto")
+        fit = c[c.sample_size == size].groupby("model").fit_seconds.mean().rename("fit_seconds")
+        pts = standings[size].summary[["model", "normalized_score"]].join(fit, on="model").dropna()
+        if pts.empty:
+            p.add(note("No model has both a score and a train time at this size."))
+        else:
+            pts["front"] = agg.pareto_front(pts.fit_seconds, pts.normalized_score)
+            p.figure(figs.pareto(pts, style, "fit_seconds", "normalized_score", "train seconds of the final refit "
+                                 "(mean over datasets, log scale)", "mean normalised score"), "fig-pareto")
+            p.add(note("Outlined points are on the Pareto front: no other model is both faster and better."))
+    return p
+
+
+# ---------------------------------------------------------------------------------------- memory
+def page_memory(data: ReportData) -> Page:
+    p = Page("memory.html", "Memory")
+    p.card("Peak memory of the final refit of each cell: the worker process's resident memory above its level when "
+           "the refit began (sampled), and the CUDA memory torch allocated above its starting level. Per model, "
+           "means (and maxima) over the (dataset, training size) rows of the memory view; then how the peak grows "
+           "with the number of features.")
+    m = data.memory
+    if m.empty:
+        p.add(note("No finished cells."))
+        return p
+    t = per_model(m, {"peak_cpu_mb": "mean", "peak_cpu_mb_max": "max", "peak_gpu_mb": "mean", "peak_gpu_mb_max": "max"},
+                  data)
+    rows = [[cell(r.model), cell(data.kinds.get(r.model, "")), cell(num(r.peak_cpu_mb, ",.1f")),
+             cell(num(r.peak_cpu_mb_max, ",.1f")), cell(num(r.peak_gpu_mb, ",.1f", "n/a")),
+             cell(num(r.peak_gpu_mb_max, ",.1f", "n/a")), cell(r.n_tasks), cell(r.coverage)]
+            for r in t.itertuples(index=False)]
+    p.add(table(["model", "kind", "peak CPU MB (mean)", "peak CPU MB (max)", "peak GPU MB (mean)",
+                 "peak GPU MB (max)", "tasks", "coverage"], rows, "table-memory"))
+    style = data.style()
+    has_gpu = m.peak_gpu_mb.notna().any()
+    if not has_gpu:
+        p.add(note("No cell ran on a GPU: no GPU memory to show."))
+    p.figure(figs.model_bars(t, style, {"peak_cpu_mb": "peak CPU MB", "peak_gpu_mb": "peak GPU MB"}, log=False),
+             "fig-memory-bars")
+    p.h2("Against the number of features", "features")
+    if m.n_features.nunique() < 2:
+        p.add(note("All datasets have the same number of features; run wider and narrower datasets to see growth."))
+    p.figure(figs.memory_vs_features(m, style, "peak_cpu_mb", "peak CPU MB"), "fig-memory-cpu-features")
+    if has_gpu:
+        p.figure(figs.memory_vs_features(m, style, "peak_gpu_mb", "peak GPU MB"), "fig-memory-gpu-features")
+    return p
+
+
+# ------------------------------------------------------------------------------------- attention
+MeanMap = tuple[str, str, str, str, list[str], np.ndarray, int]
+
+
+def mean_maps(att: pd.DataFrame) -> list[MeanMap]:
+    """(suite, dataset, model, size, features, mean map, n cells) at each pair's largest size."""
+    out: list[MeanMap] = []
+    if att.empty:
+        return out
+    for (suite, dataset, model), g in att.groupby(["suite", "dataset", "model"], sort=True):
+        size = agg.size_order(g.sample_size)[-1]
+        g = g[g.sample_size == size]
+        feats = json.loads(g["features"].iloc[0])
+        mats = [np.asarray(json.loads(x), dtype=float) for x in g["map"]]
+        mats = [x for x in mats if x.shape == (len(feats), len(feats))]
+        if mats:
+            out.append((suite, dataset, model, size, feats, np.nanmean(np.stack(mats), axis=0), len(mats)))
+    return out
+
+
+def page_attention(data: ReportData) -> Page:
+    p = Page("attention.html", "Attention maps")
+    p.card("Mean feature-to-feature attention of each attention model, averaged over heads, layers and test rows "
+           "by the model, and here over folds and seeds at the largest training size run. Row = the attending "
+           "(query) feature, column = the attended (key) feature.")
+    maps = mean_maps(data.attention)
+    if not maps:
+        p.add(note("No attention maps recorded (no attention model finished a cell)."))
+        return p
+    by_dataset: dict[tuple[str, str], list[MeanMap]] = {}
+    for m in maps:
+        by_dataset.setdefault((m[0], m[1]), []).append(m)
+    for i, ((suite, dataset), items) in enumerate(sorted(by_dataset.items())):
+        p.h2(data.task_label(suite, dataset), f"dataset-{i}")
+        for j, (_, _, model, size, feats, mat, n) in enumerate(items):
+            shown = np.arange(len(feats))
+            if len(feats) > MAX_ATTENTION_FEATURES:
+                shown = np.sort(np.argsort(-np.nansum(mat, axis=0))[:MAX_ATTENTION_FEATURES])
+                p.add(note(f"{model}: {len(feats)} features; showing the {MAX_ATTENTION_FEATURES} that receive the "
+                           "most attention."))
+            p.figure(figs.attention_heatmap(mat[np.ix_(shown, shown)], [feats[k] for k in shown],
+                                            f"{model} · {size_label(size)} · mean of {n} cells"),
+                     f"fig-attention-{i}-{j}")
+    return p
+
+
+# ------------------------------------------------------------------------------------------ runs
+def json_table(text: object) -> str:
+    try:
+        d = json.loads(str(text)) if text is not None else {}
+    except ValueError:
+        return f"<pre>{esc(text)}</pre>"
+    if not isinstance(d, dict):
+        return f"<pre>{esc(text)}</pre>"
+    return table(["key", "value"], [[cell(k), cell(v, "text")] for k, v in d.items()])
+
+
+def page_runs(data: ReportData) -> Page:
+    p = Page("runs.html", "Run details")
+    p.h2("Runs", "runs")
+    cols = ["run_id", "suite", "status", "started_at", "finished_at", "git_rev", "n_cells", "n_done", "n_failed",
+            "n_skipped"]
+    p.add(table(cols, [[cell(r[c]) for c in cols] for _, r in data.runs.iterrows()], "table-runs"))
+    for _, r in data.runs.iterrows():
+        p.add(f"<details><summary>{esc(r.run_id)} · {esc(r.suite)}: command, suite, versions, hardware</summary>"
+              f"<pre>{esc(r.argv)}</pre>"
+              + (f"<pre>{esc(r.error)}</pre>" if r.error else "")
+              + f"<h3>Suite</h3><pre>{esc(r.suite_yaml)}</pre><h3>Versions</h3>{json_table(r.versions)}"
+              f"<h3>Hardware</h3>{json_table(r.hardware)}</details>")
+    p.h2("Models", "models")
+    from pipeline.models.registry import REGISTRY
+
+    rows = []
+    for m in data.models:
+        info = REGISTRY.get(data.model_names.get(m, ""))
+        rows.append([cell(m), cell(data.model_names.get(m)), cell(info.display_name if info else "unregistered"),
+                     cell(info.family if info else ""), cell("yes" if info and info.attention else "no")])
+    p.add(table(["model", "registered as", "display name", "family", "attention"], rows, "table-models"))
+    p.h2("Datasets", "datasets")
+    p.add(table(list(data.datasets.columns), [[cell(v) for v in r] for r in data.datasets.itertuples(index=False)],
+                "table-datasets"))
+    p.h2("Trials", "trials")
+    t = data.trials
+    if t.empty:
+        p.add(note("No cells yet."))
+    else:
+        g = t.groupby(["model", "sample_size"]).agg(cells=("cell_id", "size"), trials=("n_trials", "sum"),
+                                                    per_cell_min=("n_trials", "min"), per_cell_max=("n_trials", "max"),
+                                                    failed=("n_failed", "sum"), stopped=("n_stopped", "sum"),
+                                                    seconds=("seconds", "sum")).reset_index()
+        g = g.sort_values(["model", "sample_size"], key=lambda s: s.map(
+            {k: i for i, k in enumerate(agg.size_order(g.sample_size))}) if s.name == "sample_size" else s)
+        p.add(table(["model", "size", "cells", "trials", "per cell (min–max)", "failed trials", "stopped early",
+                     "trial seconds"],
+                    [[cell(r.model), cell(r.sample_size), cell(r.cells), cell(r.trials),
+                      cell(f"{r.per_cell_min}–{r.per_cell_max}"), cell(r.failed, "missing" if r.failed else ""),
+                      cell(r.stopped), cell(num(r.seconds, ",.1f"))] for r in g.itertuples(index=False)],
+                    "table-trials"))
+    p.h2(f"Failures ({len(data.failures)})", "failures")
+    if data.failures.empty:
+        p.add(note("None."))
+    else:
+        rows = []
+        for r in data.failures.itertuples(index=False):
+            err = str(r.error or "").strip()
+            last = err.splitlines()[-1] if err else "(no error text)"
+            rows.append([cell(r.level), cell(data.task_label(r.suite, r.dataset)), cell(r.model), cell(r.sample_size),
+                         cell(r.fold), cell(r.status, "missing"),
+                         raw(f"<details><summary>{esc(last)}</summary><pre>{esc(err)}</pre></details>", "text")])
+        p.add(table(["level", "dataset", "model", "size", "fold", "status", "error"], rows, "table-failures"))
+    return p
+
+
+# ----------------------------------------------------------------------------------------- index
+DESCRIPTIONS = {
+    "accuracy.html": "Per-dataset scores, average rank, normalised score, win rates, Elo, critical difference.",
+    "sample_size.html": "Test score against training size; where attention overtakes boosting.",
+    "tuning.html": "Best validation score against the number of trials and compute seconds.",
+    "compute.html": "Train time, inference speed, FLOPs, parameters, GPU-hours; score/time Pareto front.",
+    "memory.html": "Peak CPU and GPU memory, and its growth with the number of features.",
+    "attention.html": "Mean feature-to-feature attention maps per dataset and model.",
+    "runs.html": "Suites, versions, hardware, trial counts and every failure with its error.",
+}
+
+
+def page_index(data: ReportData, standings: dict[str, Standing]) -> Page:
+    from pipeline.report.markup import NAV
+
+    p = Page("index.html", "attnbench report")
+    c = data.cells
+    n_ok = int((c.status == "ok").sum()) if len(c) else 0
+    n_missing = int((c.status == "missing").sum()) if len(c) else 0
+    n_failed = len(c) - n_ok - n_missing
+    last = data.runs.iloc[0] if len(data.runs) else None
+    stats = [("suites", ", ".join(sorted(c.suite.unique())) if len(c) else "—"),
+             ("datasets", c.dataset.nunique() if len(c) else 0), ("models", len(data.models)),
+             ("training sizes", ", ".join(data.sizes) or "—"),
+             ("cells", f"{n_ok} ok · {n_failed} failed · {n_missing} missing"),
+             ("last run", f"{last.run_id} ({last.status})" if last is not None else "—")]
+    p.add('<div class="cards" id="summary">' + "".join(
+        f'<div class="card"><div class="note">{esc(k)}</div><div class="stat">{esc(v)}</div></div>'
+        for k, v in stats) + "</div>")
+    size = data.headline_size
+    if size is None or size not in standings:
+        p.add(note("No results yet: run `attnbench run` to fill the database."))
+    else:
+        st = standings[size]
+        p.h2(f"Leaderboard ({size_label(size)}, {len(st.scores)} tasks)", "leaderboard")
+        p.add(summary_table(st, "table-headline"))
+        p.figure(figs.elo_plot(st.elo.table, data.style(), st.elo.level), "fig-index-elo")
+    p.h2("Pages", "pages")
+    p.add('<div class="cards">' + "".join(
+        f'<a href="{esc(href)}"><div class="card"><strong>{esc(label)}</strong>'
+        f'<div class="note">{esc(DESCRIPTIONS[href])}</div></div></a>'
+        for label, href in NAV if href in DESCRIPTIONS) + "</div>")
+    return p
+
+
+# ------------------------------------------------------------------------------------------ write
 def write_report(db: str | Path, out_dir: str | Path) -> Path:
-    import plotly.graph_objects as go
-
-    store = Store(db, create=False)
+    """Write every page under ``out_dir`` (each atomically) and return the index's path."""
+    data = ReportData.load(db)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    lb = store.query("SELECT * FROM leaderboard ORDER BY dataset, sample_size, model")
-    runs = store.query("SELECT run_id, suite, started_at, finished_at, status, n_cells, n_done, n_failed, n_skipped "
-                       "FROM runs ORDER BY started_at DESC LIMIT 20")
-    failures = store.query("SELECT level, dataset, model, sample_size, fold, status, error FROM failures LIMIT 200")
-    nav = [("Leaderboard", "index.html")]
-    body = ['<div class="card">Test score of the best-on-validation configuration of each model (accuracy for '
-            'classification, R² for regression); mean ± std over folds and subset seeds. Counts in brackets show '
-            'coverage where some cells are missing or failed.</div>', "<h2>Per dataset</h2>", leaderboard_table(lb)]
-    if not lb.empty:
-        ok = lb.dropna(subset=["score_mean"])
-        fig = go.Figure()
-        for model, g in ok.groupby("model"):
-            fig.add_bar(name=str(model), x=[f"{d} (n={s})" for d, s in zip(g.dataset, g.sample_size)], y=g.score_mean,
-                        error_y={"type": "data", "array": g.score_std.fillna(0)})
-        fig.update_layout(barmode="group", height=420, yaxis_title="test score", margin={"t": 30},
-                          legend_title_text="model")
-        body += ["<h2>Scores by dataset</h2>", figure_html(fig, first=True)]
-        avg = ok.groupby("model").score_mean.agg(["mean", "count"]).reset_index()
-        n_ds = ok.groupby(["dataset", "sample_size"]).ngroups
-        body += ["<h2>Average over datasets</h2>",
-                 "<table><thead><tr><th>model</th><th>mean score</th><th>coverage</th></tr></thead><tbody>" + "".join(
-                     f"<tr><td>{esc(r.model)}</td><td>{r['mean']:.3f}</td><td>{int(r['count'])}/{n_ds}</td></tr>"
-                     for _, r in avg.sort_values("mean", ascending=False).iterrows()) + "</tbody></table>"]
-    body += ["<h2>Runs</h2>", _frame_table(runs), "<h2>Failures</h2>",
-             _frame_table(failures) if len(failures) else '<p class="note">None.</p>']
-    index = out / "index.html"
-    tmp = index.with_suffix(".html.tmp")
-    tmp.write_text(page("Leaderboard", "".join(body), nav), encoding="utf-8")
-    tmp.replace(index)
-    return index
-
-
-def _frame_table(df: pd.DataFrame) -> str:
-    head = "".join(f"<th>{esc(c)}</th>" for c in df.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{esc('' if pd.isna(v) else v)}</td>" for v in r) + "</tr>"
-                   for r in df.itertuples(index=False))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    standings = {s: standing(data, s) for s in reversed(data.sizes)}
+    builders: list[Callable[[], Page]] = [
+        lambda: page_accuracy(data, standings), lambda: page_sample_size(data), lambda: page_tuning(data),
+        lambda: page_compute(data, standings), lambda: page_memory(data), lambda: page_attention(data),
+        lambda: page_runs(data), lambda: page_index(data, standings),
+    ]
+    for build in builders:
+        page = build()
+        path = out / page.file
+        tmp = path.with_suffix(".html.tmp")
+        tmp.write_text(page.render(), encoding="utf-8")
+        tmp.replace(path)
+    return out / "index.html"

@@ -1,11 +1,20 @@
 """SQL views the pages are built from; ``duckdb results.duckdb`` and ``attnbench query`` see the same.
 
 A view is recreated on every write-open of the database, so an upgraded attnbench brings its views.
+docs/QUERIES.md documents each view with example queries.
+
+Vocabulary: a *split* is one (suite, dataset, sample_size, repeat, fold, seed); a *cell* is a split
+run by one model. The expected cells of a suite are every split it has results for times every model
+it has results for; one with no row in ``results`` is ``missing`` (not run yet, or interrupted), never
+dropped. The headline score is accuracy for classification and R² for regression, higher is better.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+# How many random trial orders `tuning_curves` draws per cell (order 0 is the run's own).
+N_SHUFFLES = 10
 
 VIEWS: dict[str, str] = {
     # One row per cell that finished, failures included (their scores are NULL).
@@ -18,20 +27,122 @@ VIEWS: dict[str, str] = {
         SELECT suite, dataset, task_type, model, model_name, sample_size, repeat, fold, seed, status,
                CASE WHEN task_type = 'regression' THEN r2 ELSE accuracy END AS score,
                CASE WHEN task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
-               n_train, fit_seconds, predict_rows_per_s, peak_cpu_mb, peak_gpu_mb, n_params, device
+               n_train, fit_seconds, predict_rows_per_s, peak_cpu_mb, peak_gpu_mb, n_params, device, cell_id
         FROM results
     """,
-    # Mean ± std over folds and seeds per (suite, dataset, size, model), with coverage.
-    "leaderboard": """
-        SELECT suite, dataset, task_type, sample_size, model, any_value(score_name) AS metric,
-               avg(score) FILTER (WHERE status = 'ok') AS score_mean,
-               stddev_samp(score) FILTER (WHERE status = 'ok') AS score_std,
-               count(*) FILTER (WHERE status = 'ok') AS n_ok,
-               count(*) AS n_cells,
-               count(*) FILTER (WHERE status <> 'ok') AS n_failed,
-               avg(fit_seconds) FILTER (WHERE status = 'ok') AS fit_seconds
-        FROM scores GROUP BY ALL
+    # Every expected cell (each split of a suite × each model of that suite); status 'missing' where
+    # no result was written. The coverage of every aggregate is counted from here.
+    "expected_cells": """
+        WITH splits AS (
+            SELECT DISTINCT suite, dataset, task_type, sample_size, repeat, fold, seed FROM results
+        ), models AS (
+            SELECT suite, model, any_value(model_name) AS model_name FROM results GROUP BY ALL
+        )
+        SELECT s.suite, s.dataset, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model, m.model_name,
+               coalesce(c.status, 'missing') AS status,
+               CASE WHEN c.status = 'ok' THEN c.score END AS score,
+               CASE WHEN s.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
+               c.n_train, c.cell_id
+        FROM splits s JOIN models m USING (suite)
+        LEFT JOIN scores c USING (suite, dataset, sample_size, repeat, fold, seed, model)
     """,
+    # Mean ± std over folds and seeds per (suite, dataset, size, model), with coverage; is_best marks the
+    # highest mean of its (suite, dataset, sample_size).
+    "leaderboard": """
+        WITH g AS (
+            SELECT suite, dataset, task_type, sample_size, model, any_value(score_name) AS metric,
+                   avg(score) AS score_mean, stddev_samp(score) AS score_std,
+                   count(*) FILTER (WHERE status = 'ok') AS n_ok,
+                   count(*) AS n_cells,
+                   count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
+                   count(*) FILTER (WHERE status = 'missing') AS n_missing
+            FROM expected_cells GROUP BY ALL
+        )
+        SELECT g.*, coalesce(g.score_mean = max(g.score_mean) OVER (PARTITION BY suite, dataset, sample_size),
+                             false) AS is_best,
+               f.fit_seconds
+        FROM g LEFT JOIN (
+            SELECT suite, dataset, sample_size, model, avg(fit_seconds) AS fit_seconds
+            FROM results WHERE status = 'ok' GROUP BY ALL
+        ) f USING (suite, dataset, sample_size, model)
+    """,
+    # Test score against training size: one row per (suite, dataset, model, sample_size); n_train is
+    # the mean number of training rows actually used ('all' becomes the dataset's size).
+    "learning_curves": """
+        SELECT suite, dataset, task_type, model, sample_size,
+               avg(n_train) AS n_train, any_value(score_name) AS metric,
+               avg(score) AS score_mean, stddev_samp(score) AS score_std,
+               min(score) AS score_min, max(score) AS score_max,
+               count(*) FILTER (WHERE status = 'ok') AS n_ok, count(*) AS n_cells,
+               count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
+               count(*) FILTER (WHERE status = 'missing') AS n_missing
+        FROM expected_cells GROUP BY ALL
+    """,
+    # Best validation score after the first n_trials trials of a cell, for N_SHUFFLES trial orders:
+    # shuffle 0 is the order the run used; the others are seeded random orders of the random trials,
+    # each starting from the default configuration (trial_index 0). best_val_norm rescales the
+    # validation score per split between the worst and best trial of any model (0 = worst, 1 = best).
+    # Trials have no test scores, so these are validation scores.
+    "tuning_curves": f"""
+        WITH t AS (
+            SELECT r.suite, r.dataset, r.task_type, r.sample_size, r.repeat, r.fold, r.seed, r.model,
+                   t.cell_id, t.trial_id, t.trial_index, t.status,
+                   CASE WHEN t.status IN ('ok', 'stopped') THEN t.val_score END AS val_score,
+                   coalesce(t.seconds, 0) AS seconds
+            FROM trials t JOIN results r USING (cell_id)
+        ), bounds AS (
+            SELECT suite, dataset, sample_size, repeat, fold, seed,
+                   min(val_score) AS val_min, max(val_score) AS val_max
+            FROM t GROUP BY ALL
+        ), o AS (
+            SELECT t.*, s.shuffle,
+                   row_number() OVER (
+                       PARTITION BY t.cell_id, s.shuffle
+                       ORDER BY t.trial_index > 0,
+                                CASE WHEN s.shuffle = 0 THEN t.trial_index::UBIGINT
+                                     ELSE hash(t.trial_id, s.shuffle) END,
+                                t.trial_index
+                   ) AS n_trials
+            FROM t CROSS JOIN (SELECT range AS shuffle FROM range({N_SHUFFLES})) s
+        ), c AS (
+            SELECT o.*,
+                   max(val_score) OVER w AS best_val_score,
+                   sum(seconds) OVER w AS cum_seconds
+            FROM o WINDOW w AS (PARTITION BY cell_id, shuffle ORDER BY n_trials ROWS UNBOUNDED PRECEDING)
+        )
+        SELECT c.suite, c.dataset, c.task_type, c.sample_size, c.repeat, c.fold, c.seed, c.model, c.cell_id,
+               c.shuffle, c.n_trials, c.trial_index, c.status, c.val_score, c.seconds, c.best_val_score,
+               c.cum_seconds,
+               CASE WHEN b.val_max > b.val_min THEN (c.best_val_score - b.val_min) / (b.val_max - b.val_min)
+                    WHEN c.best_val_score IS NOT NULL THEN 1.0 END AS best_val_norm
+        FROM c JOIN bounds b USING (suite, dataset, sample_size, repeat, fold, seed)
+    """,
+    # Cost per (suite, dataset, size, model) over the cells that finished ok. fit_seconds is the
+    # final refit; search_seconds the whole search (all trials). gpu_hours counts the wall time of
+    # cells that ran on a CUDA device as one GPU each.
+    "compute": """
+        SELECT r.suite, r.dataset, r.sample_size, r.model, any_value(r.model_name) AS model_name,
+               any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train,
+               count(*) AS n_ok,
+               avg(r.fit_seconds) AS fit_seconds, avg(r.search_seconds) AS search_seconds,
+               avg(r.predict_rows_per_s) AS predict_rows_per_s, avg(r.flops_per_row) AS flops_per_row,
+               avg(r.n_params) AS n_params,
+               string_agg(DISTINCT r.device, ',' ORDER BY r.device) AS devices,
+               coalesce(sum(r.search_seconds + r.fit_seconds) FILTER (WHERE r.device LIKE 'cuda%'), 0) / 3600
+                   AS gpu_hours
+        FROM results r LEFT JOIN datasets d USING (dataset)
+        WHERE r.status = 'ok' GROUP BY r.suite, r.dataset, r.sample_size, r.model
+    """,
+    # Peak memory of the final refit per (suite, dataset, size, model), against the dataset's width.
+    "memory": """
+        SELECT r.suite, r.dataset, r.sample_size, r.model, any_value(r.model_name) AS model_name,
+               any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train, count(*) AS n_ok,
+               avg(r.peak_cpu_mb) AS peak_cpu_mb, max(r.peak_cpu_mb) AS peak_cpu_mb_max,
+               avg(r.peak_gpu_mb) AS peak_gpu_mb, max(r.peak_gpu_mb) AS peak_gpu_mb_max
+        FROM results r LEFT JOIN datasets d USING (dataset)
+        WHERE r.status = 'ok' GROUP BY r.suite, r.dataset, r.sample_size, r.model
+    """,
+    # Every failed cell and every failed trial, with its error text.
     "failures": """
         SELECT 'cell' AS level, cell_id AS id, suite, dataset, model, sample_size, repeat, fold, status, error,
                finished_at
@@ -39,11 +150,14 @@ VIEWS: dict[str, str] = {
         UNION ALL
         SELECT 'trial', t.trial_id, r.suite, r.dataset, r.model, r.sample_size, r.repeat, r.fold, t.status,
                t.error, t.finished_at
-        FROM trials t JOIN results r USING (cell_id) WHERE t.status <> 'ok'
+        FROM trials t JOIN results r USING (cell_id) WHERE t.status NOT IN ('ok', 'stopped')
     """,
 }
 
 
-def create_views(con: Any) -> None:
+def create_views(con: Any, temporary: bool = False) -> None:
+    """(Re)create every view. ``temporary=True`` makes them for this connection only, which works on a
+    read-only connection and shadows the file's own (possibly older) views: the report does that."""
+    kind = "TEMP VIEW" if temporary else "VIEW"
     for name, sql in VIEWS.items():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+        con.execute(f"CREATE OR REPLACE {kind} {name} AS {sql}")

@@ -1,0 +1,275 @@
+"""Plotly figures for the report pages.
+
+Every string that comes from a dataset, a feature or a model goes through :func:`lab` first: Plotly
+renders labels, legends and hover text as a small HTML dialect, so a name like ``<b>x</b>`` would
+otherwise be drawn bold (and anything else stripped). Escaped, it shows as the text it is.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from pipeline.report.aggregate import CriticalDifference
+
+TEMPLATE = "plotly_white"
+PALETTE = qualitative.Plotly + qualitative.D3 + qualitative.Set2
+DASH = {"gbdt": "dash", "attention": "solid", "torch": "dot"}
+SYMBOL = {"gbdt": "square", "attention": "circle", "torch": "diamond"}
+
+
+def lab(x: object) -> str:
+    """A name made safe for Plotly's text rendering (shown literally)."""
+    return html.escape(str(x), quote=True)
+
+
+class Style:
+    """A stable colour per model and a line style per kind (boosting dashed, attention solid)."""
+
+    def __init__(self, models: Sequence[str], kinds: Mapping[str, str]) -> None:
+        self.colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(models))}
+        self.kinds = dict(kinds)
+
+    def color(self, model: str) -> str:
+        return self.colors.get(model, "#888888")
+
+    def dash(self, model: str) -> str:
+        return DASH.get(self.kinds.get(model, "torch"), "dot")
+
+    def symbol(self, model: str) -> str:
+        return SYMBOL.get(self.kinds.get(model, "torch"), "diamond")
+
+
+def _layout(fig: go.Figure, height: int = 420, **kw: object) -> go.Figure:
+    fig.update_layout(template=TEMPLATE, height=height, margin={"t": 40, "l": 60, "r": 20, "b": 50},
+                      legend={"title_text": "model"}, **kw)
+    return fig
+
+
+def _rgba(color: str, alpha: float) -> str:
+    c = color.lstrip("#")
+    r, g, b = (int(c[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+# -------------------------------------------------------------------------------------- accuracy
+def summary_bars(summary: pd.DataFrame, style: Style) -> go.Figure:
+    """Normalised score and average rank per model, side by side; coverage in the hover text."""
+    s = summary.sort_values("normalized_score", ascending=True)
+    names = [lab(m) for m in s.model]
+    hover = [f"{lab(m)}<br>tasks with a score: {int(a)}/{int(t)}" for m, a, t in zip(s.model, s.tasks_scored, s.tasks)]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("mean normalised score (1 = best, 0 = worst)",
+                                                        "average rank (1 = best)"), horizontal_spacing=0.18)
+    colors = [style.color(m) for m in s.model]
+    fig.add_bar(y=names, x=s.normalized_score, orientation="h", marker_color=colors, hovertext=hover,
+                hovertemplate="%{hovertext}<br>normalised score %{x:.3f}<extra></extra>", row=1, col=1)
+    fig.add_bar(y=names, x=s.avg_rank, orientation="h", marker_color=colors, hovertext=hover,
+                hovertemplate="%{hovertext}<br>average rank %{x:.2f}<extra></extra>", row=1, col=2)
+    fig.update_xaxes(range=[0, 1.05], row=1, col=1)
+    fig.update_xaxes(range=[1, max(2.0, float(summary.avg_rank.max()) + 0.5)], row=1, col=2)
+    return _layout(fig, height=max(260, 40 + 32 * len(s)), showlegend=False)
+
+
+def win_rate_heatmap(rates: pd.DataFrame, n: pd.DataFrame) -> go.Figure:
+    """Row model's share of wins against the column model; the number of tasks in the hover text."""
+    names = [lab(m) for m in rates.index]
+    z = rates.to_numpy(dtype=float)
+    text = [[("" if np.isnan(v) else f"{v:.2f}") for v in row] for row in z]
+    custom = n.to_numpy(dtype=float)
+    fig = go.Figure(go.Heatmap(z=z, x=names, y=names, zmin=0, zmax=1, colorscale="RdBu", text=text,
+                               texttemplate="%{text}", customdata=custom, colorbar={"title": {"text": "win rate"}},
+                               hovertemplate="%{y} beats %{x}<br>win rate %{z:.2f} over %{customdata:.0f} tasks"
+                                             "<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", title_text="model (row)")
+    fig.update_xaxes(title_text="opponent (column)")
+    side = 120 + 42 * len(names)
+    return _layout(fig, height=max(320, side))
+
+
+def elo_plot(table: pd.DataFrame, style: Style, level: float) -> go.Figure:
+    """Elo points with bootstrap confidence intervals, best on top."""
+    t = table.sort_values("elo", ascending=True)
+    fig = go.Figure()
+    for r in t.itertuples(index=False):
+        fig.add_scatter(x=[r.elo], y=[lab(r.model)], mode="markers", name=lab(r.model),
+                        marker={"color": style.color(r.model), "size": 11, "symbol": style.symbol(r.model)},
+                        error_x={"type": "data", "symmetric": False, "array": [r.elo_high - r.elo],
+                                 "arrayminus": [r.elo - r.elo_low]},
+                        hovertemplate=f"{lab(r.model)}<br>Elo %{{x:.0f}} "
+                                      f"[{r.elo_low:.0f}, {r.elo_high:.0f}] ({level:.0%} CI)<extra></extra>",
+                        showlegend=False)
+    fig.add_vline(x=1000, line_dash="dot", line_color="#999")
+    fig.update_xaxes(title_text=f"Elo (mean 1000), {level:.0%} bootstrap interval")
+    return _layout(fig, height=max(240, 60 + 34 * len(t)))
+
+
+def cd_diagram(cd: CriticalDifference, style: Style) -> go.Figure:
+    """Critical-difference diagram: average ranks on one axis, bars join models not significantly apart."""
+    names = list(cd.avg_ranks.index)
+    k = len(names)
+    fig = go.Figure()
+    half = math.ceil(k / 2)
+    for i, m in enumerate(names):
+        x = float(cd.avg_ranks[m])
+        left = i < half
+        y_text = -(i + 1) if left else -(k - i)
+        x_text = 0.6 if left else k + 0.4
+        fig.add_scatter(x=[x, x, x_text], y=[0, y_text, y_text], mode="lines", line={"color": style.color(m), "width": 1.5},
+                        hoverinfo="skip", showlegend=False)
+        fig.add_scatter(x=[x], y=[0], mode="markers", marker={"color": style.color(m), "size": 9},
+                        name=lab(m), hovertemplate=f"{lab(m)}: average rank %{{x:.2f}}<extra></extra>", showlegend=False)
+        fig.add_annotation(x=x_text, y=y_text, text=f"{lab(m)} ({x:.2f})", showarrow=False,
+                           xanchor="right" if left else "left", font={"size": 12})
+    for j, group in enumerate(cd.cliques):
+        lo, hi = float(cd.avg_ranks[group].min()), float(cd.avg_ranks[group].max())
+        y = -0.35 - 0.25 * j
+        fig.add_scatter(x=[lo - 0.03, hi + 0.03], y=[y, y], mode="lines", line={"color": "#222", "width": 5},
+                        hovertemplate="not significantly different: " + ", ".join(lab(g) for g in group) + "<extra></extra>",
+                        showlegend=False)
+    if not math.isnan(cd.cd):
+        fig.add_scatter(x=[1, 1 + cd.cd], y=[1, 1], mode="lines+markers", line={"color": "#b3261e", "width": 3},
+                        marker={"symbol": "line-ns-open", "size": 12}, showlegend=False,
+                        hovertemplate=f"critical difference {cd.cd:.2f} (α = {cd.alpha})<extra></extra>")
+        fig.add_annotation(x=1 + cd.cd / 2, y=1.35, text=f"CD = {cd.cd:.2f}", showarrow=False)
+    fig.update_xaxes(range=[0.0, k + 1.0], tickmode="array", tickvals=list(range(1, k + 1)), side="top",
+                     title_text="average rank (1 = best)", showgrid=False, zeroline=False)
+    fig.update_yaxes(visible=False, range=[-(half + 1), 1.8])
+    return _layout(fig, height=160 + 36 * half)
+
+
+# ---------------------------------------------------------------------------------- sample size
+def learning_curves(curves: pd.DataFrame, style: Style, metric: str, title: str | None = None,
+                    reference_n: float | None = 10_000) -> go.Figure:
+    """Mean test score against training rows (log axis), one line per model, a ±1 std band."""
+    fig = go.Figure()
+    for model, g in curves.groupby("model", sort=True):
+        g = g.dropna(subset=["score_mean"]).sort_values("n_train")
+        if g.empty:
+            continue
+        color = style.color(str(model))
+        std = g.score_std.fillna(0.0)
+        x = list(g.n_train)
+        fig.add_scatter(x=x + x[::-1], y=list(g.score_mean + std) + list((g.score_mean - std)[::-1]), fill="toself",
+                        fillcolor=_rgba(color, 0.15), line={"width": 0}, mode="lines", hoverinfo="skip",
+                        showlegend=False,
+                        legendgroup=lab(model))
+        cov = g.get("coverage", pd.Series([""] * len(g), index=g.index))
+        fig.add_scatter(x=x, y=g.score_mean, mode="lines+markers", name=lab(model), legendgroup=lab(model),
+                        line={"color": color, "dash": style.dash(str(model))},
+                        marker={"symbol": style.symbol(str(model))},
+                        customdata=np.stack([g.sample_size.map(lab), g.score_std.fillna(0), cov.map(lab)], axis=-1),
+                        hovertemplate=f"{lab(model)}<br>size %{{customdata[0]}} (%{{x:.0f}} rows)<br>{metric} "
+                                      "%{y:.3f} ± %{customdata[1]:.3f}<br>%{customdata[2]}<extra></extra>")
+    if reference_n and not curves.empty and curves.n_train.max() * 3 >= reference_n:
+        fig.add_vline(x=reference_n, line_dash="dot", line_color="#999",
+                      annotation_text=f"{reference_n:,.0f} rows", annotation_position="top left")
+    ticks = sorted({round(float(v)) for v in curves.n_train.dropna()})
+    fig.update_xaxes(type="log", title_text="training rows (log scale)", tickvals=ticks,
+                     ticktext=[f"{v:,}" for v in ticks])
+    fig.update_yaxes(title_text=f"test {metric}")
+    return _layout(fig, height=380, title_text=lab(title) if title else None)
+
+
+# --------------------------------------------------------------------------------------- tuning
+def tuning_curves(summary: pd.DataFrame, style: Style, x: str) -> go.Figure:
+    """Normalised best-validation score against trials (``x='n_trials'``) or seconds (``x='seconds'``)."""
+    fig = go.Figure()
+    for model, g in summary.groupby("model", sort=True):
+        g = g.sort_values("n_trials")
+        color = style.color(str(model))
+        xs = list(g[x])
+        fig.add_scatter(x=xs + xs[::-1], y=list(g.score_high) + list(g.score_low[::-1]), fill="toself",
+                        fillcolor=_rgba(color, 0.15), line={"width": 0}, mode="lines", hoverinfo="skip",
+                        showlegend=False,
+                        legendgroup=lab(model))
+        fig.add_scatter(x=xs, y=g.score, mode="lines+markers", name=lab(model), legendgroup=lab(model),
+                        line={"color": color, "dash": style.dash(str(model)), "shape": "hv" if x == "seconds" else "linear"},
+                        customdata=np.stack([g.n_trials, g.seconds, g.n_cells], axis=-1),
+                        hovertemplate=f"{lab(model)}<br>%{{customdata[0]:.0f}} trials, %{{customdata[1]:.1f}} s"
+                                      "<br>normalised best val score %{y:.3f}<br>%{customdata[2]:.0f} cells"
+                                      "<extra></extra>")
+    if x == "seconds":
+        fig.update_xaxes(type="log", dtick="D2",
+                         title_text="compute seconds spent on the search (mean per cell, log scale)")
+    else:
+        fig.update_xaxes(title_text="number of trials (1 = default configuration)", dtick=1 if len(summary) and
+                         summary.n_trials.max() <= 20 else None)
+    fig.update_yaxes(title_text="normalised best validation score")
+    return _layout(fig, height=380)
+
+
+# -------------------------------------------------------------------------------------- compute
+def model_bars(table: pd.DataFrame, style: Style, columns: Mapping[str, str], log: bool = True) -> go.Figure:
+    """One small bar chart per column (title = the mapping's value), models on the x axis."""
+    cols = [c for c in columns if c in table and table[c].notna().any()]
+    fig = make_subplots(rows=1, cols=max(1, len(cols)), subplot_titles=[columns[c] for c in cols],
+                        horizontal_spacing=0.07)
+    names = [lab(m) for m in table.model]
+    colors = [style.color(m) for m in table.model]
+    for i, c in enumerate(cols, start=1):
+        fig.add_bar(x=names, y=table[c], marker_color=colors, showlegend=False, row=1, col=i,
+                    hovertemplate="%{x}<br>" + lab(columns[c]) + " %{y:.4g}<extra></extra>")
+        if log:
+            fig.update_yaxes(type="log", dtick="D2", row=1, col=i)
+    return _layout(fig, height=380)
+
+
+def pareto(points: pd.DataFrame, style: Style, x: str, y: str, x_title: str, y_title: str) -> go.Figure:
+    """Score against cost per model, log cost axis; the Pareto front (``front`` column) joined."""
+    fig = go.Figure()
+    front = points[points.front].sort_values(x)
+    if len(front) > 1:
+        fig.add_scatter(x=front[x], y=front[y], mode="lines", line={"color": "#999", "dash": "dot"},
+                        name="Pareto front", hoverinfo="skip")
+    for r in points.itertuples(index=False):
+        m = str(r.model)
+        fig.add_scatter(x=[getattr(r, x)], y=[getattr(r, y)], mode="markers+text", name=lab(m), text=[lab(m)],
+                        textposition="top center",
+                        marker={"color": style.color(m), "size": 12, "symbol": style.symbol(m),
+                                "line": {"width": 2, "color": "#222"} if r.front else {"width": 0}},
+                        hovertemplate=f"{lab(m)}<br>{lab(x_title)} %{{x:.3g}}<br>{lab(y_title)} %{{y:.3f}}"
+                                      f"{'<br>on the Pareto front' if r.front else ''}<extra></extra>")
+    fig.update_xaxes(type="log", dtick="D2", title_text=x_title)
+    fig.update_yaxes(title_text=y_title)
+    return _layout(fig, height=420)
+
+
+def memory_vs_features(mem: pd.DataFrame, style: Style, column: str, title: str) -> go.Figure:
+    """Peak memory against the number of features, one line per model (means over sizes and folds)."""
+    fig = go.Figure()
+    for model, g in mem.dropna(subset=[column]).groupby("model", sort=True):
+        g = g.groupby("n_features", as_index=False).agg(v=(column, "mean"), datasets=("dataset", lambda s: ", ".join(
+            sorted({lab(d) for d in s}))))
+        fig.add_scatter(x=g.n_features, y=g.v, mode="lines+markers", name=lab(model),
+                        line={"color": style.color(str(model)), "dash": style.dash(str(model))},
+                        marker={"symbol": style.symbol(str(model))}, customdata=g.datasets,
+                        hovertemplate=f"{lab(model)}<br>%{{x}} features (%{{customdata}})<br>%{{y:.1f}} MB"
+                                      "<extra></extra>")
+    widths = mem.n_features.dropna()
+    if len(widths) and widths.max() >= 10 * max(widths.min(), 1):
+        fig.update_xaxes(type="log", dtick="D2", title_text="number of features (log scale)")
+    else:
+        fig.update_xaxes(title_text="number of features")
+    fig.update_yaxes(title_text=title)
+    return _layout(fig, height=380)
+
+
+# ------------------------------------------------------------------------------------ attention
+def attention_heatmap(matrix: np.ndarray, features: Sequence[str], title: str) -> go.Figure:
+    """Mean feature-to-feature attention: row = attending feature (query), column = attended (key)."""
+    names = [lab(f) for f in features]
+    fig = go.Figure(go.Heatmap(z=matrix, x=names, y=names, colorscale="Viridis",
+                               colorbar={"title": {"text": "attention"}},
+                               hovertemplate="%{y} → %{x}<br>%{z:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", title_text="query feature", automargin=True, dtick=1,
+                     scaleanchor="x", constrain="domain")
+    fig.update_xaxes(title_text="key feature", automargin=True, tickangle=-45, dtick=1, constrain="domain")
+    side = min(1100, max(420, 220 + 14 * len(names)))
+    return _layout(fig, height=side, title_text=lab(title))

@@ -1,0 +1,167 @@
+"""The report's aggregates on tiny cases worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.report import aggregate as agg
+
+NAN = float("nan")
+
+
+def matrix(rows: list[list[float]], models: str = "abc") -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(models), index=[f"t{i}" for i in range(len(rows))])
+
+
+# Three tasks: a clear order, a tie, and one only c finished.
+S = matrix([[0.9, 0.8, 0.5], [0.7, 0.7, 0.6], [NAN, NAN, 0.5]])
+
+
+def test_ranks_ties_share_and_failures_rank_last():
+    r = agg.ranks(S)
+    assert r.to_numpy().tolist() == [[1, 2, 3], [1.5, 1.5, 3], [2.5, 2.5, 1]]
+    assert r.mean().to_dict() == pytest.approx({"a": 5 / 3, "b": 2.0, "c": 7 / 3})
+
+
+def test_normalized_scores_min_max_failures_zero():
+    n = agg.normalized_scores(S)
+    # t0: (s − 0.5) / (0.9 − 0.5); t1: best 0.7 = 1, worst 0.6 = 0; t2: one score → 1, failures 0.
+    np.testing.assert_allclose(n.to_numpy(), [[1, 0.75, 0], [1, 1, 0], [0, 0, 1]])
+    assert n.mean().to_dict() == pytest.approx({"a": 2 / 3, "b": 1.75 / 3, "c": 1 / 3})
+
+
+def test_normalized_scores_against_a_baseline_model_clip_at_zero():
+    n = agg.normalized_scores(S.iloc[:1], baseline="b")
+    assert n.iloc[0].tolist() == pytest.approx([1.0, 0.0, 0.0])  # c is below b: (0.5 − 0.8)/0.1 → clipped
+
+
+def test_win_rates_count_ties_half_and_skip_double_failures():
+    wins, n = agg.pairwise_wins(S)
+    # a–b: a wins t0, ties t1, neither has t2 → 1.5 of 2. a–c and b–c: 2 of 3 (c wins t2).
+    assert wins.loc["a", "b"] == 1.5 and n.loc["a", "b"] == 2
+    assert wins.loc["b", "a"] == 0.5
+    assert wins.loc["a", "c"] == 2 and wins.loc["c", "a"] == 1 and n.loc["a", "c"] == 3
+    rates = agg.win_rates(S)
+    assert rates.loc["a", "b"] == 0.75 and rates.loc["b", "c"] == pytest.approx(2 / 3)
+    assert math.isnan(rates.loc["a", "a"])
+    assert (rates + rates.T).fillna(1).eq(1).all().all()  # each pair's rates add to 1
+
+
+def test_bradley_terry_three_wins_in_four_is_400_log10_3_points():
+    theta = agg.bradley_terry(np.array([[0, 3], [1, 0]]), prior=0)
+    assert agg.ELO_SCALE * (theta[0] - theta[1]) == pytest.approx(400 * math.log10(3), abs=1e-6)  # 190.85
+    # One virtual draw per pair: 3.5 wins against 1.5.
+    theta = agg.bradley_terry(np.array([[0, 3], [1, 0]]), prior=1)
+    assert agg.ELO_SCALE * (theta[0] - theta[1]) == pytest.approx(400 * math.log10(7 / 3), abs=1e-6)  # 147.19
+    # A sweep stays finite with the prior: 5.5 against 0.5.
+    theta = agg.bradley_terry(np.array([[0, 5], [0, 0]]), prior=1)
+    assert theta[0] - theta[1] == pytest.approx(math.log(11))
+
+
+def test_elo_from_scores_and_bootstrap_interval():
+    scores = matrix([[0.9, 0.5], [0.9, 0.5], [0.9, 0.5], [0.1, 0.5]], "AB")
+    res = agg.elo(scores, n_bootstrap=0, prior=0)
+    e = res.table.set_index("model").elo
+    assert e["A"] == pytest.approx(1000 + 200 * math.log10(3), abs=1e-6)  # 1095.42
+    assert e["B"] == pytest.approx(1000 - 200 * math.log10(3), abs=1e-6)  # 904.58
+    boot = agg.elo(scores, n_bootstrap=100, seed=3).table.set_index("model")
+    assert (boot.elo_low <= boot.elo).all() and (boot.elo <= boot.elo_high).all()
+    assert boot.equals(agg.elo(scores, n_bootstrap=100, seed=3).table.set_index("model"))  # seeded
+    assert boot.elo.mean() == pytest.approx(1000)
+
+
+def test_elo_of_a_cycle_is_flat():
+    cycle = matrix([[0.9, 0.5, 0.1], [0.1, 0.9, 0.5], [0.5, 0.1, 0.9]])  # a>b>c, b>c>a, c>a>b
+    e = agg.elo(cycle, n_bootstrap=0).table.elo
+    assert e.tolist() == pytest.approx([1000, 1000, 1000], abs=1e-6)
+
+
+@pytest.mark.parametrize(("k", "q"), [(2, 1.960), (3, 2.343), (4, 2.569), (5, 2.728), (6, 2.850)])
+def test_nemenyi_q_matches_demsar_table(k, q):
+    # Demšar (2006), table 5(a): CD = q_0.05 √(k(k+1)/6N); with N = k(k+1)/6 the root is 1.
+    assert agg.nemenyi_cd(k, k * (k + 1) / 6) == pytest.approx(q, abs=1e-3)
+
+
+def test_critical_difference_friedman_and_cliques():
+    scores = matrix([[0.9, 0.8, 0.7]] * 4)
+    cd = agg.critical_difference(scores)
+    assert cd.avg_ranks.to_dict() == {"a": 1.0, "b": 2.0, "c": 3.0}
+    # χ²_F = 12N/(k(k+1)) · (Σ R_j² − k(k+1)²/4) = 12·4/12 · (14 − 12) = 8; p = e^(−8/2) for 2 df.
+    assert cd.friedman_stat == pytest.approx(8.0)
+    assert cd.friedman_p == pytest.approx(math.exp(-4))
+    assert cd.cd == pytest.approx(2.3437 * math.sqrt(12 / 24), abs=1e-3)  # 1.657
+    assert cd.cliques == [["a", "b"], ["b", "c"]]  # neighbours 1 apart; a and c 2 apart > CD
+
+
+def curve_rows(dataset: str, model: str, scores: list[float], sizes=("32", "128", "all"), n=(32, 128, 800)):
+    return [{"suite": "s", "dataset": dataset, "model": model, "sample_size": s, "n_train": float(k),
+             "score_mean": v, "metric": "accuracy"} for s, k, v in zip(sizes, n, scores)]
+
+
+def test_crossover_sizes():
+    curves = pd.DataFrame(
+        curve_rows("overtakes", "xgb", [0.80, 0.84, 0.88]) + curve_rows("overtakes", "ft", [0.74, 0.81, 0.90])
+        + curve_rows("dips", "xgb", [0.80, 0.84, 0.88]) + curve_rows("dips", "ft", [0.81, 0.83, 0.90])
+        + curve_rows("never", "xgb", [0.80, 0.84, 0.88]) + curve_rows("never", "ft", [0.81, 0.85, 0.87])
+        + curve_rows("ahead", "xgb", [0.80, 0.84, 0.88]) + curve_rows("ahead", "ft", [0.81, 0.85, 0.89])
+        + curve_rows("ahead", "cat", [0.79, 0.80, 0.81]))
+    out = agg.crossover(curves, ["ft", "cat"], ["xgb"]).set_index(["dataset", "model"])
+    assert out.loc[("overtakes", "ft"), ["crossover_n", "behind_at"]].tolist() == [800, 128]
+    assert out.loc[("dips", "ft"), ["crossover_n", "behind_at"]].tolist() == [800, 128]  # must stay ahead
+    assert pd.isna(out.loc[("never", "ft"), "crossover_n"]) and out.loc[("never", "ft"), "behind_at"] == 800
+    ahead = out.loc[("ahead", "ft")]
+    assert ahead.crossover_n == 32 and ahead.ahead_everywhere and pd.isna(ahead.behind_at)
+    assert pd.isna(out.loc[("ahead", "cat"), "crossover_n"])
+    assert out.loc[("ahead", "best attention"), "crossover_n"] == 32  # max over ft and cat
+    assert ("overtakes", "best attention") not in out.index  # one challenger there: no extra row
+
+
+def test_average_curves_put_all_at_the_geometric_mean():
+    curves = pd.DataFrame(curve_rows("d1", "m", [0.5, 0.6, 0.7], n=(32, 128, 100))
+                          + curve_rows("d2", "m", [0.7, 0.8, 0.9], n=(32, 128, 400)))
+    avg = agg.average_curves(curves).set_index("sample_size")
+    assert avg.loc["all", "n_train"] == pytest.approx(200)  # √(100·400)
+    assert avg.loc["32", "score_mean"] == pytest.approx(0.6)
+    assert avg.loc["all", "n_datasets"] == 2
+
+
+def test_task_scores_and_coverage():
+    cells = pd.DataFrame([
+        # suite, dataset, size, repeat, fold, seed, model, status, score
+        ("s", "T1", "all", 0, 0, 0, "m1", "ok", 0.8), ("s", "T1", "all", 0, 1, 0, "m1", "ok", 0.6),
+        ("s", "T2", "all", 0, 0, 0, "m1", "ok", 0.5), ("s", "T2", "all", 0, 1, 0, "m1", "error", None),
+        ("s", "T1", "all", 0, 0, 0, "m2", "error", None), ("s", "T1", "all", 0, 1, 0, "m2", "timeout", None),
+        ("s", "T2", "all", 0, 0, 0, "m2", "missing", None), ("s", "T2", "all", 0, 1, 0, "m2", "missing", None),
+    ], columns=[*agg.SPLIT, "model", "status", "score"])
+    s = agg.task_scores(cells)
+    assert s.m1.tolist() == pytest.approx([0.7, 0.5]) and s.m2.isna().all()
+    cov = agg.coverage(cells).set_index("model")
+    assert cov.loc["m1"].to_dict() == {"cells": 4, "cells_ok": 3, "cells_failed": 1, "cells_missing": 0, "tasks": 2,
+                                       "tasks_ok": 1, "tasks_partial": 1, "tasks_failed": 0, "tasks_missing": 0}
+    assert cov.loc["m2"].to_dict() == {"cells": 4, "cells_ok": 0, "cells_failed": 2, "cells_missing": 2, "tasks": 2,
+                                       "tasks_ok": 0, "tasks_partial": 0, "tasks_failed": 1, "tasks_missing": 1}
+
+
+def test_tuning_summary_mean_and_band_over_orders():
+    rows = []
+    # (shuffle, cell, n_trials, best_val_norm, cum_seconds)
+    for sh, c, n, v, sec in [(0, "c1", 1, 0.2, 1), (0, "c1", 2, 0.6, 3), (0, "c2", 1, 0.4, 2), (0, "c2", 2, 0.8, 4),
+                             (1, "c1", 1, 0.2, 1), (1, "c1", 2, 0.5, 2), (1, "c2", 1, 0.4, 2), (1, "c2", 2, 0.4, 5)]:
+        rows.append({"sample_size": "all", "model": "m", "shuffle": sh, "cell_id": c, "n_trials": n,
+                     "best_val_norm": v, "cum_seconds": float(sec)})
+    out = agg.tuning_summary(pd.DataFrame(rows), level=0.8).set_index("n_trials")
+    # Per order, means over cells: order 0 → 0.3, 0.7; order 1 → 0.3, 0.45.
+    assert out.score.tolist() == pytest.approx([0.3, 0.575])
+    assert out.loc[2, "score_low"] == pytest.approx(0.45 + 0.1 * 0.25)  # 10% quantile of {0.45, 0.7}
+    assert out.loc[2, "score_high"] == pytest.approx(0.45 + 0.9 * 0.25)
+    assert out.seconds.tolist() == pytest.approx([1.5, 3.5]) and out.n_cells.tolist() == [2, 2]
+
+
+def test_pareto_front_and_size_order():
+    front = agg.pareto_front(pd.Series([1.0, 2, 3, 4]), pd.Series([0.5, 0.7, 0.6, 0.9]))
+    assert front.tolist() == [True, True, False, True]
+    assert agg.size_order(["all", "128", "32", "1024"]) == ["32", "128", "1024", "all"]

@@ -1,0 +1,108 @@
+"""Every report page in a real headless Chromium: no console errors, no network, figures drawn.
+
+Needs Debian's chromium (``apt-get install chromium``, or ``make browser``) and websocket-client;
+a missing one fails these tests rather than skipping them. The screenshot of the index goes to
+$ATTNBENCH_SCREENSHOT_DIR when set, else to the test's temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import pytest
+from chromium import Chromium, PageLoad, find_chromium
+from synthetic import EVIL_DATASET, EVIL_FEATURE, EVIL_MODEL
+
+SIZES = ("all", "128", "32")
+EXPECTED: dict[str, tuple[list[str], list[str]]] = {  # page → (figure ids, table ids)
+    "index": (["fig-index-elo"], ["table-headline"]),
+    "accuracy": ([f"fig-{f}-{s}" for s in SIZES for f in ("summary", "winrate", "elo", "cd")],
+                 [f"table-{t}-{s}" for s in SIZES for t in ("datasets", "summary")]),
+    "sample_size": (["fig-curve-avg-accuracy", "fig-curve-avg-r2", "fig-curve-0", "fig-curve-1", "fig-curve-2"],
+                    ["table-crossover"]),
+    "tuning": ([f"fig-tuning-{x}-{s}" for s in SIZES for x in ("trials", "seconds")], [f"table-tuning-{s}" for s in SIZES]),
+    "compute": (["fig-compute-bars", "fig-pareto"], ["table-compute"]),
+    "memory": (["fig-memory-bars", "fig-memory-cpu-features"], ["table-memory"]),
+    # 3 datasets; the HTML-named one has two attention models (ft_transformer and the evil label).
+    "attention": (["fig-attention-0-0", "fig-attention-0-1", "fig-attention-1-0", "fig-attention-1-1",
+                   "fig-attention-2-0", "fig-attention-2-1"], []),
+    "runs": ([], ["table-runs", "table-models", "table-datasets", "table-trials", "table-failures"]),
+}
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    binary = find_chromium()
+    if binary is None:
+        pytest.fail("chromium not found: the browser tests need Debian's chromium — install it with "
+                    "`apt-get update && apt-get install -y chromium` (or `make browser`), or point "
+                    "$ATTNBENCH_CHROMIUM at a Chromium binary")
+    try:
+        import websocket  # noqa: F401 - websocket-client, the DevTools connection
+    except ImportError:
+        pytest.fail("the browser tests need websocket-client: pip install websocket-client")
+    b = Chromium(binary, tmp_path_factory.mktemp("chromium-profile"))
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def loads(browser: Chromium, evil_report) -> dict[str, PageLoad]:
+    _, reports = evil_report
+    return {name: browser.load((reports / f"{name}.html").as_uri()) for name in EXPECTED}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_page_loads_clean(loads, name):
+    page = loads[name]
+    assert page.problems == [], f"{name}.html: {page.problems}"
+    assert all(u.startswith("file://") for u in page.requests if not u.startswith("data:")), page.requests
+    figures, tables = EXPECTED[name]
+    drawn = {f["id"]: f for f in page.dom["figures"]}
+    assert set(figures) <= set(drawn), f"{name}: missing figures {set(figures) - set(drawn)}"
+    for fid in figures:
+        f = drawn[fid]
+        assert f["rendered"] and f["traces"] > 0 and f["width"] > 200 and f["height"] > 100, f
+    assert set(tables) <= set(page.dom["tables"]), f"{name}: missing tables {set(tables) - set(page.dom['tables'])}"
+    assert page.dom["links"][:1] == ["index.html"] and len(page.dom["links"]) == 8
+
+
+def test_index_screenshot(browser, evil_report, tmp_path):
+    _, reports = evil_report
+    browser.load((reports / "index.html").as_uri())
+    out = Path(os.environ.get("ATTNBENCH_SCREENSHOT_DIR") or tmp_path) / "index.png"
+    browser.screenshot(out)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1280, 900)
+    assert len(data) > 30_000, f"{out}: {len(data)} bytes looks like a blank page"
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(out) as img:
+        colors = img.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert colors is not None and len(colors) > 100, "the screenshot has almost no distinct colours"
+
+
+def test_html_names_show_as_text(loads):
+    # The tables show the names literally, and no page opened a dialog (an injected alert would).
+    assert EVIL_DATASET in loads["accuracy"].dom["text"]
+    assert EVIL_MODEL in loads["runs"].dom["text"]
+    assert all(page.dialogs == [] for page in loads.values())
+
+
+@pytest.mark.parametrize(("name", "needle"), [("sample_size", EVIL_DATASET), ("sample_size", EVIL_MODEL),
+                                              ("attention", EVIL_FEATURE)])
+def test_figure_labels_escaped(browser, evil_report, name, needle):
+    _, reports = evil_report
+    page = browser.load((reports / f"{name}.html").as_uri())
+    assert page.problems == []
+    svg_text = browser.evaluate(
+        "[...document.querySelectorAll('.plotly-graph-div svg text')].map(t => t.textContent).join('\\n')")
+    assert needle in svg_text, f"{needle!r} not drawn literally on {name}.html"
+    # Nothing from the names became an element.
+    assert browser.evaluate("document.querySelectorAll('main img, main b, svg b, svg img').length") == 0

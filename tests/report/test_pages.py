@@ -1,0 +1,253 @@
+"""Views and pages built from synthetic databases written through the Store."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import synthetic
+from synthetic import EVIL_DATASET, EVIL_FEATURE, EVIL_MODEL, Synth
+
+from pipeline.data.store import Store
+from pipeline.query import run_query
+from pipeline.report.pages import write_report
+from pipeline.report.serve import make_server
+from pipeline.report.views import N_SHUFFLES
+
+PAGES = ["index", "accuracy", "sample_size", "tuning", "compute", "memory", "attention", "runs"]
+
+
+@pytest.fixture(scope="module")
+def synth_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic.build(tmp_path_factory.mktemp("synth") / "results.duckdb")
+
+
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------ views
+def test_expected_cells_mark_the_missing_cell(synth_db):
+    st = Store(synth_db)
+    counts = st.query("SELECT status, count(*) AS n FROM expected_cells GROUP BY status ORDER BY status")
+    # 2 datasets × 3 sizes × 2 folds × 4 models = 48 expected; one never written, one failed.
+    assert dict(zip(counts.status, counts.n)) == {"error": 1, "missing": 1, "ok": 46}
+
+
+def test_leaderboard_numbers(synth_db):
+    lb = Store(synth_db).query("SELECT * FROM leaderboard WHERE dataset = 'alpha' AND sample_size = 'all'")
+    x = lb.set_index("model").loc["xgboost"]
+    # 0.80 + 0.02·log2(800/32) + 0.01·fold over folds 0 and 1.
+    assert x.score_mean == pytest.approx(0.80 + 0.02 * math.log2(25) + 0.005)
+    assert x.score_std == pytest.approx(0.01 / math.sqrt(2))
+    assert (x.n_ok, x.n_cells, x.n_failed, x.n_missing) == (2, 2, 0, 0)
+    assert lb.set_index("model").is_best.to_dict() == {"catboost": False, "ft_transformer": True, "mlp": False,
+                                                       "xgboost": False}
+    cb = Store(synth_db).query("SELECT * FROM leaderboard WHERE dataset = 'alpha' AND sample_size = '32' "
+                               "AND model = 'catboost'").iloc[0]
+    assert (cb.n_ok, cb.n_missing) == (1, 1)
+    mlp = Store(synth_db).query("SELECT * FROM leaderboard WHERE dataset = 'beta' AND sample_size = 'all' "
+                                "AND model = 'mlp'").iloc[0]
+    assert (mlp.n_ok, mlp.n_failed) == (1, 1)
+
+
+def test_tuning_curves_view(synth_db):
+    tc = Store(synth_db).query("SELECT * FROM tuning_curves WHERE cell_id = 'alpha|all|0|xgboost' ORDER BY shuffle, "
+                               "n_trials")
+    assert sorted(tc.shuffle.unique()) == list(range(N_SHUFFLES))
+    assert (tc[tc.n_trials == 1].trial_index == 0).all()  # every order starts from the default config
+    run_order = tc[tc.shuffle == 0]
+    s = 0.80 + 0.02 * math.log2(25)
+    fit = 0.05 * 800 / 32
+    # Trials: default s − 0.03, then s − 0.01, then a failed one (no score).
+    assert run_order.best_val_score.tolist() == pytest.approx([s - 0.03, s - 0.01, s - 0.01])
+    assert run_order.cum_seconds.tolist() == pytest.approx([fit, 3 * fit, 3.5 * fit])
+    assert run_order.best_val_norm.between(0, 1).all()
+
+
+def test_failures_view_lists_cells_and_trials(synth_db):
+    f = Store(synth_db).query("SELECT level, count(*) AS n FROM failures GROUP BY level")
+    assert dict(zip(f.level, f.n)) == {"cell": 1, "trial": 4}
+
+
+def test_compute_and_memory_views(synth_db):
+    c = Store(synth_db).query("SELECT * FROM compute WHERE dataset = 'beta' AND sample_size = 'all' ORDER BY model")
+    mlp = c.set_index("model").loc["mlp"]
+    assert mlp.n_ok == 1 and mlp.fit_seconds == pytest.approx(1.0 * 320 / 32) and mlp.gpu_hours == 0
+    m = Store(synth_db).query("SELECT * FROM memory WHERE dataset = 'alpha' AND model = 'ft_transformer' "
+                              "AND sample_size = 'all'").iloc[0]
+    assert m.n_features == 6 and m.peak_cpu_mb == pytest.approx(120.0)
+
+
+# ------------------------------------------------------------------------------------------ pages
+@pytest.fixture(scope="module")
+def synth_report(synth_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reports")
+    assert write_report(synth_db, out) == out / "index.html"
+    return out
+
+
+def test_every_page_is_written_and_self_contained(synth_report):
+    for name in PAGES:
+        html = text(synth_report / f"{name}.html")
+        assert html.startswith("<!DOCTYPE html>")
+        assert not re.search(r"""<script[^>]+src=|<link[^>]+href=["']https?:""", html), name
+        n_figures = html.count('class="plotly-graph-div"')
+        # plotly.js inline exactly once on a page with figures, and nowhere else.
+        assert html.count("* plotly.js v") == (1 if n_figures else 0), name
+        for other in PAGES:
+            assert f'href="{other}.html"' in html  # the navigation links every page
+    assert not list(synth_report.glob("*.tmp"))
+
+
+def test_accuracy_page_shows_scores_and_coverage(synth_db, synth_report):
+    html = text(synth_report / "accuracy.html")
+    # The same number as `attnbench query` on the leaderboard view.
+    lb = run_query(synth_db, "SELECT score_mean, score_std FROM leaderboard WHERE dataset = 'alpha' "
+                             "AND sample_size = 'all' AND model = 'xgboost'")
+    assert f"{lb.score_mean[0]:.3f} ± {lb.score_std[0]:.3f}" in html
+    assert 'class="best num"' in html
+    assert "(1/2)" in html  # the missing and the failed cell show as partial coverage
+    assert "1 failed, 0 missing" in html and "0 failed, 1 missing" in html
+    for size in ("all", "128", "32"):
+        for fig in ("summary", "winrate", "elo", "cd"):
+            assert f'id="fig-{fig}-{size}"' in html
+    assert "1/2 tasks complete, 1 partly failed" in html  # mlp at 'all': beta has a failed fold
+
+
+def test_sample_size_page_crossover(synth_report):
+    html = text(synth_report / "sample_size.html")
+    assert "800 rows (behind at 128)" in html  # alpha: FT-Transformer 0.9025 > CatBoost 0.8936 at 800 rows
+    assert "never (behind at 320 rows)" in html  # beta: 0.8563 < 0.8704
+    assert "at 1 of 6 (dataset, size) points" in html
+    assert 'id="fig-curve-avg-accuracy"' in html and 'id="fig-curve-avg-r2"' in html
+
+
+def test_other_pages_content(synth_report):
+    assert "No cell ran on a GPU" in text(synth_report / "compute.html")
+    assert 'id="fig-pareto"' in text(synth_report / "compute.html")
+    assert 'id="fig-memory-cpu-features"' in text(synth_report / "memory.html")
+    assert 'id="fig-attention-0-0"' in text(synth_report / "attention.html")
+    assert "VALIDATION scores" in text(synth_report / "tuning.html")
+    runs = text(synth_report / "runs.html")
+    assert "RuntimeError: simulated failure in the refit" in runs
+    assert "ValueError: simulated bad configuration" in runs
+    assert "Failures (5)" in runs
+    index = text(synth_report / "index.html")
+    assert "46 ok · 1 failed · 1 missing" in index and 'id="table-headline"' in index
+
+
+def test_empty_database_renders_notes(tmp_path):
+    db = tmp_path / "empty.duckdb"
+    Store(db)
+    write_report(db, tmp_path / "r")
+    assert "No results yet" in text(tmp_path / "r" / "index.html")
+    for name in PAGES:
+        assert (tmp_path / "r" / f"{name}.html").is_file()
+
+
+def test_one_size_no_attention_no_gpu(tmp_path):
+    s = Synth(sizes=("all",), models={k: v for k, v in synthetic.MODELS.items() if k != "ft_transformer"},
+              missing=set())
+    db = synthetic.build(tmp_path / "r.duckdb", s)
+    write_report(db, tmp_path / "r")
+    assert "Only one training size was run" in text(tmp_path / "r" / "sample_size.html")
+    assert "No attention maps recorded" in text(tmp_path / "r" / "attention.html")
+    assert "No cell ran on a GPU" in text(tmp_path / "r" / "memory.html")
+
+
+def test_gpu_hours_and_fully_failed_cells(tmp_path):
+    s = Synth(sizes=("all",), gpu_models={"ft_transformer"},
+              failed={("beta", "all", 0, "mlp"), ("beta", "all", 1, "mlp")})
+    db = synthetic.build(tmp_path / "r.duckdb", s)
+    write_report(db, tmp_path / "r")
+    compute = text(tmp_path / "r" / "compute.html")
+    # ft_transformer: search + refit = 4 × fit per cell; fit = 2 s × n/32; alpha 800 and beta 320 rows, 2 folds.
+    gpu_hours = 2 * 4 * (2 * 800 / 32 + 2 * 320 / 32) / 3600
+    assert f"{gpu_hours:.4f}" in compute and "No cell ran on a GPU" not in compute
+    assert 'id="fig-memory-gpu-features"' in text(tmp_path / "r" / "memory.html")
+    assert "failed (2/2)" in text(tmp_path / "r" / "accuracy.html")
+
+
+def test_names_are_escaped_in_html(evil_report):
+    _, reports = evil_report
+    for name in PAGES:
+        html = text(reports / f"{name}.html")
+        for raw in (EVIL_DATASET, EVIL_MODEL, EVIL_FEATURE, "<img src=x"):
+            assert raw not in html, (name, raw)
+    runs = text(reports / "runs.html")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in runs and "&lt;b onmouseover=alert(2)&gt;evil&lt;/b&gt;" in runs
+
+
+# ------------------------------------------------------------------------------------------ serve
+def test_serve_answers_on_loopback(synth_report):
+    server = make_server(synth_report, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        assert host == "127.0.0.1"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as r:
+            assert r.status == 200 and b"attnbench report" in r.read()
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/../results.duckdb", timeout=10)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+# ------------------------------------------------------------------------------------------- docs
+DOC = Path(__file__).resolve().parents[2] / "docs" / "QUERIES.md"
+
+
+def doc_sql() -> list[str]:
+    return re.findall(r"```sql\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+
+
+def test_every_documented_query_runs(synth_db):
+    blocks = doc_sql()
+    assert len(blocks) >= 10
+    with Store(synth_db, create=False).connect(read_only=True) as con:
+        for sql in blocks:
+            assert len(con.execute(sql).df()) > 0, sql
+
+
+def test_documented_sql_gives_the_page_numbers(synth_db):
+    from pipeline.report import aggregate as agg
+    from pipeline.report.pages import ReportData, standing
+
+    data = ReportData.load(synth_db)
+    (rank_sql,) = [b for b in doc_sql() if "task_rank" in b]
+    sql = Store(synth_db).query(rank_sql).set_index(["sample_size", "model"])
+    for size in data.sizes:
+        page = standing(data, size).summary.set_index("model")
+        for model in page.index:
+            assert sql.loc[(size, model), "avg_rank"] == pytest.approx(page.loc[model, "avg_rank"])
+            assert sql.loc[(size, model), "normalized_score"] == pytest.approx(page.loc[model, "normalized_score"])
+    (tuning_sql,) = [b for b in doc_sql() if "per_order" in b]
+    sql = Store(synth_db).query(tuning_sql).set_index(["sample_size", "model", "n_trials"]).sort_index()
+    page = agg.tuning_summary(data.tuning).set_index(["sample_size", "model", "n_trials"]).sort_index()
+    for col in ("score", "score_low", "score_high", "seconds", "n_cells"):
+        assert sql[col].to_numpy() == pytest.approx(page[col].to_numpy()), col
+
+
+def test_serve_regenerates_from_a_database(tmp_path):
+    tiny = Synth(datasets=Synth().datasets[:1], sizes=("all",), folds=(0,), missing=set(),
+                 models={k: synthetic.MODELS[k] for k in ("xgboost", "mlp")})
+    db = synthetic.build(tmp_path / "tiny.duckdb", tiny)
+    server = make_server(tmp_path / "served", port=0, db=db)
+    server.server_close()
+    assert (tmp_path / "served" / "index.html").is_file()
+
+
+def test_serve_without_a_report_says_so(tmp_path):
+    from pipeline.errors import AttnbenchError
+
+    with pytest.raises(AttnbenchError, match=r"no index\.html"):
+        make_server(tmp_path, port=0)
