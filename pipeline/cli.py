@@ -78,6 +78,24 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from pipeline.report.serve import serve
+
+    serve(args.reports, args.port, db=args.db if Path(args.db).exists() else None)
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    from pipeline.data.sources import configure_openml
+    from pipeline.pin import pin_suite
+
+    configure_openml(args.openml_cache, args.openml_server)
+    out = pin_suite(args.suite_id, args.out or f"suites/openml-{args.suite_id}{'-lite' if args.lite else ''}.yaml",
+                    lite=args.lite)
+    print(f"pinned OpenML suite {args.suite_id} → {out}")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from pipeline.models.registry import REGISTRY
 
@@ -136,12 +154,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-rows", type=int, default=200)
     p.set_defaults(func=cmd_query)
 
+    p = sub.add_parser("serve", help="serve the HTML report on 127.0.0.1 (regenerated from the database)")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--reports", default=DEFAULT_REPORTS)
+    p.add_argument("--port", type=int, default=8000)
+    p.set_defaults(func=cmd_serve)
+
     p = sub.add_parser("models", help="list the registered models")
     p.set_defaults(func=cmd_models)
 
-    p = sub.add_parser("suites", help="validate suite files (default: suites/*.yaml)")
-    p.add_argument("files", nargs="*")
-    p.set_defaults(func=cmd_suites)
+    p = sub.add_parser("suites", help="check suite files (`suites check [FILES]`) or pin an OpenML suite (`suites pin ID`)")
+    p.set_defaults(func=cmd_suites, files=[])
+    suites = p.add_subparsers(dest="suites_command")
+    check = suites.add_parser("check", help="validate suite files (default: suites/*.yaml)")
+    check.add_argument("files", nargs="*")
+    check.set_defaults(func=cmd_suites)
+    pin = suites.add_parser("pin", help="resolve an OpenML suite and write a suite file with its tasks pinned")
+    pin.add_argument("suite_id", help="OpenML suite id or alias, e.g. 99 or OpenML-CC18")
+    pin.add_argument("--out", help="where to write (default: suites/openml-ID.yaml)")
+    pin.add_argument("--lite", action="store_true", help="one fold and fewer trials: a quick look")
+    _add_openml(pin)
+    pin.set_defaults(func=cmd_pin)
     return parser
 
 
