@@ -36,7 +36,8 @@ from pipeline.spec import ModelSpec, SuiteSpec, dataset_label
 
 log = logging.getLogger(__name__)
 MODEL_FAILURES = ("error", "diverged", "oom", "timeout")
-INFRA_RETRIES = 2
+INFRA_RETRIES = 2  # Ray's own retries of the refit task when its worker dies
+CELL_INFRA_RETRIES = 1  # a cell whose every trial was lost to the infrastructure runs once more, in the same run
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,9 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
         if address:
             ray.init(address=address, **{k: v for k, v in kwargs.items() if k != "include_dashboard"})
         else:
-            ray.init(num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
+            # "local" starts our own Ray even when another cluster runs on this machine; without it
+            # ray.init() would join that one.
+            ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
     for name in ("ray.tune", "ray.train", "ray.air"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # With the file loggers off, Tune warns that it cannot re-read trial files; results come from memory.
@@ -184,8 +187,17 @@ def refit_best(spec: ModelSpec, config: dict[str, Any], data: FoldData, seed: in
     r = spec.resources
     opts: dict[str, Any] = ({"num_cpus": 0} if uses_ray_train(spec.name, r)
                             else {"num_cpus": r.cpus, "num_gpus": r.gpus})
+    from pipeline.search import TrialTimeout, hard_limit_s
+
     task = ray.remote(max_retries=INFRA_RETRIES, retry_exceptions=False)(_final_fit).options(**opts)
-    return ray.get(task.remote(spec.name, config, data, spec, seed))
+    ref = task.remote(spec.name, config, data, spec, seed)
+    limit = hard_limit_s(spec.trial_timeout_s)
+    try:
+        return ray.get(ref, timeout=limit)
+    except ray.exceptions.GetTimeoutError:
+        ray.cancel(ref, force=True)  # ends the worker that runs it
+        raise TrialTimeout(f"the final refit still ran after {limit:g} s (trial_timeout_s is "
+                           f"{spec.trial_timeout_s:g}) and was cancelled") from None
 
 
 def pick_best(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -242,6 +254,34 @@ def run_cell(cell: Cell, suite: SuiteSpec, data: FoldData, run_id: str, totals: 
     return row, trials, attention
 
 
+def run_cell_retrying(cell: Cell, suite: SuiteSpec, data: FoldData, run_id: str, totals: dict[str, float],
+                      progress: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
+    """``run_cell``, run again when the infrastructure (a dead worker or node) lost the whole cell.
+
+    Failures of the model itself (error, diverged, oom, timeout) are not retried here. The trials of
+    every attempt are kept, numbered on, so the lost ones stay on record as ``infra``.
+    """
+    row, trials, attention = run_cell(cell, suite, data, run_id, totals)
+    for _ in range(CELL_INFRA_RETRIES):
+        if row["status"] != "infra":
+            break
+        last = (row.get("error") or "").strip().splitlines()
+        progress(f"  {_describe(cell)}: lost to the infrastructure ({last[-1][:200] if last else '?'}); running it again")
+        row, more, attention = run_cell(cell, suite, data, run_id, totals)
+        renamed = {}
+        for t in more:
+            t["trial_index"] += len(trials)
+            new_id = f"{cell.cell_id}-{t['trial_index']}"
+            renamed[t["trial_id"]] = new_id
+            t["trial_id"] = new_id
+        if row.get("best_trial") in renamed:
+            row["best_trial"] = renamed[row["best_trial"]]
+        trials = trials + more
+        row["n_trials"] = len(trials)
+        row["n_trials_failed"] = sum(t["status"] not in ("ok", "stopped") for t in trials)
+    return row, trials, attention
+
+
 def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: bool = False,
         address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
         progress: Callable[[str], None] = print, argv: list[str] | None = None) -> Summary:
@@ -280,7 +320,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
             if k not in cache:
                 cache.clear()
                 cache[k] = fold_data(store, ds, key, cell, suite)
-            row, trials, attention = run_cell(cell, suite, cache[k], run_id, totals)
+            row, trials, attention = run_cell_retrying(cell, suite, cache[k], run_id, totals, progress)
             attempts = int(done.loc[cell.cell_id, "attempts"]) if cell.cell_id in done.index else 0
             row["attempts"] = attempts + 1
             store.write_cell(row, trials, attention)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+import threading
 import time
 import traceback
 from typing import Any
@@ -20,6 +21,20 @@ from pipeline.models.registry import get
 from pipeline.spec import ModelSpec
 
 TRIAL_ERROR_STATUSES = ("error", "diverged", "oom", "timeout")
+# Signs of a worker or task killed for memory: torch's and the C++ allocators' messages, Ray's memory
+# monitor ("... killed due to the node running low on memory"), the kernel's OOM killer as Ray reports it.
+OOM_SIGNS = ("out of memory", "outofmemory", "can't allocate memory", "cannot allocate memory", "bad_alloc",
+             "running low on memory", "memory pressure")
+
+
+class TrialTimeout(TimeoutError):
+    """A trial still ran well past its time limit (a model that does not stop at ``max_seconds``)."""
+
+
+def hard_limit_s(trial_timeout_s: float) -> float:
+    """How long a trial may run before it is abandoned: the soft limit (checked once per epoch by the
+    training loop) plus room for the epoch in progress and the final scoring."""
+    return trial_timeout_s + max(10.0, 0.5 * trial_timeout_s)
 
 
 def tune_space(spec: ModelSpec) -> dict[str, Any]:
@@ -76,7 +91,7 @@ def classify(err: BaseException) -> str:
     if isinstance(err, Diverged):
         return "diverged"
     text = f"{type(err).__name__}: {err}".lower()
-    if isinstance(err, MemoryError) or "out of memory" in text or "outofmemory" in text:
+    if isinstance(err, MemoryError) or any(sign in text for sign in OOM_SIGNS):
         return "oom"
     if isinstance(err, TimeoutError):
         return "timeout"
@@ -92,14 +107,36 @@ def _trial(config: dict[str, Any], *, data: FoldData, spec: ModelSpec, seed: int
         tune.report({**point, "status": "running"})
 
     t0 = time.perf_counter()
-    try:
-        out = run_fit(spec.name, config, data, spec.resources, seed=seed, max_seconds=spec.trial_timeout_s,
-                      on_epoch=on_epoch)
-        out.pop("attention", None)
-        tune.report({**out, "status": "ok", "seconds": time.perf_counter() - t0})
-    except Exception as err:  # recorded as the trial's status, with the traceback
+    box: dict[str, Any] = {}
+
+    def fit() -> None:
+        try:
+            box["out"] = run_fit(spec.name, config, data, spec.resources, seed=seed,
+                                 max_seconds=spec.trial_timeout_s, on_epoch=on_epoch)
+        except Exception as err:
+            box["err"] = err
+
+    # The fit runs in a thread so that a model which ignores its time limit cannot hold the trial (and
+    # the cell) forever: past the hard limit the trial is recorded as ``timeout`` and its actor ends.
+    worker = threading.Thread(target=fit, name="attnbench-fit", daemon=True)
+    worker.start()
+    worker.join(hard_limit_s(spec.trial_timeout_s))
+    if worker.is_alive():
+        msg = (f"TrialTimeout: still running {time.perf_counter() - t0:.0f} s after it started; trial_timeout_s is "
+               f"{spec.trial_timeout_s:g} and the model did not stop at it")
+        tune.report({"status": "timeout", "error": msg, "seconds": time.perf_counter() - t0,
+                     "val_score": -math.inf})
+        # Raising ends this trial as failed, so Tune stops its actor (and the runaway thread in it)
+        # instead of keeping the actor for the next trial; the status reported above is kept.
+        raise TrialTimeout(msg)
+    if "err" in box:  # recorded as the trial's status, with the traceback
+        err = box["err"]
         tune.report({"status": classify(err), "error": "".join(traceback.format_exception(err))[-4000:],
                      "seconds": time.perf_counter() - t0, "val_score": -math.inf})
+        return
+    out = box["out"]
+    out.pop("attention", None)
+    tune.report({**out, "status": "ok", "seconds": time.perf_counter() - t0})
 
 
 def search_cell(cell_id: str, spec: ModelSpec, data: FoldData, *, seed: int,
@@ -144,18 +181,31 @@ def search_cell(cell_id: str, spec: ModelSpec, data: FoldData, *, seed: int,
                 failure_config=tune.FailureConfig(max_failures=0, fail_fast=False),
             ),
         )
-        grid = tuner.fit()
+        try:
+            grid = tuner.fit()
+        except Exception as err:  # Tune itself gave up (a lost node, a killed driver-side actor, ...)
+            return [{"trial_id": "t0", "trial_index": 0, "config": {}, "status": ray_failure_status(err),
+                     "val_score": None, "val_loss": None, "epochs": None, "best_epoch": None, "seconds": None,
+                     "error": "the search failed: " + "".join(traceback.format_exception(err))[-4000:],
+                     "curve": None}]
         return [_record(i, res) for i, res in enumerate(grid)]
     finally:
         shutil.rmtree(storage, ignore_errors=True)
+
+
+def ray_failure_status(err: BaseException) -> str:
+    """The status of a trial or task that Ray reports as failed (ours never raise): ``oom`` when a
+    memory monitor or the kernel killed it for memory, else ``infra`` (a dead worker, node or actor)."""
+    text = f"{type(err).__name__}: {err}".lower()
+    return "oom" if any(sign in text for sign in OOM_SIGNS) else "infra"
 
 
 def _record(index: int, res: Any) -> dict[str, Any]:
     m = dict(res.metrics or {})
     status = m.get("status", "error")
     error = m.get("error")
-    if res.error is not None:
-        status = "oom" if "OutOfMemoryError" in type(res.error).__name__ else "infra"
+    if res.error is not None and not (status == "timeout" and error):  # else our watchdog ended it
+        status = ray_failure_status(res.error)
         error = f"{type(res.error).__name__}: {res.error}"[-4000:]
     elif status == "running":
         status = "stopped"  # ASHA (or the search's time budget) stopped it; its last epoch counts

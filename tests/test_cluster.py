@@ -1,0 +1,210 @@
+"""cluster.yaml: valid for Ray's own cluster launcher, and closed to the internet but for SSH; and the
+benchmark submitted as a Ray job to a real (local, two-node) Ray cluster with token authentication.
+
+No cloud is contacted: the config is checked with the launcher's schema and default-filling code, and
+with its AWS security-group logic, which creates nothing when every node type names its own group.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from processes import Spawned
+
+REPO = Path(__file__).resolve().parents[1]
+CLUSTER = REPO / "cluster.yaml"
+DASHBOARD_PORTS = {8265, 10001, 6379, 52365}
+
+
+@pytest.fixture(scope="module")
+def config() -> dict:
+    return yaml.safe_load(CLUSTER.read_text())
+
+
+def test_valid_against_rays_cluster_schema(config):
+    import jsonschema
+    import ray.autoscaler
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    schema = json.loads((Path(ray.autoscaler.__file__).parent / "ray-schema.json").read_text())
+    jsonschema.validate(config, schema)  # the file as written
+    validate_config(prepare_config(copy.deepcopy(config)))  # after the launcher fills in its defaults
+    assert config["provider"]["type"] == "aws"
+
+
+def test_cpu_head_and_autoscaling_gpu_workers(config):
+    types = config["available_node_types"]
+    head = types[config["head_node_type"]]
+    assert head["resources"].get("GPU", 0) == 0 and head["resources"]["CPU"] > 0
+    gpu = [t for name, t in types.items() if name != config["head_node_type"] and t["resources"].get("GPU")]
+    assert gpu and all(t["min_workers"] == 0 and t["max_workers"] >= 1 for t in gpu)
+
+
+def test_ray_version_is_pinned(config):
+    import ray
+
+    images = [config["docker"]["head_image"], config["docker"]["worker_image"]]
+    assert all(re.fullmatch(rf"rayproject/ray:{re.escape(ray.__version__)}-py311(-gpu)?", i) for i in images)
+    assert config["docker"]["worker_image"].endswith("-gpu")
+    installs = " ".join(config["head_setup_commands"] + config["worker_setup_commands"])
+    assert f"ray[default,tune,train]=={ray.__version__}" in installs
+    assert "/whl/cpu" in " ".join(config["head_setup_commands"])
+    assert re.search(r"/whl/cu\d+", " ".join(config["worker_setup_commands"]))
+    assert "-e /home/ray/attnbench" in installs and config["file_mounts"]["/home/ray/attnbench"] == "."
+
+
+def test_no_ingress_from_the_internet(config):
+    """Every node type names a pre-made security group, so Ray never creates its default one (which
+    opens SSH to 0.0.0.0/0); no rule in the file opens anything to the world or a Ray port."""
+    for name, t in config["available_node_types"].items():
+        assert t["node_config"].get("SecurityGroupIds"), name
+    rules = config["provider"].get("security_group", {}).get("IpPermissions", [])
+    for rule in rules:
+        cidrs = [r.get("CidrIp") for r in rule.get("IpRanges", [])] + [
+            r.get("CidrIpv6") for r in rule.get("Ipv6Ranges", [])]
+        assert "0.0.0.0/0" not in cidrs and "::/0" not in cidrs, rule
+        ports = set(range(rule.get("FromPort", 0), rule.get("ToPort", 65535) + 1))
+        assert not ports & DASHBOARD_PORTS, rule
+    assert "0.0.0.0/0" not in yaml.safe_dump(config)
+
+
+def test_the_launcher_creates_no_security_group_of_its_own(config):
+    # Ray's AWS module needs boto3 (a test extra, as users of cluster.yaml have it for `ray up`).
+    from ray.autoscaler._private.aws import config as aws_config
+
+    # With a group on every node type the launcher's group set-up returns before touching AWS.
+    prepared = aws_config._configure_security_group(copy.deepcopy(config))
+    assert prepared["available_node_types"] == config["available_node_types"]
+
+
+def test_dashboard_on_loopback_and_token_auth_on(config):
+    head = " ".join(config["head_start_ray_commands"])
+    assert "--dashboard-host=127.0.0.1" in head and "0.0.0.0" not in head
+    for cmd in [c for c in config["head_start_ray_commands"] + config["worker_start_ray_commands"]
+                if "ray start" in c]:
+        assert "RAY_AUTH_MODE=token" in cmd, cmd
+    # The same token on every node: the file from `ray get-auth-token --generate` is mounted everywhere.
+    assert config["file_mounts"]["/home/ray/.ray/auth_token"] == "~/.ray/auth_token"
+    # The env var is the one Ray 2.60 reads.
+    from ray._private.authentication.authentication_token_setup import AUTH_MODE_ENV_VAR
+
+    assert AUTH_MODE_ENV_VAR == "RAY_AUTH_MODE"
+
+
+def test_docs_security_group_commands_open_only_ssh_from_a_chosen_range():
+    text = (REPO / "docs" / "CLUSTER.md").read_text()
+    ingress = [line for line in text.splitlines() if "authorize-security-group-ingress" in line
+               or "--port" in line or "--cidr" in line]
+    assert ingress and "0.0.0.0/0" not in "\n".join(ingress)
+    assert re.search(r"--port 22\b", text) and "--cidr \"$MY_CIDR\"" in text
+    assert not any(f"--port {p}" in text for p in DASHBOARD_PORTS)
+    assert "ray dashboard cluster.yaml" in text
+    assert "ray rsync-down cluster.yaml /home/ray/attnbench/results.duckdb ." in text
+
+
+TINY = {
+    "name": "jobtiny", "seed": 0, "datasets": [{"sklearn": "wine"}],
+    "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]},
+    "models": [{"name": "xgboost", "trials": 2, "fixed": {"n_estimators": 30, "early_stopping_rounds": 10}}],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout_s} s")
+
+
+def ray_cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    ray = str(Path(sys.executable).with_name("ray"))
+    return subprocess.run([ray, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_job_submitted_to_a_token_authenticated_cluster(tmp_path: Path):
+    # A short temp dir: Ray's socket paths must stay under 107 characters.
+    temp = Path(f"/tmp/ab-{secrets.token_hex(3)}")
+    gcs, dash = free_port(), free_port()
+    token = secrets.token_hex(16)
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_TMPDIR": str(temp),
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    work = tmp_path / "job"
+    for part in ("pipeline", "suites"):
+        shutil.copytree(REPO / part, work / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", work)
+    (work / "suites" / "jobtiny.yaml").write_text(yaml.safe_dump(TINY))
+    db = tmp_path / "r.duckdb"
+    ray = str(Path(sys.executable).with_name("ray"))
+    nodes = Spawned()
+    try:
+        nodes.start([ray, "start", "--block", "--head", "--num-cpus=1", f"--port={gcs}",
+                     f"--dashboard-port={dash}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+                     f"--temp-dir={temp}", "--disable-usage-stats"], env=env, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)
+        wait_for_port(gcs)
+        # A second node on the same machine needs its own temp dir: two nodes sharing one would share
+        # runtime_resources/, and one node's agent deletes the job's working_dir while the driver runs in it.
+        nodes.start([ray, "start", "--block", f"--address=127.0.0.1:{gcs}", "--num-cpus=1",
+                     f"--temp-dir={temp}-2"], env={**env, "RAY_TMPDIR": f"{temp}-2"},
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(dash)
+        deadline = time.monotonic() + 90
+        while "/2.0 CPU" not in (st := ray_cli("status", f"--address=127.0.0.1:{gcs}", env=env).stdout):
+            assert time.monotonic() < deadline, f"the second node did not join: {st}"
+            time.sleep(1)
+
+        # Without the token the job API refuses the request.
+        anon = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+        anon["RAY_AUTH_MODE"] = "disabled"
+        denied = ray_cli("job", "list", "--address", f"http://127.0.0.1:{dash}", env=anon, timeout=60)
+        assert denied.returncode != 0, denied.stdout
+
+        t0 = time.monotonic()
+        for _ in range(30):  # the head's job agent takes a few seconds to register after `ray start`
+            sub = ray_cli("job", "submit", "--address", f"http://127.0.0.1:{dash}", "--submission-id", "jobtiny",
+                          "--working-dir", str(work), "--", sys.executable, "-m", "pipeline.cli", "run",
+                          "suites/jobtiny.yaml", "--db", str(db), "--no-report", env=env, timeout=400)
+            if "No available agent" not in sub.stderr:
+                break
+            time.sleep(2)
+        assert sub.returncode == 0, (sub.stdout + sub.stderr)[-4000:]
+        status = ray_cli("job", "status", "--address", f"http://127.0.0.1:{dash}", "jobtiny", env=env)
+        assert "Job 'jobtiny' succeeded" in status.stdout, status.stdout + status.stderr
+        logs = ray_cli("job", "logs", "--address", f"http://127.0.0.1:{dash}", "jobtiny", env=env).stdout
+        assert "1 cells done, 0 failed" in logs, logs[-3000:]
+        print(f"job finished in {time.monotonic() - t0:.1f} s")
+
+        import duckdb
+
+        with duckdb.connect(str(db), read_only=True) as con:
+            rows = con.execute("SELECT model, status, accuracy FROM results").fetchall()
+            hw = json.loads(con.execute("SELECT hardware FROM runs").fetchone()[0])
+        assert len(rows) == 1 and rows[0][1] == "ok" and rows[0][2] > 0.8, rows
+        assert hw["cluster_cpus"] == 2  # the job's driver joined the two-node cluster, not a Ray of its own
+    finally:
+        nodes.stop()
+        shutil.rmtree(temp, ignore_errors=True)
+        shutil.rmtree(f"{temp}-2", ignore_errors=True)

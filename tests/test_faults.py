@@ -1,0 +1,197 @@
+"""Faults during a run: every cell finished before a fault is kept exactly once, the faulty cell is
+recorded with a status and its error, infrastructure failures are retried, model failures are not, and
+a re-run completes only what is missing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from pipeline import runner
+from pipeline.data.store import Store
+from pipeline.spec import parse_suite
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+QUIET = {"progress": lambda _: None}
+
+BASE = {"name": "faults", "seed": 0, "datasets": [{"sklearn": "diabetes"}],
+        "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]}}
+GOOD = {"name": "xgboost", "trials": 1, "fixed": {"n_estimators": 30, "early_stopping_rounds": 10}}
+
+
+def results(db: Path):
+    return Store(db).query("SELECT * FROM results ORDER BY model")
+
+
+def test_model_failures_are_recorded_not_retried_and_the_rest_is_kept(ray_local, tmp_path: Path):
+    """NaN loss → diverged; a model too large to allocate → oom; a model that ignores its time limit →
+    timeout (its trial abandoned at the hard limit); a slow network at a tiny limit stops and keeps its best."""
+    suite = parse_suite({**BASE, "models": [
+        GOOD,
+        {"name": "mlp", "label": "nan", "trials": 1,
+         "fixed": {"lr": 1e8, "clip_norm": 0, "warmup_frac": 0, "max_epochs": 5}},
+        {"name": "mlp", "label": "huge", "trials": 1, "fixed": {"d_block": 1_000_000, "n_blocks": 2, "max_epochs": 2}},
+        {"name": "xgboost", "label": "runaway", "trials": 1, "trial_timeout_s": 1,
+         "fixed": {"n_estimators": 200_000, "early_stopping_rounds": 200_000, "max_depth": 8, "learning_rate": 1e-3}},
+        {"name": "mlp", "label": "slow", "trials": 1, "trial_timeout_s": 0.01, "fixed": {"max_epochs": 50}},
+    ]})
+    db = tmp_path / "r.duckdb"
+    t0 = time.monotonic()
+    summary = runner.run(suite, db, **QUIET)
+    assert (summary.n_done, summary.n_failed) == (2, 3)
+    res = results(db).set_index("model")
+    assert res.loc["xgboost", "status"] == "ok" and res.loc["xgboost", "r2"] > 0.2
+    assert res.loc["nan", "status"] == "diverged" and "training loss became" in res.loc["nan", "error"]
+    assert res.loc["huge", "status"] == "oom" and "allocate memory" in res.loc["huge", "error"]
+    assert res.loc["runaway", "status"] == "timeout" and "TrialTimeout" in res.loc["runaway", "error"]
+    # The soft limit: the loop stops after its first epoch and keeps it; the cell succeeds.
+    assert res.loc["slow", "status"] == "ok" and res.loc["slow", "epochs"] == 1
+    trials = Store(db).query("SELECT t.status, t.seconds, r.model FROM trials t JOIN results r USING (cell_id)")
+    runaway = trials[trials.model == "runaway"]
+    assert runaway.status.tolist() == ["timeout"] and runaway.seconds.iloc[0] < 30
+    assert time.monotonic() - t0 < 120
+    # A plain re-run retries none of them; --retry-failed re-runs exactly the three failures.
+    assert runner.run(suite, db, **QUIET).n_skipped == 5
+    res = results(db)
+    assert len(res) == 5 and res.cell_id.is_unique and (res.attempts == 1).all()
+
+
+def trial_actors() -> list[psutil.Process]:
+    """The Tune trial actors of this session's local Ray (children of its raylet)."""
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "ImplicitFunc" in p.name() or any("ImplicitFunc" in c for c in p.cmdline()[:1]):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def test_a_worker_killed_mid_trial_is_an_infra_failure_retried_once(ray_local, tmp_path: Path):
+    suite = parse_suite({**BASE, "models": [
+        GOOD, {"name": "mlp", "trials": 1, "fixed": {"max_epochs": 300, "patience": 300, "d_block": 64}}]})
+    killed: list[int] = []
+    first_cell_done = threading.Event()
+    lines: list[str] = []
+
+    def progress(line: str) -> None:
+        lines.append(line)
+        if "[1/2]" in line:
+            first_cell_done.set()
+
+    def kill_first_mlp_trial() -> None:
+        first_cell_done.wait(120)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            actors = trial_actors()
+            if actors:
+                time.sleep(1.5)  # mid-trial: the network is training
+                actors[0].send_signal(signal.SIGKILL)
+                killed.append(actors[0].pid)
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_first_mlp_trial, daemon=True)
+    killer.start()
+    summary = runner.run(suite, tmp_path / "r.duckdb", progress=progress)
+    killer.join(5)
+    assert killed, "no trial actor was found to kill"
+    assert any("lost to the infrastructure" in line for line in lines), lines
+    assert (summary.n_done, summary.n_failed) == (2, 0)
+    res = results(tmp_path / "r.duckdb").set_index("model")
+    assert (res.status == "ok").all() and (res.attempts == 1).all()
+    trials = Store(tmp_path / "r.duckdb").query(
+        "SELECT t.* FROM trials t JOIN results r USING (cell_id) WHERE r.model = 'mlp' ORDER BY trial_index")
+    # The lost trial stays on record (infra, with Ray's error); the retry's trial is numbered on.
+    assert trials.status.tolist() == ["infra", "ok"] and trials.trial_index.tolist() == [0, 1]
+    assert "died" in trials.error[0].lower()
+    assert res.loc["mlp", "best_trial"] == trials.trial_id[1] and res.loc["mlp", "n_trials"] == 2
+
+
+def test_a_kill_by_rays_memory_monitor_is_recorded_as_oom(tmp_path: Path):
+    """Ray's memory monitor kills the trial's worker (threshold set just above the memory in use now);
+    Tune's search is not aborted, the trial and the cell are recorded as oom, the other cell is kept."""
+    vm = psutil.virtual_memory()
+    threshold = (vm.total - vm.available + 2**30) / vm.total
+    suite = {**BASE, "models": [
+        GOOD, {"name": "mlp", "label": "hog", "trials": 1,
+               "fixed": {"d_block": 8000, "n_blocks": 4, "max_epochs": 3, "batch_size": 512}}]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
+    env = {**os.environ, "RAY_memory_usage_threshold": f"{threshold:.3f}", "RAY_memory_monitor_refresh_ms": "100",
+           "RAY_TMPDIR": f"/tmp/abm-{os.getpid()}"}
+    env.pop("RAY_ADDRESS", None)
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db",
+                          str(tmp_path / "r.duckdb"), "--no-report", "--num-cpus", "1"],
+                         env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    assert out.returncode == 3, out.stdout + out.stderr[-3000:]
+    res = results(tmp_path / "r.duckdb").set_index("model")
+    assert res.loc["xgboost", "status"] == "ok"
+    assert res.loc["hog", "status"] == "oom", res.loc["hog", "error"]
+    assert "memory" in res.loc["hog", "error"].lower()
+
+
+def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
+    """SIGKILL the driver after its first cell commits; the same command then runs only what is missing."""
+    suite = {**BASE, "datasets": [{"sklearn": "wine"}], "protocol": {"folds": 3, "max_folds": 3},
+             "models": [{"name": "xgboost", "trials": 2, "fixed": {"n_estimators": 30, "early_stopping_rounds": 10}}]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
+    db = tmp_path / "r.duckdb"
+    cmd = [sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report",
+           "--num-cpus", "1"]
+    env = {**os.environ, "RAY_TMPDIR": f"/tmp/abd-{os.getpid()}"}
+    env.pop("RAY_ADDRESS", None)
+    driver = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    ray_procs: dict[int, psutil.Process] = {}
+    try:
+        deadline = time.monotonic() + 180
+        n_before = 0
+        while time.monotonic() < deadline and driver.poll() is None:
+            for q in psutil.Process(driver.pid).children(recursive=True):
+                ray_procs.setdefault(q.pid, q)
+            if db.exists():
+                import duckdb
+
+                try:
+                    with duckdb.connect(str(db), read_only=True) as con:
+                        n_before = con.execute("SELECT count(*) FROM results").fetchone()[0]
+                except duckdb.Error:  # a write in progress, or no results table yet
+                    n_before = 0
+                if n_before >= 1:
+                    break
+            time.sleep(0.2)
+        assert driver.poll() is None and n_before >= 1, "the driver finished or wrote nothing in time"
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(10)
+    finally:
+        for q in ray_procs.values():  # the killed driver's local Ray, by pid
+            with contextlib.suppress(psutil.Error):
+                q.kill()
+        if driver.poll() is None:
+            driver.kill()
+    done = results(db)
+    assert 1 <= len(done) < 3 and (done.status == "ok").all() and done.cell_id.is_unique
+    again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    assert f"{3 - len(done)} cells done, 0 failed, {len(done)} already done before" in again.stdout
+    res = results(db)
+    assert len(res) == 3 and res.cell_id.is_unique and (res.status == "ok").all() and (res.attempts == 1).all()
+    assert set(done.cell_id) <= set(res.cell_id)
+    first = res.set_index("cell_id").loc[done.cell_id]
+    assert (first.run_id.to_numpy() == done.run_id.to_numpy()).all()  # untouched by the second run
+    runs = Store(db).query("SELECT status FROM runs ORDER BY started_at").status.tolist()
+    assert runs == ["running", "finished"]  # the killed run never got to write its end
