@@ -68,12 +68,13 @@ def test_model_failures_are_recorded_not_retried_and_the_rest_is_kept(ray_local,
     assert len(res) == 5 and res.cell_id.is_unique and (res.attempts == 1).all()
 
 
-def trial_actors() -> list[psutil.Process]:
-    """The Tune trial actors of this session's local Ray (children of its raylet)."""
+def trial_actors(since: float = 0.0) -> list[psutil.Process]:
+    """The Tune trial actors of this session's local Ray (children of its raylet) started after ``since``."""
     out = []
     for p in psutil.Process().children(recursive=True):
         try:
-            if "ImplicitFunc" in p.name() or any("ImplicitFunc" in c for c in p.cmdline()[:1]):
+            is_trial = "ImplicitFunc" in p.name() or any("ImplicitFunc" in c for c in p.cmdline()[:1])
+            if is_trial and p.create_time() >= since:
                 out.append(p)
         except psutil.Error:
             pass
@@ -94,13 +95,18 @@ def test_a_worker_killed_mid_trial_is_an_infra_failure_retried_once(ray_local, t
 
     def kill_first_mlp_trial() -> None:
         first_cell_done.wait(120)
+        ready = time.time()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not killed:
-            actors = trial_actors()
+            # Only an actor started after the first cell: the first cell's actors may still be exiting.
+            actors = trial_actors(since=ready - 0.5)
             if actors:
                 time.sleep(1.5)  # mid-trial: the network is training
-                actors[0].send_signal(signal.SIGKILL)
-                killed.append(actors[0].pid)
+                try:
+                    actors[0].send_signal(signal.SIGKILL)
+                    killed.append(actors[0].pid)
+                except psutil.NoSuchProcess:
+                    continue
             time.sleep(0.2)
 
     killer = threading.Thread(target=kill_first_mlp_trial, daemon=True)
