@@ -75,8 +75,12 @@ class FTTransformer(nn.Module):
         x = self.tokenizer(x_num, x_cat)  # B × F × d
         x = torch.cat([x, self.cls.expand(len(x), -1, -1)], dim=1)  # B × (F+1) × d, [CLS] last
         maps = []
-        for block in self.blocks:
-            x, w = block(x, need_weights=return_attention)
+        last = len(self.blocks) - 1
+        for i, block in enumerate(self.blocks):
+            # Only [CLS] is read after the last block, so there it alone queries and goes through the FFN
+            # (as in the reference implementation); full maps are computed when they are asked for.
+            n_query = 1 if i == last and not return_attention else None
+            x, w = block(x, need_weights=return_attention, n_query=n_query)
             if w is not None:
                 maps.append(w)
         out = self.head(x[:, -1])  # B × d_out

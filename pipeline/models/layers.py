@@ -31,6 +31,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None = None, dr
     """softmax(q kᵀ · scale + mask) v with dropout on the weights; ``scale`` defaults to 1/√dh.
 
     The fused kernel runs unless the weights are wanted; then a plain path returns them (before dropout).
+    The plain path also serves dropout on the CPU, where the fused call falls back to a generic kernel
+    that is slower (about 5 % of an FT-Transformer training step; benchmarks/ft_transformer_vs_rtdl.py).
     Pass ``dropout`` only in training. q: B × h × Tq × dh, k and v: B × h × Tk × dh →
     (B × h × Tq × dh, B × h × Tq × Tk or None).
 
@@ -39,11 +41,11 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None = None, dr
     """
     if mask is not None and mask.dtype != torch.bool:
         mask = mask.to(q.dtype)  # the fused kernel wants the query's dtype (bf16 under autocast)
-    if not need_weights:
+    if not need_weights and not (dropout > 0 and q.device.type == "cpu"):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale), None
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     w = _masked(q @ k.transpose(-2, -1) * scale, mask).softmax(-1)  # B × h × Tq × Tk
-    return F.dropout(w, dropout) @ v, w
+    return F.dropout(w, dropout) @ v, w if need_weights else None
 
 
 def block_keys(n_q: int, n_k: int, block_size: int,
@@ -69,11 +71,22 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, block_size: int, *, mas
     its block, O(Tq · bs · dh) instead of O(Tq · Tk · dh). One block (bs ≥ Tk) is full attention.
 
     The weights come back on the dense grid (B × h × Tq × Tk), zero outside each query's block.
+
+    Self-attention (Tq == Tk) cuts q, k and v into their blocks (B × h × nb × bs × dh) and attends
+    within each (scores B × h × nb × bs × bs, no copies of keys); cross-attention gathers
+    each query's block of keys (Tq × bs copies of keys: slower, and more memory than full attention
+    with the fused kernel; see benchmarks/attention_scaling.py).
     """
     b, h, tq, dh = q.shape
     tk = k.shape[-2]
     idx, valid = block_keys(tq, tk, block_size, q.device)  # Tq × bs
     bs = idx.shape[1]
+    if tq == tk:
+        y, w = _self_blockwise(q, k, v, bs, mask, dropout, scale, need_weights)
+        if w is None:
+            return y, None
+        dense = w.new_zeros(b, h, tq, tk).scatter_add_(-1, idx.expand(b, h, tq, bs), w)  # B × h × Tq × Tk
+        return y, dense
     scale = 1 / math.sqrt(dh) if scale is None else scale
     scores = torch.einsum("bhqd,bhqkd->bhqk", q, k[..., idx, :]) * scale  # B × h × Tq × bs
     scores = scores.masked_fill(~valid, float("-inf"))
@@ -87,6 +100,43 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, block_size: int, *, mas
         return y, None
     dense = w.new_zeros(b, h, tq, tk).scatter_add_(-1, idx.expand(b, h, tq, bs), w)  # B × h × Tq × Tk
     return y, dense
+
+
+def _self_blockwise(q: Tensor, k: Tensor, v: Tensor, bs: int, mask: Tensor | None, dropout: float,
+                    scale: float | None, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+    """Self-attention within contiguous blocks of ``bs`` tokens; weights (if wanted) as B × h × T × bs."""
+    b, h, t, dh = q.shape
+    nb = math.ceil(t / bs)
+    pad = nb * bs - t
+
+    def blocks(x: Tensor) -> Tensor:  # B × h × T × c → B × h × nb × bs × c
+        return (F.pad(x, (0, 0, 0, pad)) if pad else x).reshape(b, h, nb, bs, x.shape[-1])
+
+    keep = None
+    if mask is not None:
+        full = torch.broadcast_to(mask, (b, h, t, t))
+        if full.dtype != torch.bool:
+            full = full.to(q.dtype)
+        drop, keep_ = (False, True) if full.dtype == torch.bool else (float("-inf"), 0.0)
+        # Padding keys are masked; padding queries keep the real keys (an all-masked row would be NaN,
+        # and its gradient would reach the real keys of its block).
+        full = F.pad(F.pad(full, (0, pad), value=drop), (0, 0, 0, pad), value=keep_)
+        keep = torch.diagonal(full.view(b, h, nb, bs, nb, bs), dim1=2, dim2=4).permute(0, 1, 4, 2, 3)
+    if pad:  # padding keys of the last block are never attended; padding queries are cut off below
+        valid = (torch.arange(nb * bs, device=q.device) < t).view(nb, 1, bs)  # nb × 1 × bs
+        if keep is None:
+            keep = valid
+        elif keep.dtype == torch.bool:
+            keep = keep & valid
+        else:
+            keep = keep.masked_fill(~valid, float("-inf"))
+    # The plain path even without weights: on many tiny blocks the fused kernel's per-problem overhead
+    # dominates (about 2× slower at bs = 16 on the CPU).
+    scale = 1 / math.sqrt(dh) if scale is None else scale
+    w = _masked(blocks(q) @ blocks(k).transpose(-2, -1) * scale, keep).softmax(-1)  # B × h × nb × bs × bs
+    y = F.dropout(w, dropout) @ blocks(v)  # B × h × nb × bs × dh
+    y = y.reshape(b, h, nb * bs, dh)[:, :, :t]  # B × h × T × dh
+    return y, w.reshape(b, h, nb * bs, bs)[:, :, :t] if need_weights else None
 
 
 def sparse_mask(n_q: int, n_k: int, sparsity: float, *, seed: int = 0, block_size: int = 0) -> Tensor:
@@ -155,6 +205,9 @@ class TransformerBlock(nn.Module):
 
     ``first_norm=False`` drops the attention's LayerNorm (FT-Transformer's first block, whose input is
     fresh embeddings). ``mask`` goes to the attention (padding or an additive bias such as ALiBi).
+    ``n_query=k`` updates and returns only the last k tokens (all tokens still serve as keys and
+    values): a model that reads one token after its last block (FT-Transformer's [CLS]) skips the
+    attention queries and FFN of the others there. A ``mask`` must then have k query rows.
     """
 
     def __init__(self, d: int, n_heads: int, *, attention_dropout: float = 0.0, ffn_factor: float = 4 / 3,
@@ -171,11 +224,16 @@ class TransformerBlock(nn.Module):
                                  nn.Linear(d_hidden, d))
         self.drop = nn.Dropout(residual_dropout)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None,
-                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        a, w = self.attn(self.norm1(x), mask=mask, need_weights=need_weights)
-        x = x + self.drop(a)  # B × T × d
-        x = x + self.drop(self.ffn(self.norm2(x)))  # B × T × d
+    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False, *,
+                n_query: int | None = None) -> tuple[Tensor, Tensor | None]:
+        h = self.norm1(x)  # B × T × d
+        if n_query is None:
+            a, w = self.attn(h, mask=mask, need_weights=need_weights)
+        else:
+            x = x[:, -n_query:]  # B × k × d
+            a, w = self.attn(h[:, -n_query:], h, mask=mask, need_weights=need_weights)
+        x = x + self.drop(a)  # B × T × d (or B × k × d)
+        x = x + self.drop(self.ffn(self.norm2(x)))
         return x, w
 
 

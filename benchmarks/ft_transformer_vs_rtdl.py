@@ -1,0 +1,192 @@
+"""Our FT-Transformer against ``rtdl_revisiting_models.FTTransformer`` (Gorishniy et al.'s reference).
+
+Both get the same architecture (d_block, n_blocks, heads, dropouts, FFN width; rtdl's defaults for
+3 blocks unless told otherwise), the same synthetic data and batch size, and a plain AdamW. Printed:
+training rows/s, inference rows/s, peak memory and parameter count, each as ours / reference.
+
+The FFN activation differs by design: ours is GELU; the reference runs with ``ffn_activation="ReLU"``
+so that every Linear has the same shape (``--reference-ffn reglu`` gives the paper's ReGLU, whose first
+FFN layer is twice as wide).
+
+    python benchmarks/ft_transformer_vs_rtdl.py              # CPU, under 2 minutes
+    python benchmarks/ft_transformer_vs_rtdl.py --quick
+    python benchmarks/ft_transformer_vs_rtdl.py --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import best_times, memory_process, peak_memory, table
+
+IMPLS = ("ours", "rtdl")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--quick", action="store_true", help="fewer rows and rounds (a smoke run)")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--n-num", type=int, default=16)
+    p.add_argument("--n-cat", type=int, default=8)
+    p.add_argument("--cardinality", type=int, default=10)
+    p.add_argument("--n-blocks", type=int, default=3)
+    p.add_argument("--d-block", type=int, default=0, help="0: rtdl's default for n_blocks (192 for 3)")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--infer-batch-size", type=int, default=1024)
+    p.add_argument("--steps", type=int, default=0, help="training steps per round (0: 4, quick 2)")
+    p.add_argument("--rounds", type=int, default=0, help="timing rounds, best kept (0: 5, quick 2)")
+    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="cpu: process CPU time, steadier on a shared machine (use with --threads 1)")
+    p.add_argument("--reference-ffn", choices=["relu", "reglu"], default="relu")
+    p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
+    args = p.parse_args(argv)
+    args.steps = args.steps or (2 if args.quick else 4)
+    args.rounds = args.rounds or (2 if args.quick else 5)
+    args.infer_rows = 2048 if args.quick else 4096
+    if args.clock == "cpu" and (args.device != "cpu" or args.threads != 1):
+        p.error("--clock cpu needs --device cpu and --threads 1")
+    return args
+
+
+def config(args: argparse.Namespace) -> dict[str, Any]:
+    """rtdl's defaults for ``n_blocks`` (d_block, heads, dropouts, FFN multiplier), in our names too."""
+    import rtdl_revisiting_models as rtdl
+
+    ref = rtdl.FTTransformer.get_default_kwargs(args.n_blocks)
+    d = args.d_block or ref["d_block"]
+    return {"n_blocks": args.n_blocks, "d_block": d, "n_heads": ref["attention_n_heads"],
+            "attention_dropout": ref["attention_dropout"], "ffn_factor": ref["ffn_d_hidden_multiplier"],
+            "ffn_dropout": ref["ffn_dropout"], "residual_dropout": ref["residual_dropout"]}
+
+
+def build(impl: str, args: argparse.Namespace, device: torch.device) -> nn.Module:
+    c = config(args)
+    cards = [args.cardinality] * args.n_cat
+    torch.manual_seed(0)
+    if impl == "ours":
+        from pipeline.models.ft_transformer import FTTransformer
+
+        model = FTTransformer(n_num=args.n_num, cat_cardinalities=cards, d_out=2, d_token=c["d_block"],
+                              n_blocks=c["n_blocks"], n_heads=c["n_heads"],
+                              attention_dropout=c["attention_dropout"],
+                              ffn_factor=c["ffn_factor"], ffn_dropout=c["ffn_dropout"],
+                              residual_dropout=c["residual_dropout"])
+    else:
+        import rtdl_revisiting_models as rtdl
+
+        model = rtdl.FTTransformer(
+            n_cont_features=args.n_num, cat_cardinalities=cards, d_out=2, n_blocks=c["n_blocks"],
+            d_block=c["d_block"], attention_n_heads=c["n_heads"], attention_dropout=c["attention_dropout"],
+            ffn_d_hidden=None, ffn_d_hidden_multiplier=c["ffn_factor"], ffn_dropout=c["ffn_dropout"],
+            residual_dropout=c["residual_dropout"],
+            ffn_activation="ReLU" if args.reference_ffn == "relu" else "ReGLU")
+    return model.to(device)
+
+
+def data(args: argparse.Namespace, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    n = max(args.infer_rows, args.batch_size * args.steps)
+    x_num = torch.randn(n, args.n_num, generator=g)
+    x_cat = torch.randint(0, args.cardinality, (n, args.n_cat), generator=g)
+    y = torch.randint(0, 2, (n,), generator=g)
+    return x_num.to(device), x_cat.to(device), y.to(device)
+
+
+class Runner:
+    """One implementation's training and inference loops on shared data."""
+
+    def __init__(self, impl: str, args: argparse.Namespace, device: torch.device,
+                 tensors: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
+        self.args, self.model = args, build(impl, args, device)
+        self.x_num, self.x_cat, self.y = tensors
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, weight_decay=1e-5)
+
+    def train(self, steps: int | None = None) -> None:
+        self.model.train()
+        b = self.args.batch_size
+        for s in range(steps or self.args.steps):
+            sl = slice(s * b, (s + 1) * b)
+            loss = F.cross_entropy(self.model(self.x_num[sl], self.x_cat[sl]), self.y[sl])
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            self.opt.step()
+
+    @torch.no_grad()
+    def infer(self) -> None:
+        self.model.eval()
+        b = self.args.infer_batch_size
+        for i in range(0, self.args.infer_rows, b):
+            self.model(self.x_num[i:i + b], self.x_cat[i:i + b])
+
+
+def measure_memory(args: argparse.Namespace) -> dict[tuple[str, str], float]:
+    """Peak memory of two training steps (after one warm-up step, so that the optimizer state,
+    allocated once, is left out) and of one inference pass, for each implementation."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    tensors = data(args, device)
+    out = {}
+    for impl in IMPLS:
+        runner = Runner(impl, args, device, tensors)
+        runner.train(1)
+        out[impl, "train"] = peak_memory(lambda r=runner: r.train(2), args.device)
+        out[impl, "infer"] = peak_memory(runner.infer, args.device)
+        del runner
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    tensors = data(args, device)
+    runners = {impl: Runner(impl, args, device, tensors) for impl in IMPLS}
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for r in runners.values():  # warm-up: kernels, thread pools, optimizer state
+        r.train(1)
+        r.infer()
+    train_t = best_times({k: r.train for k, r in runners.items()}, args.rounds, sync, args.clock)
+    infer_t = best_times({k: r.infer for k, r in runners.items()}, args.rounds, sync, args.clock)
+    train_rps = {k: args.batch_size * args.steps / t for k, t in train_t.items()}
+    infer_rps = {k: args.infer_rows / t for k, t in infer_t.items()}
+    params = {k: sum(p.numel() for p in r.model.parameters()) for k, r in runners.items()}
+    del runners
+    if args.no_memory:
+        mem = {}
+    else:
+        mem = measure_memory(args) if device.type == "cuda" else memory_process(measure_memory, args)
+
+    c = config(args)
+    print(f"FT-Transformer, ours vs rtdl_revisiting_models ({args.reference_ffn} FFN) on {args.device}, "
+          f"{torch.get_num_threads()} threads, {args.clock} clock: "
+          f"{args.n_num} numeric + {args.n_cat} categorical features, "
+          f"d_block={c['d_block']}, n_blocks={c['n_blocks']}, heads={c['n_heads']}, "
+          f"ffn_factor={c['ffn_factor']:.3g}, batch {args.batch_size} (inference {args.infer_batch_size})")
+    rows: list[list[object]] = [
+        ["train rows/s", train_rps["ours"], train_rps["rtdl"], train_rps["ours"] / train_rps["rtdl"]],
+        ["inference rows/s", infer_rps["ours"], infer_rps["rtdl"], infer_rps["ours"] / infer_rps["rtdl"]],
+        ["parameters", float(params["ours"]), float(params["rtdl"]), params["ours"] / params["rtdl"]],
+    ]
+    for phase in ("train", "infer"):
+        if mem:
+            o, r = mem["ours", phase], mem["rtdl", phase]
+            rows.append([f"peak MiB ({phase})", o, r, o / r if r > 0 else float("nan")])
+    print(table(["", "ours", "rtdl", "ours/rtdl"], rows))
+    print("rows/s: higher is better; memory: the peak above the start of the measured block "
+          f"({'CUDA allocator' if device.type == 'cuda' else 'resident set'}), "
+          "training after the warm-up step.")
+
+
+if __name__ == "__main__":
+    main()

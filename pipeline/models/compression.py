@@ -1,0 +1,340 @@
+"""Compression for the compute leaderboard: neuron pruning, dynamic quantization, PCA of numeric inputs.
+
+- :func:`prune_neurons`: structured L2-norm pruning. In every ``nn.Sequential`` where a Linear layer
+  feeds the next Linear layer through element-wise modules only (activations, dropout), the pairing
+  of the first layer's outputs with the second's inputs is unambiguous; the lowest-norm output neurons
+  of the first are removed, with the matching input columns of the second, so the model gets smaller
+  and faster. That covers MLP blocks, transformer FFNs, SE and CBAM bottlenecks and MLP heads; a
+  Linear whose output feeds a residual sum, a LayerNorm, an attention head split or a module outside
+  its Sequential is left alone. ``structural=False`` zeroes the same neurons instead
+  (``torch.nn.utils.prune.ln_structured``, weights and biases), which keeps every shape and saves
+  nothing until a sparse kernel exploits it.
+- :func:`quantize`: post-training dynamic quantization of every Linear to int8
+  (``torch.ao.quantization.quantize_dynamic``; CPU only: weights int8, activations quantized on the fly).
+- :class:`PCAInput` / :func:`fit_pca`: the numeric inputs projected on their first principal
+  components (fitted on the training rows, whitened) before the embedding; the model is trained
+  anew on the reduced inputs, so it has fewer numeric tokens.
+
+:func:`measure_compression` reports size (parameters and bytes of the saved state_dict), inference
+rows/s and score, before and after.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import math
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from pipeline.data.preprocess import FoldData, Part
+from pipeline.metrics import score
+
+METHODS = ("prune", "prune_zero", "quantize", "pca")
+
+# Modules that act on each value alone: a neuron's output reaches the next Linear's matching input only.
+ELEMENTWISE = (nn.ReLU, nn.GELU, nn.Dropout, nn.Identity, nn.SiLU, nn.Tanh, nn.LeakyReLU, nn.ELU, nn.Sigmoid,
+               nn.Mish, nn.Softplus, nn.SELU, nn.CELU, nn.Hardswish, nn.ReLU6)
+
+
+# ------------------------------------------------------------------------------------------ sizes
+def _numel(value: Any) -> int:
+    if isinstance(value, Tensor):
+        return value.numel()
+    if isinstance(value, tuple | list):
+        return sum(_numel(v) for v in value)
+    return 0
+
+
+def n_stored(model: nn.Module) -> int:
+    """Numbers in the state_dict (parameters, buffers and quantized packed weights alike)."""
+    return sum(_numel(v) for v in model.state_dict().values())
+
+
+def _nonzero(value: Any) -> int:
+    if isinstance(value, Tensor):
+        t = value.dequantize() if value.is_quantized else value
+        return int((t != 0).sum().item())
+    if isinstance(value, tuple | list):
+        return sum(_nonzero(v) for v in value)
+    return 0
+
+
+def n_nonzero(model: nn.Module) -> int:
+    """Non-zero numbers in the state_dict (what zero-pruning changes)."""
+    return sum(_nonzero(v) for v in model.state_dict().values())
+
+
+def state_bytes(model: nn.Module) -> int:
+    """Bytes of ``torch.save(model.state_dict())``: the size of the model on disk."""
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    return buf.tell()
+
+
+# ---------------------------------------------------------------------------------------- pruning
+def linear_pairs(model: nn.Module) -> Iterator[tuple[nn.Sequential, int, int]]:
+    """(sequential, i, j): ``seq[i]`` and ``seq[j]`` are Linear layers with only element-wise modules
+    between them, so output neuron k of the first is exactly input k of the second."""
+    for seq in model.modules():
+        if not isinstance(seq, nn.Sequential):
+            continue
+        children = list(seq)
+        for i, first in enumerate(children):
+            if not isinstance(first, nn.Linear):
+                continue
+            j = i + 1
+            while j < len(children) and isinstance(children[j], ELEMENTWISE):
+                j += 1
+            if j < len(children) and isinstance(children[j], nn.Linear):
+                yield seq, i, j
+
+
+def _linear(seq: nn.Sequential, i: int) -> nn.Linear:
+    layer = seq[i]
+    assert isinstance(layer, nn.Linear), f"{type(layer).__name__} at {i} is not a Linear layer"
+    return layer
+
+
+def _keep(first: nn.Linear, amount: float) -> Tensor:
+    """Indices (ascending) of the output neurons to keep: the highest L2 norms of the weight rows."""
+    n_out = first.out_features
+    n_keep = max(1, n_out - round(n_out * amount))
+    return first.weight.detach().norm(dim=1).topk(n_keep).indices.sort().values
+
+
+def _sliced(layer: nn.Linear, rows: Tensor | None = None, cols: Tensor | None = None) -> nn.Linear:
+    w = layer.weight.detach()
+    w = w if rows is None else w[rows]
+    w = w if cols is None else w[:, cols]
+    new = nn.Linear(w.shape[1], w.shape[0], bias=layer.bias is not None, device=w.device, dtype=w.dtype)
+    with torch.no_grad():
+        new.weight.copy_(w)
+        if layer.bias is not None:
+            new.bias.copy_(layer.bias.detach() if rows is None else layer.bias.detach()[rows])
+    return new
+
+
+def prune_neurons(model: nn.Module, amount: float = 0.3, *, structural: bool = True) -> tuple[nn.Module, int]:
+    """A pruned copy of ``model`` and the number of neurons removed (or zeroed); see the module doc.
+
+    ``amount`` is the fraction of each hidden Linear's output neurons to drop (at least one stays).
+    """
+    if not 0.0 <= amount < 1.0:
+        raise ValueError(f"{amount=} must be in [0, 1)")
+    model = copy.deepcopy(model)
+    removed = 0
+    if structural:
+        # Layers are looked up as each pair is cut: one can be the second of a pair and the first of the next.
+        pairs = [(seq, i, j) for seq, i, j in linear_pairs(model)]
+        for seq, i, j in pairs:
+            first, second = _linear(seq, i), _linear(seq, j)
+            keep = _keep(first, amount)
+            removed += first.out_features - len(keep)
+            seq[i] = _sliced(first, rows=keep)
+            seq[j] = _sliced(second, cols=keep)
+        return model, removed
+    from torch.nn.utils import prune
+
+    for seq, i, j in list(linear_pairs(model)):
+        first, second = _linear(seq, i), _linear(seq, j)
+        n_drop = first.out_features - len(_keep(first, amount))
+        prune.ln_structured(first, "weight", amount=n_drop, n=2, dim=0)
+        mask = first.get_buffer("weight_mask")  # out × in, set by ln_structured
+        drop = mask.sum(dim=1) == 0  # out
+        prune.remove(first, "weight")
+        with torch.no_grad():
+            bias: Tensor | None = first.bias
+            if bias is not None:
+                bias[drop] = 0.0
+            # The next layer's matching inputs too: no change to the outputs (they receive act(0) = 0
+            # after ReLU/GELU), but the next pair then ranks its neurons as the structural cut does.
+            second.weight[:, drop] = 0.0
+        removed += int(drop.sum())
+    return model, removed
+
+
+# ----------------------------------------------------------------------------------- quantization
+def quantize(model: nn.Module) -> nn.Module:
+    """An int8 dynamically quantized copy (every nn.Linear), on the CPU, in eval mode."""
+    model = copy.deepcopy(model).cpu().eval()
+    with warnings.catch_warnings():
+        # torch.ao.quantization is deprecated in favour of torchao, which is not a dependency here.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+
+
+# -------------------------------------------------------------------------------------------- PCA
+class PCAInput(nn.Module):
+    """``model`` fed ``(x_num − mean) @ projectionᵀ``: the whitened first principal components of the
+    numeric inputs (fitted on training rows by :func:`fit_pca`); categorical codes pass through.
+
+    >>> PCAInput(nn.Identity(), torch.zeros(3), torch.eye(2, 3)).components
+    2
+    """
+
+    mean: Tensor
+    projection: Tensor
+
+    def __init__(self, model: nn.Module, mean: Tensor, projection: Tensor) -> None:
+        super().__init__()
+        if projection.ndim != 2 or projection.shape[1] != mean.shape[0]:
+            raise ValueError(f"projection {tuple(projection.shape)} must be components × {mean.shape[0]}")
+        self.model = model
+        self.register_buffer("mean", mean.float())
+        self.register_buffer("projection", projection.float())
+
+    @property
+    def components(self) -> int:
+        return self.projection.shape[0]
+
+    def reduce(self, x_num: Tensor) -> Tensor:
+        return (x_num - self.mean) @ self.projection.T  # B × r
+
+    def forward(self, x_num: Tensor, x_cat: Tensor, **kwargs: Any) -> Any:
+        return self.model(self.reduce(x_num), x_cat, **kwargs)
+
+
+def fit_pca(x_num: np.ndarray, n_components: int | float,
+            seed: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
+    """(mean, whitened projection r × n, explained variance ratio) from the training rows' numerics.
+
+    ``n_components`` is a count, or a fraction in (0, 1) of the variance to keep (as in scikit-learn).
+    """
+    from sklearn.decomposition import PCA
+
+    if x_num.shape[1] == 0:
+        raise ValueError("PCA needs numeric features; this dataset has none")
+    if isinstance(n_components, int) and not 1 <= n_components <= x_num.shape[1]:
+        raise ValueError(f"{n_components=} must be between 1 and the {x_num.shape[1]} numeric features")
+    pca = PCA(n_components=n_components, whiten=True, random_state=seed).fit(np.nan_to_num(x_num))
+    projection = pca.components_ / np.sqrt(pca.explained_variance_ + 1e-12)[:, None]  # r × n
+    explained = float(pca.explained_variance_ratio_.sum())
+    return pca.mean_.astype(np.float32), projection.astype(np.float32), explained
+
+
+def pca_fold(data: FoldData, mean: np.ndarray, projection: np.ndarray) -> FoldData:
+    """``data`` with its numeric features replaced by the principal components."""
+
+    def reduce(part: Part) -> Part:
+        return Part(((part.x_num_filled() - mean) @ projection.T).astype(np.float32), part.x_cat, part.y)
+
+    names = [f"pc{i}" for i in range(projection.shape[0])]
+    return replace(data, num_names=names, train=reduce(data.train), valid=reduce(data.valid),
+                   test=reduce(data.test))
+
+
+def _registry_name(model: nn.Module) -> str:
+    from pipeline.models.registry import REGISTRY
+
+    builder = f"{type(model).__module__}:{type(model).__name__}"
+    for name, info in REGISTRY.items():
+        if info.builder == builder:
+            return name
+    raise ValueError(f"{type(model).__name__} is not a registered model; pass name= and config=")
+
+
+def train_pca(data: FoldData, n_components: int | float, *, name: str, config: dict[str, Any] | None = None,
+              seed: int = 0, device: torch.device | None = None) -> tuple[PCAInput, float]:
+    """A registered model trained on the principal components of ``data``'s numerics, wrapped so that it
+    takes the original inputs; and the explained variance ratio kept."""
+    from pipeline.models.registry import get
+    from pipeline.train.fit import build_torch
+    from pipeline.train.loop import Recipe, train
+
+    mean, projection, explained = fit_pca(data.train.x_num, n_components, seed)
+    reduced = pca_fold(data, mean, projection)
+    full = {**get(name).all_defaults, **(config or {})}
+    torch.manual_seed(seed)
+    net = build_torch(name, full, reduced)
+    res = train(net, reduced, Recipe.from_config(full, seed=seed), device=device)
+    wrapped = PCAInput(res.model, torch.as_tensor(mean), torch.as_tensor(projection)).to(device or "cpu")
+    return wrapped, explained
+
+
+# -------------------------------------------------------------------------------------- measuring
+@torch.no_grad()
+def rows_per_second(model: nn.Module, part: Part, device: torch.device, *, batch_size: int = 4096,
+                    min_seconds: float = 0.2, min_repeats: int = 3) -> float:
+    """Inference throughput: the best of repeated passes over ``part`` (the best is the least disturbed)."""
+    from pipeline.train.loop import to_tensors
+
+    model.eval()
+    x_num, x_cat = to_tensors(part, device)
+    n = len(part)
+    if n == 0:
+        return math.nan
+    best, spent, reps = math.inf, 0.0, 0
+    while reps < min_repeats or spent < min_seconds:
+        t0 = time.perf_counter()
+        for i in range(0, n, batch_size):
+            model(x_num[i:i + batch_size], x_cat[i:i + batch_size])
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+        best, spent, reps = min(best, dt), spent + dt, reps + 1
+    return n / max(best, 1e-9)
+
+
+def _evaluate(model: nn.Module, data: FoldData, part: Part, device: torch.device,
+              **timing: Any) -> dict[str, float]:
+    from pipeline.train.loop import predict
+
+    s = score(data.task_type, part.y, predict(model, data, part, device), data.n_classes)
+    return {"params": n_stored(model), "nonzero_params": n_nonzero(model), "bytes": state_bytes(model),
+            "rows_per_s": rows_per_second(model, part, device, **timing), "score": s["score"],
+            "loss": s["loss"],
+            "metric": s.get("accuracy", s.get("rmse", math.nan))}
+
+
+def measure_compression(model: nn.Module, data: FoldData, method: str, *, part: str = "test",
+                        device: str | torch.device | None = None, amount: float = 0.3,
+                        n_components: int | float = 0.5, name: str | None = None,
+                        config: dict[str, Any] | None = None, seed: int = 0, batch_size: int = 4096,
+                        min_seconds: float = 0.2) -> dict[str, Any]:
+    """Compress a trained ``model`` with ``method`` and measure it before and after on ``data.<part>``.
+
+    Methods: "prune" (structural neuron removal, ``amount``), "prune_zero" (the same neurons zeroed),
+    "quantize" (int8 dynamic; both sides measured on the CPU), "pca" (``n_components``; trains the
+    registered model ``name`` — inferred from the class — with ``config`` on the reduced inputs).
+
+    Returns ``{method, <key>_before, <key>_after, ...}`` for params (numbers stored), nonzero_params,
+    bytes (saved state_dict), rows_per_s, score (accuracy or −RMSE), loss and metric (accuracy or
+    RMSE), plus ``size_ratio`` (bytes after / before), ``speedup``, method details and ``model``, the
+    compressed module.
+    """
+    if method not in METHODS:
+        raise ValueError(f"{method=} must be one of {METHODS}")
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    if method == "quantize":
+        dev = torch.device("cpu")
+    model = model.to(dev).eval()
+    target = getattr(data, part)
+    timing = {"batch_size": batch_size, "min_seconds": min_seconds}
+    details: dict[str, Any] = {"method": method, "device": str(dev)}
+    if method in ("prune", "prune_zero"):
+        compressed, removed = prune_neurons(model, amount, structural=method == "prune")
+        details.update(amount=amount, neurons_removed=removed)
+    elif method == "quantize":
+        compressed = quantize(model)
+    else:
+        compressed, explained = train_pca(data, n_components, name=name or _registry_name(model),
+                                          config=config, seed=seed, device=dev)
+        details.update(n_components=compressed.components, n_num=len(data.num_names),
+                       explained_variance=explained)
+    before = _evaluate(model, data, target, dev, **timing)
+    after = _evaluate(compressed.eval(), data, target, dev, **timing)
+    out = {**details, **{f"{k}_before": v for k, v in before.items()},
+           **{f"{k}_after": v for k, v in after.items()}}
+    out["size_ratio"] = after["bytes"] / before["bytes"]
+    out["speedup"] = after["rows_per_s"] / before["rows_per_s"]
+    out["model"] = compressed
+    return out

@@ -1,0 +1,383 @@
+"""The torch models learn: on real data they beat trivial baselines, on an interaction task they beat an
+additive model; the training recipe, the scikit-learn estimators and compression behave as documented.
+
+Everything runs on the CPU with one torch thread: these models are tiny, and on a shared 2-core machine
+two threads per process contend and can run a hundred times slower. Settings are the smallest that
+learn; the bars were set from measurements (quoted beside each) with margin.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.compose import make_column_transformer
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
+from torch import nn
+
+from pipeline.data.preprocess import FoldData, Part, build_fold
+from pipeline.metrics import score
+from pipeline.models.compression import (
+    fit_pca,
+    linear_pairs,
+    measure_compression,
+    prune_neurons,
+    quantize,
+)
+from pipeline.models.estimator import TabularClassifier, TabularRegressor
+from pipeline.models.registry import REGISTRY
+from pipeline.train.fit import build_torch
+from pipeline.train.loop import Diverged, Recipe, predict, train, warmup_cosine
+
+OPENML = Path(__file__).parents[2].parent / "shared" / "data" / "openml"
+TORCH_MODELS = sorted(name for name, info in REGISTRY.items() if info.family == "torch")
+ATTENTION_MODELS = [name for name in TORCH_MODELS if REGISTRY[name].attention]
+# FT-Transformer's defaults (d_token 96, lr 1e-4) are sized for real runs; the tests take a small one.
+SMALL = {"ft_transformer": {"d_token": 32, "n_blocks": 2, "n_heads": 4}}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def read_openml(file: str) -> pd.DataFrame:
+    path = OPENML / file
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: the shared data folder must sit beside the checkout "
+                    f"(expected {OPENML})")
+    return pd.read_parquet(path)
+
+
+@pytest.fixture(scope="module")
+def credit_g():
+    """credit-g (OpenML 31): 7 numeric and 13 categorical features; 700 rows to fit on, 300 held out."""
+    df = read_openml("31-credit-g.parquet")
+    y = df.pop("class").astype(str)
+    x_train, x_test, y_train, y_test = train_test_split(df, y, train_size=700, test_size=300, random_state=0,
+                                                        stratify=y)
+    return x_train, x_test, y_train, y_test
+
+
+@pytest.fixture(scope="module")
+def wine():
+    """wine_quality (OpenML 287), 11 numeric features: 400 rows to fit on, 300 held out."""
+    df = read_openml("287-wine_quality.parquet")
+    y = df.pop("quality").astype(float)
+    return train_test_split(df, y, train_size=400, test_size=300, random_state=0)
+
+
+# -------------------------------------------------------------------------------- a. real data
+@pytest.mark.parametrize("name", TORCH_MODELS)
+def test_beats_majority_class_on_credit_g(name, credit_g):
+    # Measured (seed 0): accuracy 0.737 (cbam_cnn) to 0.787 (single_head_attention) against 0.700. The
+    # margin is thin on credit-g at this size: on another split (seed 1) two models landed on 0.700.
+    x_train, x_test, y_train, y_test = credit_g
+    clf = TabularClassifier(name, random_state=0, max_epochs=15, patience=4, lr=2e-3, **SMALL.get(name, {}))
+    clf.fit(x_train, y_train)
+    majority = float((y_test == y_train.mode()[0]).mean())
+    accuracy = clf.score(x_test, y_test)
+    assert accuracy > majority, f"{name}: held-out accuracy {accuracy:.3f} <= majority class {majority:.3f}"
+
+
+@pytest.mark.parametrize("name", TORCH_MODELS)
+def test_beats_mean_predictor_on_wine_quality(name, wine):
+    # Measured (seed 0): RMSE / mean predictor's RMSE from 0.81 (mlp) to 0.91 (cbam_cnn).
+    x_train, x_test, y_train, y_test = wine
+    reg = TabularRegressor(name, random_state=0, max_epochs=12, patience=4, lr=1e-3, **SMALL.get(name, {}))
+    reg.fit(x_train, y_train)
+    rmse = math.sqrt(np.mean((reg.predict(x_test) - y_test.to_numpy()) ** 2))
+    baseline = math.sqrt(np.mean((y_train.mean() - y_test.to_numpy()) ** 2))
+    assert rmse < baseline, f"{name}: RMSE {rmse:.3f} >= the mean predictor's {baseline:.3f}"
+
+
+# ------------------------------------------------------------------------- b. interaction task
+def interaction(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """Label = (n0 > 0) XOR (c0 == 'q'), hidden among 5 numeric and 2 categorical noise features.
+
+    n0 ~ N(0, 1) and c0 uniform on {p, q} are independent of the label on their own: each class has
+    the same marginal distribution of every feature, so an additive model stays at chance. The pair is
+    a numeric × categorical interaction, the kind cross-attention (categories query numerics) targets.
+    """
+    rng = np.random.default_rng(seed)
+    x = pd.DataFrame({f"n{i}": rng.normal(size=n) for i in range(6)})
+    for j, levels in enumerate(["pq", "uvw", "uvw"]):
+        x[f"c{j}"] = pd.Categorical(rng.choice(list(levels), size=n))
+    y = (x["n0"] > 0).to_numpy() ^ (x["c0"] == "q").to_numpy()
+    return x, np.where(y, "yes", "no")
+
+
+@pytest.fixture(scope="module")
+def interaction_data():
+    return (*interaction(800, 0), *interaction(1000, 1))
+
+
+def test_interaction_task_defeats_an_additive_model(interaction_data):
+    x_train, y_train, x_test, y_test = interaction_data
+    yes = y_train == "yes"
+    # Identical marginals: the signal features alone say nothing about the class.
+    assert abs(x_train.n0[yes].mean() - x_train.n0[~yes].mean()) < 0.15
+    assert abs((x_train.c0[yes] == "q").mean() - (x_train.c0[~yes] == "q").mean()) < 0.1
+    one_hot = make_column_transformer((OneHotEncoder(), ["c0", "c1", "c2"]), remainder="passthrough")
+    logistic = make_pipeline(one_hot, LogisticRegression(max_iter=1000)).fit(x_train, y_train)
+    # Measured: 0.509.
+    assert logistic.score(x_test, y_test) < 0.6
+
+
+@pytest.mark.parametrize("name", ATTENTION_MODELS)
+def test_attention_model_learns_the_interaction(name, interaction_data):
+    # Measured (seed 0): 0.976 (cross_attention_se) to 0.994 (cnn_attention); over 4 data × 2 model seeds
+    # the lowest of all 56 runs was 0.962. Loss sits on a plateau for a few epochs before the interaction
+    # is found, so early stopping is off (patience 20 = max_epochs): with patience 5 it stopped some
+    # runs there, at chance. FT-Transformer needs 2 blocks here: with one the plateau lasts much longer.
+    x_train, y_train, x_test, y_test = interaction_data
+    clf = TabularClassifier(name, random_state=0, max_epochs=20, patience=20, lr=3e-3, **SMALL.get(name, {}))
+    accuracy = clf.fit(x_train, y_train).score(x_test, y_test)
+    assert accuracy >= 0.9, f"{name}: accuracy {accuracy:.3f} on the interaction task"
+
+
+# ---------------------------------------------------------------------------- c. training recipe
+def random_fold(n_train: int = 256, n_valid: int = 64, seed: int = 0, signal: bool = True) -> FoldData:
+    """4 numeric and 2 categorical features; the class is sign(x0) when ``signal``, else a coin flip."""
+    rng = np.random.default_rng(seed)
+
+    def part(n: int) -> Part:
+        x_num = rng.normal(size=(n, 4)).astype(np.float32)
+        y = (x_num[:, 0] > 0).astype(np.int64) if signal else rng.integers(0, 2, size=n)
+        return Part(x_num, rng.integers(0, 3, size=(n, 2)), y)
+
+    return FoldData("binary", 2, ["a", "b", "c", "d"], ["e", "f"], [3, 3], part(n_train), part(n_valid),
+                    part(n_valid))
+
+
+def fit_small(name: str, data: FoldData, **recipe) -> tuple[nn.Module, object]:
+    config = {**REGISTRY[name].all_defaults, **SMALL.get(name, {}), **recipe}
+    torch.manual_seed(config.get("seed", 0))
+    res = train(build_torch(name, config, data), data, Recipe.from_config(config))
+    return res.model, res
+
+
+def test_warmup_cosine_values():
+    f = warmup_cosine(100, 0.1)  # 10 warmup steps, then 90 of cosine decay
+    assert [f(s) for s in (0, 4, 9)] == pytest.approx([0.1, 0.5, 1.0])
+    assert f(10) == pytest.approx(1.0)
+    assert f(55) == pytest.approx(0.5)  # halfway through the decay
+    assert f(100) == pytest.approx(0.0, abs=1e-12) and f(150) == pytest.approx(0.0, abs=1e-12)
+    decay = [f(s) for s in range(10, 101)]
+    assert all(a >= b for a, b in itertools.pairwise(decay))
+
+
+def test_training_steps_the_schedule_every_batch():
+    data = random_fold()  # 256 rows → batches of 32 → 8 steps per epoch
+    _, res = fit_small("mlp", data, lr=1e-2, max_epochs=5, patience=10, warmup_frac=0.1)
+    f = warmup_cosine(8 * 5, 0.1)
+    assert [p["lr"] for p in res.curve] == pytest.approx([1e-2 * f(8 * e) for e in range(1, 6)])
+
+
+def test_early_stopping_restores_the_best_weights():
+    data = random_fold(128, 128, signal=False)  # nothing to learn: validation loss rises as it memorises
+    model, res = fit_small("mlp", data, lr=1e-2, max_epochs=60, patience=3)
+    losses = [p["val_loss"] for p in res.curve]
+    assert res.stop_reason == "early_stopping"
+    assert res.best_epoch < res.epochs == res.best_epoch + 3
+    assert losses[res.best_epoch - 1] == min(losses)
+    restored = score("binary", data.valid.y, predict(model, data, data.valid, torch.device("cpu")), 2)["loss"]
+    assert restored == pytest.approx(min(losses), rel=1e-6)
+    assert restored < losses[-1]
+
+
+def test_huge_learning_rate_raises_diverged():
+    with pytest.raises(Diverged, match="training loss became"):
+        fit_small("mlp", random_fold(), lr=1e10, max_epochs=3)
+
+
+def test_nan_weights_raise_diverged():
+    data = random_fold()
+    config = {**REGISTRY["ft_transformer"].all_defaults, **SMALL["ft_transformer"], "max_epochs": 2}
+    model = build_torch("ft_transformer", config, data)
+    with torch.no_grad():
+        model.head[-1].bias.fill_(math.nan)
+    with pytest.raises(Diverged):
+        train(model, data, Recipe.from_config(config))
+
+
+def test_seeded_runs_are_reproducible(credit_g):
+    x_train, x_test, y_train, _ = credit_g
+    params = {"max_epochs": 3, "lr": 1e-3, **SMALL["ft_transformer"]}
+
+    def proba(seed: int) -> np.ndarray:
+        return TabularClassifier("ft_transformer", random_state=seed, **params).fit(
+            x_train, y_train).predict_proba(x_test)
+
+    first = proba(3)
+    np.testing.assert_array_equal(proba(3), first)
+    assert not np.array_equal(proba(4), first)
+
+
+# ---------------------------------------------------------------------------------- d. estimators
+def test_estimator_params_follow_sklearn_conventions():
+    est = TabularClassifier("mlp", random_state=1, d_block=64, lr=1e-3)
+    params = est.get_params()
+    assert params["model"] == "mlp" and params["d_block"] == 64 and params["lr"] == 1e-3
+    assert params["random_state"] == 1
+    twin = clone(est)
+    assert twin is not est and twin.get_params() == params
+    assert twin.set_params(d_block=32, n_blocks=1) is twin
+    assert twin.get_params()["d_block"] == 32 and twin.get_params()["n_blocks"] == 1
+    assert est.get_params()["d_block"] == 64
+    assert "d_block=64" in repr(est)
+    assert not [k for k in vars(est) if k.endswith("_")]  # __init__ fits nothing
+
+
+def test_classifier_with_string_labels(credit_g):
+    x_train, x_test, y_train, _ = credit_g
+    clf = TabularClassifier("mlp", random_state=0, max_epochs=3, d_block=32)
+    with pytest.raises(NotFittedError):
+        clf.predict(x_test)
+    assert clf.fit(x_train, y_train) is clf
+    assert list(clf.classes_) == ["bad", "good"] and clf.n_classes_ == 2
+    assert clf.n_features_in_ == 20 and list(clf.feature_names_in_) == list(x_train.columns)
+    assert len(clf.categorical_features_) == 13
+    proba = clf.predict_proba(x_test)
+    assert proba.shape == (len(x_test), 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
+    pred = clf.predict(x_test)
+    assert set(pred) <= {"bad", "good"}
+    np.testing.assert_array_equal(pred, clf.classes_[proba.argmax(axis=1)])
+    # Columns are matched by name; object columns are categorical like 'category' ones.
+    shuffled = x_test[list(reversed(x_test.columns))]
+    np.testing.assert_allclose(clf.predict_proba(shuffled), proba, atol=1e-6)
+    as_object = x_test.astype({c: object for c in clf.categorical_features_})
+    np.testing.assert_allclose(clf.predict_proba(as_object), proba, atol=1e-6)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(x_test.iloc[:, :5])
+
+
+def test_multiclass_arrays_and_explicit_validation():
+    from sklearn.datasets import load_iris
+
+    x, y = load_iris(return_X_y=True)
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    x_train, x_valid, y_train, y_valid = train_test_split(x, names, test_size=0.3, random_state=0, stratify=y)
+    clf = TabularClassifier("single_head_attention", random_state=0, max_epochs=10, lr=3e-3)
+    clf.fit(x_train, y_train, X_valid=x_valid, y_valid=y_valid)
+    assert not hasattr(clf, "feature_names_in_") and clf.n_features_in_ == 4
+    proba = clf.predict_proba(x_valid)
+    assert proba.shape == (len(x_valid), 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
+    assert set(clf.predict(x_valid)) <= set(names)
+    attention = clf.feature_attention(x_valid)
+    assert attention.shape == (4, 4) and list(attention.index) == ["x0", "x1", "x2", "x3"]
+    np.testing.assert_allclose(attention.sum(axis=1), 1.0, atol=1e-5)  # rows are softmax weights
+
+
+def test_regressor_and_bad_parameters(wine):
+    x_train, x_test, y_train, y_test = wine
+    reg = TabularRegressor("tab_transformer", random_state=0, max_epochs=3).fit(x_train, y_train)
+    pred = reg.predict(x_test)
+    assert pred.shape == (len(x_test),) and pred.dtype == np.float64
+    assert abs(pred.mean() - y_train.mean()) < 1.0  # predictions come back in the target's units
+    assert isinstance(reg.score(x_test, y_test), float)
+    assert not hasattr(TabularRegressor("mlp"), "feature_attention")  # the MLP has no attention
+    with pytest.raises(ValueError, match=r"unknown hyperparameter.*d_tokn"):
+        TabularRegressor("ft_transformer", d_tokn=32).fit(x_train, y_train)
+    with pytest.raises(ValueError, match="gbdt"):
+        TabularRegressor("xgboost").fit(x_train, y_train)
+
+
+# --------------------------------------------------------------------------------- e. compression
+@pytest.fixture(scope="module")
+def credit_fold():
+    df = read_openml("31-credit-g.parquet")
+    y = df.pop("class").astype(str)
+    ids = np.random.default_rng(0).permutation(len(df))
+    return build_fold(df, y, "binary", ["bad", "good"], ids[:560], ids[560:700], ids[700:])
+
+
+@pytest.fixture(scope="module")
+def trained(credit_fold):
+    """MLP and FT-Transformer fitted briefly on credit-g (measured test accuracy 0.683 and 0.700)."""
+    out = {}
+    for name in ("mlp", "ft_transformer"):
+        out[name] = fit_small(name, credit_fold, max_epochs=10, lr=2e-3, patience=4)[0].eval()
+    return out
+
+
+@pytest.mark.parametrize("name", TORCH_MODELS)
+def test_structural_pruning_equals_zeroing(name):
+    """Cutting neurons out computes exactly what zeroing them does (ReLU/GELU send 0 on): the pairing
+    of outputs with the next layer's inputs is right, on every model."""
+    data = random_fold(8, 8)
+    model = build_torch(name, {**REGISTRY[name].all_defaults, **SMALL.get(name, {})}, data).eval()
+    cut, removed = prune_neurons(model, 0.4)
+    zeroed, zeroed_count = prune_neurons(model, 0.4, structural=False)
+    widths = [seq[i].out_features for seq, i, _ in linear_pairs(model)]
+    expected = sum(min(round(w * 0.4), w - 1) for w in widths)
+    assert removed == zeroed_count == expected
+    x_num, x_cat = torch.as_tensor(data.train.x_num), torch.as_tensor(data.train.x_cat)
+    with torch.no_grad():
+        torch.testing.assert_close(cut(x_num, x_cat), zeroed(x_num, x_cat), atol=1e-5, rtol=1e-4)
+    if removed:
+        assert sum(p.numel() for p in cut.parameters()) < sum(p.numel() for p in model.parameters())
+
+
+def test_pairs_are_the_unambiguous_ones():
+    data = random_fold(8, 8)
+    ft = build_torch("ft_transformer", {**REGISTRY["ft_transformer"].all_defaults, "n_blocks": 3}, data)
+    assert len(list(linear_pairs(ft))) == 3  # one FFN per block; attention projections untouched
+    mlp = build_torch("mlp", {**REGISTRY["mlp"].all_defaults, "n_blocks": 3}, data)
+    assert len(list(linear_pairs(mlp))) == 2  # block → block; the head sits outside the Sequential
+
+
+@pytest.mark.parametrize("name", ["mlp", "ft_transformer"])
+def test_pruning_shrinks_and_keeps_the_score(name, trained, credit_fold):
+    r = measure_compression(trained[name], credit_fold, "prune", amount=0.3, min_seconds=0.05)
+    assert r["neurons_removed"] > 0
+    assert r["params_after"] < r["params_before"] and r["size_ratio"] < 1.0
+    # Measured: accuracy 0.683 → 0.720 (mlp), 0.700 → 0.687 (ft_transformer).
+    assert r["score_after"] >= r["score_before"] - 0.05
+    zero = measure_compression(trained[name], credit_fold, "prune_zero", amount=0.3, min_seconds=0.05)
+    assert zero["params_after"] == zero["params_before"]
+    assert zero["nonzero_params_after"] == r["params_after"]
+    assert zero["score_after"] == pytest.approx(r["score_after"])
+
+
+@pytest.mark.parametrize("name", ["mlp", "ft_transformer"])
+def test_quantization_shrinks_and_keeps_predictions(name, trained, credit_fold):
+    r = measure_compression(trained[name], credit_fold, "quantize", min_seconds=0.05)
+    assert r["device"] == "cpu" and r["rows_per_s_after"] > 0
+    # Measured 0.27 (mlp) and 0.59 (the small FT-Transformer, whose embeddings stay float32).
+    assert r["size_ratio"] < 0.7
+    assert abs(r["score_after"] - r["score_before"]) <= 0.02  # measured: equal
+    cpu = torch.device("cpu")
+    before = predict(trained[name], credit_fold, credit_fold.test, cpu)
+    after = predict(quantize(trained[name]), credit_fold, credit_fold.test, cpu)
+    assert np.abs(after - before).max() < 0.05
+
+
+def test_pca_reduces_the_numeric_inputs(trained, credit_fold):
+    mean, projection, _ = fit_pca(credit_fold.train.x_num, 3)
+    reduced = (credit_fold.train.x_num_filled() - mean) @ projection.T
+    np.testing.assert_allclose(reduced.std(axis=0, ddof=1), 1.0, rtol=1e-3)  # whitened on training rows
+    r = measure_compression(trained["ft_transformer"], credit_fold, "pca", n_components=3,
+                            config={**SMALL["ft_transformer"], "max_epochs": 10, "lr": 2e-3, "patience": 4},
+                            min_seconds=0.05)
+    assert r["n_components"] == 3 < r["n_num"] == 7 and 0 < r["explained_variance"] <= 1
+    assert r["params_after"] < r["params_before"]  # four fewer numeric tokenizer rows
+    # Measured: accuracy 0.700 → 0.687 (the PCA model is trained anew).
+    assert r["score_after"] >= r["score_before"] - 0.05
+    with pytest.raises(ValueError, match="numeric"):
+        fit_pca(np.zeros((10, 0)), 2)
