@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from pipeline.errors import DataError
@@ -96,7 +97,7 @@ def _task_metadata(task_ids: list[int]) -> tuple[dict[int, dict[str, Any]], str 
     except Exception as err:  # the listing is a convenience: the pinned ids do not depend on it
         return {}, f"task metadata unavailable ({type(err).__name__}: {_one_line(str(err), 120)})"
     out: dict[int, dict[str, Any]] = {}
-    for _, row in df.iterrows():
+    for _, row in pd.DataFrame(df).iterrows():
         def num(key: str, row: Any = row) -> int | None:
             v = row.get(key)
             try:

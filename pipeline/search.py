@@ -152,7 +152,7 @@ def search_cell(cell_id: str, spec: ModelSpec, data: FoldData, *, seed: int,
     if uses_ray_train(spec.name, r):
         # The trial only waits on its Train workers, which hold the CPUs/GPUs; Tune needs a non-empty
         # request, so the trial asks for one byte of memory and no CPU.
-        trial_resources = {"cpu": 0, "memory": 1}
+        trial_resources: dict[str, float] = {"cpu": 0, "memory": 1}
         per_trial_cpu, per_trial_gpu = r.cpus * r.workers, r.gpus
     else:
         trial_resources = {"cpu": r.cpus, "gpu": r.gpus}
@@ -188,7 +188,7 @@ def search_cell(cell_id: str, spec: ModelSpec, data: FoldData, *, seed: int,
                      "val_score": None, "val_loss": None, "epochs": None, "best_epoch": None, "seconds": None,
                      "error": "the search failed: " + "".join(traceback.format_exception(err))[-4000:],
                      "curve": None}]
-        return [_record(i, res) for i, res in enumerate(grid)]
+        return [_record(i, res) for i, res in enumerate(list(grid))]  # type: ignore[call-overload]
     finally:
         shutil.rmtree(storage, ignore_errors=True)
 

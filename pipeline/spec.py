@@ -123,7 +123,7 @@ class Protocol(_Strict):
     max_folds: int | None = Field(default=None, ge=1, description="run only the first N folds of each repeat")
     max_repeats: int | None = Field(default=None, ge=1)
     validation_fraction: float = Field(default=0.2, gt=0.0, lt=0.9)
-    sample_sizes: list[SampleSize] = Field(default_factory=lambda: ["all"], min_length=1)
+    sample_sizes: list[SampleSize] = Field(default_factory=lambda: list[SampleSize](["all"]), min_length=1)
     subset_seeds: int = Field(default=1, ge=1, description="different nested subsets per size below 'all'")
     preprocessing: Preprocessing = Preprocessing()
 

@@ -149,5 +149,5 @@ def build_fold(
         cat_cardinalities=pre.cardinalities,
         y_mean=float(y_train.mean()) if task_type == "regression" else 0.0,
         y_std=float(y_train.std() or 1.0) if task_type == "regression" else 1.0,
-        **parts,
+        train=parts["train"], valid=parts["valid"], test=parts["test"],
     )

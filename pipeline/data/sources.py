@@ -10,6 +10,7 @@ import csv
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,7 +81,7 @@ def load_openml_task(task_id: int, name: str | None = None) -> RawDataset:
     import openml
 
     try:
-        task = openml.tasks.get_task(
+        task: Any = openml.tasks.get_task(  # a supervised task: it has target_name
             task_id, download_splits=True, download_data=True, download_qualities=False,
             download_features_meta_data=False,
         )

@@ -76,8 +76,9 @@ def fit_and_score(name: str, config: dict[str, Any], data: FoldData, ctx: Contex
 
             xn, xc = to_tensors(data.test, device)
             out["flops_per_row"] = flops_per_row(model, xn, xc)
-            if attention and hasattr(model, "feature_attention"):
-                fa = model.feature_attention(xn[:512], xc[:512]).float().cpu().numpy()
+            net: Any = model  # feature_attention exists on attention models only
+            if attention and hasattr(net, "feature_attention"):
+                fa = net.feature_attention(xn[:512], xc[:512]).float().cpu().numpy()
                 out["attention"] = {"features": data.feature_names, "map": fa.tolist()}
     else:
         cls = info.load()

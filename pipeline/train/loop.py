@@ -70,7 +70,8 @@ def _amp_dtype(recipe: Recipe, device: torch.device) -> torch.dtype | None:
 
 
 def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
@@ -184,8 +185,8 @@ def train(
             train_loss += loss.item() * len(idx)
             seen += len(idx)
         val = score(data.task_type, data.valid.y, predict(model, data, data.valid, device), data.n_classes)
-        point = {"epoch": epoch, "train_loss": train_loss / max(seen, 1), "val_loss": val["loss"],
-                 "val_score": val["score"], "lr": sched.get_last_lr()[0], "seconds": time.perf_counter() - t0}
+        point: dict[str, float] = {"epoch": epoch, "train_loss": train_loss / max(seen, 1), "val_loss": val["loss"],
+                 "val_score": val["score"], "lr": float(sched.get_last_lr()[0]), "seconds": time.perf_counter() - t0}
         curve.append(point)
         if on_epoch:
             on_epoch(point)

@@ -78,7 +78,7 @@ def _fit_on_ray_train(name: str, config: dict[str, Any], data: FoldData, resourc
     from ray.train.torch import TorchTrainer
     from ray.tune.trainable.trainable_fn_utils import _in_tune_session
 
-    callbacks = []
+    callbacks: list[Any] = []
     if _in_tune_session():
         from ray.tune.integration.ray_train import TuneReportCallback
 
