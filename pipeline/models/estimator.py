@@ -18,6 +18,7 @@ categorical; everything else is numeric. NumPy arrays are numeric unless they ho
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -68,7 +69,7 @@ def _categorical_columns(frame: pd.DataFrame) -> list[str]:
             or pd.api.types.is_string_dtype(frame[c].dtype) or pd.api.types.is_bool_dtype(frame[c].dtype)]
 
 
-class _TabularEstimator(BaseEstimator):
+class _TabularEstimator(BaseEstimator, abc.ABC):
     """What the classifier and the regressor share; see the module docstring."""
 
     _task: str  # "classification" | "regression"
@@ -122,8 +123,9 @@ class _TabularEstimator(BaseEstimator):
         return {**allowed, **hyper}
 
     # ----------------------------------------------------------------------------------- fitting
+    @abc.abstractmethod
     def _encode_y(self, y: Any, fitting: bool) -> np.ndarray:
-        raise NotImplementedError
+        """Targets as class indices (classifier, which learns ``classes_``) or floats (regressor)."""
 
     def _frame(self, X: Any, fitting: bool) -> pd.DataFrame:
         frame, named = _as_frame(X)
