@@ -170,6 +170,15 @@ class ModelSpec(_Strict):
     def key(self) -> str:
         return self.label or self.name
 
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        from pipeline.models.registry import REGISTRY
+
+        if v not in REGISTRY:
+            raise ValueError(f"unknown model {v!r}; registered models: {', '.join(sorted(REGISTRY))}")
+        return v
+
     @field_validator("space")
     @classmethod
     def _space(cls, v: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +186,13 @@ class ModelSpec(_Strict):
             if isinstance(dom, dict):
                 check_domain(key, dom)
         return v
+
+    @model_validator(mode="after")
+    def _keys(self) -> ModelSpec:
+        from pipeline.models.registry import REGISTRY
+
+        REGISTRY[self.name].check_space_keys(self.space, self.fixed)
+        return self
 
 
 def check_domain(key: str, dom: dict[str, Any]) -> None:
@@ -210,12 +226,6 @@ class SuiteSpec(_Strict):
 
     @model_validator(mode="after")
     def _unique(self) -> SuiteSpec:
-        from pipeline.models.registry import REGISTRY
-
-        for m in self.models:
-            if m.name not in REGISTRY:
-                raise ValueError(f"unknown model {m.name!r}; registered models: {', '.join(sorted(REGISTRY))}")
-            REGISTRY[m.name].check_space_keys(m.space, m.fixed)
         keys = [m.key for m in self.models]
         dup = {k for k in keys if keys.count(k) > 1}
         if dup:
@@ -245,7 +255,7 @@ def _format_errors(path: str, err: ValidationError) -> str:
     for e in err.errors():
         tags = {"OpenMLTask", "OpenMLSuite", "LocalFile", "SklearnDataset"}
         loc = ".".join(str(p) for p in e["loc"] if p not in tags)
-        msg = e["msg"]
+        msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         elif e["type"] == "missing":
