@@ -1,0 +1,80 @@
+"""The suite files users run: every one validates, says where it comes from, and the benchmark suites
+pin their OpenML tasks (a run is reproducible even if the suite changes online)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from pipeline.spec import LocalFile, OpenMLTask, load_suite
+
+SUITES = Path(__file__).resolve().parents[1] / "suites"
+FILES = sorted(SUITES.glob("*.yaml"))
+
+# OpenML benchmark suite → number of tasks, as published (CC18: Bischl et al. 2021; AMLB: Gijsbers et al.
+# 2024, appendix A; Grinsztajn et al. 2022: the OpenML suites 334-337).
+PUBLISHED = {"cc18": (99, 72), "amlb-clf": (271, 71), "amlb-reg": (269, 33), "grinsztajn-334": (334, 7),
+             "grinsztajn-335": (335, 17), "grinsztajn-336": (336, 19), "grinsztajn-337": (337, 16)}
+
+
+def header(path: Path) -> str:
+    lines = path.read_text().splitlines()
+    return "\n".join(line for line in lines[: next(i for i, x in enumerate(lines) if not x.startswith("#"))])
+
+
+def test_the_expected_suites_ship():
+    names = {f.stem for f in FILES}
+    assert {"smoke", "zoo", "dev", "dev-lite"} <= names
+    for base in PUBLISHED:
+        assert {base, f"{base}-lite"} <= names, base
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_every_suite_validates_and_is_documented(path: Path):
+    suite = load_suite(path)
+    assert suite.name == path.stem
+    top = header(path)
+    assert path.stem in top.splitlines()[0]
+    assert any(w in top.lower() for w in ("cost", "minutes")), "the header should say what a run costs"
+    for d in suite.datasets:
+        if isinstance(d, LocalFile):
+            assert Path(d.file).is_file(), d.file  # relative paths resolve against the suite's folder
+
+
+@pytest.mark.parametrize("base", list(PUBLISHED))
+def test_benchmark_suites_pin_their_tasks(base: str):
+    suite_id, n_tasks = PUBLISHED[base]
+    full, lite = load_suite(SUITES / f"{base}.yaml"), load_suite(SUITES / f"{base}-lite.yaml")
+    for s in (full, lite):
+        assert all(isinstance(d, OpenMLTask) for d in s.datasets), "every task pinned, no openml_suite entry"
+        tasks = [d.openml_task for d in s.datasets]
+        assert len(tasks) == len(set(tasks)) == n_tasks
+        top = header(SUITES / f"{s.name}.yaml")
+        assert f"suite {suite_id}" in top and "Source:" in top and f"suites pin {suite_id}" in top
+    assert [d.openml_task for d in full.datasets] == [d.openml_task for d in lite.datasets]
+    # The lite profile: the first official fold, fewer trials; the full one runs every fold.
+    assert lite.protocol.max_folds == 1 and full.protocol.max_folds is None
+    assert sum(m.trials for m in lite.models) < sum(m.trials for m in full.models)
+    assert {m.name for m in lite.models} == {m.name for m in full.models}
+
+
+def test_grinsztajn_training_caps_are_sample_sizes():
+    for n in (334, 335, 336, 337):
+        suite = load_suite(SUITES / f"grinsztajn-{n}.yaml")
+        assert suite.protocol.sample_sizes == [10000, 50000, "all"]
+
+
+def test_dev_suites_use_the_shared_openml_files(shared_data: Path):
+    index = {int(r["openml_dataset_id"]): r for r in
+             pd.read_csv(shared_data / "INDEX.csv").to_dict("records")}
+    dev = load_suite(SUITES / "dev.yaml")
+    assert {d.openml_id for d in dev.datasets} == set(index)  # every shared dataset, with its OpenML id
+    for d in dev.datasets:
+        assert isinstance(d, LocalFile) and Path(d.file).resolve().parent == shared_data.resolve()
+        assert Path(d.file).name == index[d.openml_id]["file"] and d.target == index[d.openml_id]["target"]
+    lite = load_suite(SUITES / "dev-lite.yaml")
+    assert {d.openml_id for d in lite.datasets} < {d.openml_id for d in dev.datasets}
+    assert yaml.safe_load((SUITES / "dev-lite.yaml").read_text())["protocol"]["max_folds"] == 1
