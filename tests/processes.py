@@ -1,10 +1,12 @@
-"""Start Ray processes and other subprocesses for a test, and end exactly those (by pid) afterwards."""
+"""Start Ray processes and other subprocesses for a test, and end exactly those (by pid) afterwards;
+find free ports and wait for them to listen."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -30,6 +32,14 @@ class Spawned:
                 root = psutil.Process(p.pid)
                 for q in [root, *root.children(recursive=True)]:
                     self.seen.setdefault(q.pid, q)
+
+    def kill(self) -> None:
+        """SIGKILL every process and descendant at once, as a machine that vanishes would end them."""
+        self.snapshot()
+        for q in self.seen.values():
+            with contextlib.suppress(psutil.Error):
+                q.kill()
+        psutil.wait_procs(list(self.seen.values()), timeout=5)
 
     def stop(self, grace_s: float = 10.0) -> None:
         self.snapshot()
@@ -57,3 +67,19 @@ def _running(q: psutil.Process) -> bool:
         return q.is_running() and q.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout_s} s")

@@ -13,7 +13,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from processes import Spawned
+from processes import Spawned, free_port, wait_for_port
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER = REPO / "cluster.yaml"
@@ -119,22 +118,6 @@ TINY = {
     "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]},
     "models": [{"name": "xgboost", "trials": 2, "fixed": {"n_estimators": 30, "early_stopping_rounds": 10}}],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.5)
-    raise TimeoutError(f"nothing listens on port {port} after {timeout_s} s")
 
 
 def ray_cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:

@@ -12,11 +12,13 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
+from processes import Spawned, free_port, wait_for_port
 
 from pipeline import runner
 from pipeline.data.store import Store
@@ -68,13 +70,20 @@ def test_model_failures_are_recorded_not_retried_and_the_rest_is_kept(ray_local,
     assert len(res) == 5 and res.cell_id.is_unique and (res.attempts == 1).all()
 
 
+def _is_trial(p: psutil.Process) -> bool:
+    """A Tune trial actor (Ray names its process after the trainable's actor class)."""
+    try:
+        return "ImplicitFunc" in p.name() or any("ImplicitFunc" in c for c in p.cmdline()[:1])
+    except psutil.Error:
+        return False
+
+
 def trial_actors(since: float = 0.0) -> list[psutil.Process]:
     """The Tune trial actors of this session's local Ray (children of its raylet) started after ``since``."""
     out = []
     for p in psutil.Process().children(recursive=True):
         try:
-            is_trial = "ImplicitFunc" in p.name() or any("ImplicitFunc" in c for c in p.cmdline()[:1])
-            if is_trial and p.create_time() >= since:
+            if _is_trial(p) and p.create_time() >= since:
                 out.append(p)
         except psutil.Error:
             pass
@@ -201,3 +210,82 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
     assert (first.run_id.to_numpy() == done.run_id.to_numpy()).all()  # untouched by the second run
     runs = Store(db).query("SELECT status FROM runs ORDER BY started_at").status.tolist()
     assert runs == ["running", "finished"]  # the killed run never got to write its end
+
+
+def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path: Path):
+    """A three-process local cluster: a head with no CPUs (so every trial runs on a worker node) and one
+    worker node, SIGKILLed whole (raylet, object store, trial actor) mid-trial of the second cell. The
+    first cell stays; the lost trial is recorded as infra and its cell runs again on a replacement node
+    (as a cloud autoscaler would start one); a re-run then has nothing left to do."""
+    ray = str(Path(sys.executable).with_name("ray"))
+    temp = f"/tmp/abn-{os.getpid()}"
+    gcs = free_port()
+    # Notice a dead node within ~2 s rather than Ray's default ~30 s.
+    env = {**os.environ, "RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3",
+           "RAY_health_check_initial_delay_ms": "0", "RAY_USAGE_STATS_ENABLED": "0",
+           # `ray start` turns token auth on by itself when ~/.ray/auth_token exists; this cluster has none.
+           "RAY_AUTH_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    quiet = {"env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+
+    def node(name: str, *args: str) -> Spawned:
+        procs = Spawned()
+        procs.start([ray, "start", "--block", "--node-ip-address=127.0.0.1", f"--temp-dir={temp}-{name}", *args],
+                    **quiet)
+        return procs
+
+    suite = {**BASE, "models": [
+        GOOD, {"name": "mlp", "trials": 1, "fixed": {"max_epochs": 300, "patience": 300, "d_block": 64}}]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
+    db, log = tmp_path / "r.duckdb", tmp_path / "driver.log"
+    cmd = [sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report",
+           "--address", f"127.0.0.1:{gcs}"]
+    nodes: list[Spawned] = []
+    driver = Spawned()
+    try:
+        nodes.append(node("head", "--head", f"--port={gcs}", "--num-cpus=0", "--include-dashboard=false"))
+        wait_for_port(gcs)
+        victim = node("a", f"--address=127.0.0.1:{gcs}", "--num-cpus=1")
+        nodes.append(victim)
+        with log.open("w") as out:
+            run = driver.start(cmd, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 180
+        while "[1/2]" not in log.read_text():
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        after_first = time.time()
+        while True:  # the second cell's trial actor, on the worker node
+            victim.snapshot()
+            actors = [q for q in victim.seen.values() if _is_trial(q) and q.create_time() >= after_first - 0.5]
+            if actors:
+                break
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        time.sleep(1.5)  # mid-trial: the network is training
+        victim.kill()
+        killed_at = datetime.now(timezone.utc)
+        nodes.append(node("b", f"--address=127.0.0.1:{gcs}", "--num-cpus=1"))  # the replacement
+        assert run.wait(timeout=240) == 0, log.read_text()[-4000:]
+        output = log.read_text()
+        assert "lost to the infrastructure" in output, output[-3000:]
+        print(output)
+        assert "2 cells done, 0 failed" in output, output[-3000:]
+
+        res = results(db).set_index("model")
+        assert len(res) == 2 and res.cell_id.is_unique and (res.status == "ok").all() and (res.attempts == 1).all()
+        assert res.loc["xgboost", "finished_at"] < killed_at.replace(tzinfo=None)  # done before the fault, kept
+        trials = Store(db).query(
+            "SELECT t.* FROM trials t JOIN results r USING (cell_id) WHERE r.model = 'mlp' ORDER BY trial_index")
+        assert trials.status.tolist() == ["infra", "ok"], trials[["status", "error"]]
+        assert "node has died" in trials.error[0], trials.error[0]  # Ray's own words, kept on record
+
+        again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
+        assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+        assert "0 cells done, 0 failed, 2 already done before" in again.stdout, again.stdout
+        assert len(results(db)) == 2
+    finally:
+        driver.stop()
+        for n in reversed(nodes):
+            n.stop()
+        for name in ("head", "a", "b"):
+            shutil.rmtree(f"{temp}-{name}", ignore_errors=True)
