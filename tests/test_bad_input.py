@@ -52,6 +52,15 @@ def newer_db(db: Path) -> None:
         con.execute("UPDATE attnbench_meta SET value = '999' WHERE key = 'schema_version'")
 
 
+def name_taken(db: Path) -> None:
+    """A database in which the name 'd' (the default name of d.csv) already holds scikit-learn's wine."""
+    from pipeline.data.ingest import ingest
+    from pipeline.data.store import Store
+    from pipeline.spec import Protocol, SklearnDataset
+
+    ingest(Store(db), SklearnDataset(sklearn="wine", name="d"), Protocol(folds=3), 0)
+
+
 # name → (how to write the suite (text or dict), expected words in the message, how to prepare the db)
 CASES = {
     "malformed_yaml": (lambda t: "name: bad\ndatasets: [{sklearn: wine}\nmodels: [", "yaml", None),
@@ -68,6 +77,7 @@ CASES = {
     "openml_unreachable": (lambda t: suite(t, datasets=[{"openml_task": 987654321}]), "987654321", None),
     "foreign_duckdb": (lambda t: suite(t), "not written by attnbench", foreign_db),
     "newer_schema": (lambda t: suite(t), "newer attnbench", newer_db),
+    "dataset_name_taken": (lambda t: suite(t, datasets=csv(t, rows(60))), "'d' is already used", name_taken),
 }
 
 

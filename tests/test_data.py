@@ -88,6 +88,23 @@ def test_official_split_key_and_resume_of_ingest(credit_g):
     assert again.checksum == ds.checksum  # served from the store: the file is not read again
 
 
+def test_a_name_keeps_its_rows(credit_g, shared_data: Path, tmp_path: Path):
+    """Results are keyed by dataset name: a name stored for one dataset cannot be given to another."""
+    store, ds, _key = credit_g
+    protocol = Protocol(folds=5, repeats=2, validation_fraction=0.2, subset_seeds=2)
+    moved = tmp_path / "elsewhere.parquet"
+    moved.write_bytes((shared_data / "31-credit-g.parquet").read_bytes())
+    same = ingest.ingest(store, LocalFile(file=str(moved), target="class", name="credit-g"), protocol, seed=0)
+    assert same.checksum == ds.checksum  # the same rows at another path keep the name
+    other = tmp_path / "other.parquet"
+    pd.read_parquet(moved).head(500).to_parquet(other)
+    for spec in (LocalFile(file=str(other), target="class", name="credit-g"),
+                 SklearnDataset(sklearn="breast_cancer", name="credit-g")):
+        with pytest.raises(DataError, match=r"'credit-g' is already used .* another 'name:'"):
+            ingest.ingest(store, spec, protocol, seed=0)
+    assert store.query("SELECT count(*) AS n FROM datasets").n.iloc[0] == 1
+
+
 def test_preprocessing_is_fit_on_training_rows_only():
     x = pd.DataFrame({"num": [0.0, 2.0, np.nan, 100.0], "cat": pd.Categorical(["a", "b", None, "zzz"])})
     pre = Preprocessor().fit(x.iloc[:3])

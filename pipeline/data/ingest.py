@@ -11,6 +11,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ import pandas as pd
 from pipeline.data import sources, splits
 from pipeline.data.store import Store, table_name
 from pipeline.errors import DataError
-from pipeline.spec import DatasetSpec, OpenMLTask, Protocol, dataset_label
+from pipeline.spec import DatasetSpec, LocalFile, OpenMLTask, Protocol, dataset_label
 
 log = logging.getLogger(__name__)
 TARGET = "__target__"
@@ -52,9 +53,10 @@ def ingest(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, re
         hit = store.query("SELECT dataset FROM datasets WHERE openml_task_id = ? AND source = ?",
                           [spec.openml_task, f"openml-task:{spec.openml_task}"])
         name = str(hit.dataset.iloc[0]) if len(hit) else ""
+    raw = _check_name(store, spec, name) if name else None
     stored = None if refresh or not name else read(store, name)
     if stored is None:
-        raw = sources.load(spec)
+        raw = raw or sources.load(spec)
         other = store.query("SELECT source FROM datasets WHERE dataset = ?", [raw.name])
         if len(other) and other.source.iloc[0] != raw.source and isinstance(spec, OpenMLTask) and not spec.name:
             raw.name = f"{raw.name}-task{spec.openml_task}"
@@ -75,6 +77,31 @@ def ingest(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, re
         o = splits.train_orders(s, stored.y, stored.task_type, protocol.subset_seeds, seed)
         store.write_splits(name, key, s, o)
     return stored
+
+
+def _check_name(store: Store, spec: DatasetSpec, name: str) -> sources.RawDataset | None:
+    """Refuse a name the database already holds for other rows: results are keyed by dataset name, so
+    reusing it would score one dataset's cells on another's data.
+
+    A local file at another path keeps the name when it holds the same rows (same checksum), or when it
+    is not there at all (the database was copied to another machine: the stored rows serve). The loaded
+    rows are returned so they are not read twice.
+    """
+    held = store.query("SELECT source, checksum FROM datasets WHERE dataset = ?", [name])
+    source = sources.source_of(spec)
+    if not len(held) or held.source.iloc[0] == source:
+        return None
+    held_source = str(held.source.iloc[0])
+    if isinstance(spec, LocalFile) and held_source.startswith("file:"):
+        if not Path(spec.file).is_file():
+            log.warning("dataset %r: %s is not here; using the rows stored from %s", name, spec.file, held_source)
+            return None
+        raw = sources.load(spec)
+        if raw.checksum() == held.checksum.iloc[0]:
+            return raw
+    raise DataError(
+        f"dataset name {name!r} is already used in {store.path} for {held_source}, and this suite gives it "
+        f"to {source}; results are keyed by dataset name, so give this entry another 'name:' or use another --db")
 
 
 def _write(store: Store, raw: sources.RawDataset) -> None:

@@ -236,6 +236,17 @@ def expand(datasets: list[DatasetSpec]) -> list[DatasetSpec]:
     return out
 
 
+def source_of(spec: DatasetSpec) -> str:
+    """Where a dataset entry's rows come from, as ``RawDataset.source`` records it (without loading it)."""
+    if isinstance(spec, OpenMLTask):
+        return f"openml-task:{spec.openml_task}"
+    if isinstance(spec, LocalFile):
+        return f"file:{Path(spec.file)}"
+    if isinstance(spec, SklearnDataset):
+        return f"sklearn:{spec.sklearn}"
+    raise DataError(f"expand OpenML suites before loading: {spec}")
+
+
 def load(spec: DatasetSpec) -> RawDataset:
     if isinstance(spec, OpenMLTask):
         return load_openml_task(spec.openml_task, spec.name)
