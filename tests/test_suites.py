@@ -78,3 +78,21 @@ def test_dev_suites_use_the_shared_openml_files(shared_data: Path):
     lite = load_suite(SUITES / "dev-lite.yaml")
     assert {d.openml_id for d in lite.datasets} < {d.openml_id for d in dev.datasets}
     assert yaml.safe_load((SUITES / "dev-lite.yaml").read_text())["protocol"]["max_folds"] == 1
+
+
+def test_shipped_suites_give_each_name_one_source():
+    """Names key the results: suites meant to share a database never give one name to two datasets
+    (the dev and zoo suites use OpenML's names for local copies and say to keep them in a database of
+    their own)."""
+    from pipeline.data.sources import source_of
+    from pipeline.spec import dataset_label
+
+    seen: dict[str, tuple[str, str]] = {}
+    for path in FILES:
+        if path.stem in ("dev", "dev-lite", "zoo"):
+            continue
+        for d in load_suite(path).datasets:
+            name, source = dataset_label(d), source_of(d)
+            if name in seen:
+                assert seen[name][0] == source, f"{name!r}: {seen[name]} and ({source}, {path.stem})"
+            seen[name] = (source, path.stem)
