@@ -71,6 +71,19 @@ protocol:
 """
 
 
+# Conventions of the suites we ship, kept when they are pinned again. The Grinsztajn et al. suites run
+# both published training caps and tag each name as the authors' folders do (the same datasets appear,
+# preprocessed differently, in AMLB, CC18 and each other, and names key the results); AMLB 271 renames
+# the five datasets that CC18 holds under other tasks (other folds).
+_GRINSZTAJN = {334: "clf_cat", 335: "reg_cat", 336: "reg_num", 337: "clf_num"}
+CONVENTIONS: dict[int, dict[str, Any]] = {
+    **{sid: {"suffix": f"-{tag}", "sample_sizes": ("[10000, 50000, all]", "[1000]")}
+       for sid, tag in _GRINSZTAJN.items()},
+    271: {"rename": {n: f"{n}-amlb" for n in
+                     ("credit-g", "blood-transfusion-service-center", "car", "kr-vs-kp", "phoneme")}},
+}
+
+
 def _slug(text: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_.\-]+", "-", text).strip("-.")
     return s or "suite"
@@ -136,6 +149,12 @@ def pin_suite(suite_id: int | str, out_path: str | Path, *, lite: bool = False) 
     # Dataset labels must be unique in a suite; a name OpenML repeats gets the task id appended.
     names = [meta.get(t, {}).get("name") or f"openml-task-{t}" for t in task_ids]
     labels = [n if names.count(n) == 1 else f"{n}-t{t}" for n, t in zip(names, task_ids)]
+    conv = CONVENTIONS.get(int(suite.id), {})
+    labels = [conv.get("rename", {}).get(n, n) + (conv.get("suffix", "") if meta.get(t) else "")
+              for n, t in zip(labels, task_ids)]
+    protocol = LITE_PROTOCOL if lite else FULL_PROTOCOL
+    if "sample_sizes" in conv:
+        protocol = protocol.replace("sample_sizes: [all]", f"sample_sizes: {conv['sample_sizes'][lite]}")
     models = LITE_MODELS if lite else FULL_MODELS
     folds = 1 if lite else 10
     trials = sum(int(m) for m in re.findall(r"trials: (\d+)", models))
@@ -160,6 +179,8 @@ def pin_suite(suite_id: int | str, out_path: str | Path, *, lite: bool = False) 
     ]
     if meta_note:
         lines.append(f"# Note: {meta_note}; dataset names were not pinned.")
+    if conv:
+        lines.append("# Names and sample sizes follow this project's conventions for this suite (pipeline/pin.py).")
     lines += [
         f"name: {name}",
         f"description: {_yaml_str(_one_line(suite.description) or suite.name)}",
@@ -178,7 +199,7 @@ def pin_suite(suite_id: int | str, out_path: str | Path, *, lite: bool = False) 
             comment = "  # " + ", ".join(b for b in bits if b) if any(bits) else ""
         lines.append(f"  - openml_task: {t}")
         lines.append(f"    name: {_yaml_str(label)}{comment}")
-    text = "\n".join(lines) + "\n" + (LITE_PROTOCOL if lite else FULL_PROTOCOL) + models
+    text = "\n".join(lines) + "\n" + protocol + models
 
     parse_suite(yaml.safe_load(text), str(out_path))  # never write a file that does not validate
     out = Path(out_path)

@@ -26,7 +26,7 @@ TASKS = {  # tid: (did, name, n_rows, n_features, n_classes)
 }
 
 STUDY_XML = f"""<oml:study {OML}>
-  <oml:id>{SUITE_ID}</oml:id>
+  <oml:id>{{suite_id}}</oml:id>
   <oml:alias>OpenML-CC18</oml:alias>
   <oml:main_entity_type>task</oml:main_entity_type>
   <oml:name>OpenML-CC18 Curated Classification benchmark</oml:name>
@@ -97,8 +97,9 @@ class FakeOpenML(BaseHTTPRequestHandler):
         call = path.removeprefix("/api/v1/xml/")
         parts = call.split("/")
         if parts[:1] == ["study"] and len(parts) == 2:
-            if parts[1] in (str(SUITE_ID), "OpenML-CC18"):
-                return self._send(200, STUDY_XML)
+            if parts[1] in (str(SUITE_ID), "OpenML-CC18", "271", "334"):  # the same tasks under other ids
+                sid = parts[1] if parts[1].isdigit() else str(SUITE_ID)
+                return self._send(200, STUDY_XML.replace("{suite_id}", sid))
             return self._send(412, UNKNOWN_XML)
         if call == "estimationprocedure/list" and type(self).serve_listing:
             return self._send(200, PROCEDURES_XML)
@@ -165,3 +166,17 @@ def test_pin_unknown_suite_is_a_clear_error(fake_openml, tmp_path: Path):
     with pytest.raises(DataError, match="OpenML suite 12345: the server answered"):
         pin_suite(12345, tmp_path / "y.yaml", lite=False)
     assert not (tmp_path / "y.yaml").exists()
+
+
+@pytest.mark.parametrize("lite", [False, True])
+def test_pin_keeps_the_conventions_of_shipped_suites(fake_openml, tmp_path: Path, lite: bool):
+    """Re-pinning a Grinsztajn suite keeps both training caps and the names' tag; AMLB keeps the names
+    that set its datasets apart from CC18's (the shipped files are written this way)."""
+    grinsztajn = load_suite(pin_suite(334, tmp_path / "g.yaml", lite=lite))
+    assert [d.name for d in grinsztajn.datasets] == [f"{v[1]}-clf_cat" for v in TASKS.values()]
+    assert grinsztajn.protocol.sample_sizes == ([1000] if lite else [10000, 50000, "all"])
+    shipped = load_suite(Path(__file__).resolve().parents[1] / "suites" / f"grinsztajn-334{'-lite' if lite else ''}.yaml")
+    assert grinsztajn.protocol.sample_sizes == shipped.protocol.sample_sizes
+    amlb = load_suite(pin_suite(271, tmp_path / "a.yaml", lite=lite))
+    assert [d.name for d in amlb.datasets] == [f"{v[1]}-amlb" for v in TASKS.values()]  # all four are in CC18
+    assert amlb.protocol.sample_sizes == ["all"]
