@@ -149,7 +149,7 @@ def pin_suite(suite_id: int | str, out_path: str | Path, *, lite: bool = False) 
     # Dataset labels must be unique in a suite; a name OpenML repeats gets the task id appended.
     names = [meta.get(t, {}).get("name") or f"openml-task-{t}" for t in task_ids]
     labels = [n if names.count(n) == 1 else f"{n}-t{t}" for n, t in zip(names, task_ids)]
-    conv = CONVENTIONS.get(int(suite.id), {})
+    conv = CONVENTIONS.get(suite.id or -1, {})
     labels = [conv.get("rename", {}).get(n, n) + (conv.get("suffix", "") if meta.get(t) else "")
               for n, t in zip(labels, task_ids)]
     protocol = LITE_PROTOCOL if lite else FULL_PROTOCOL
