@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -277,7 +278,9 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path: Path):
         trials = Store(db).query(
             "SELECT t.* FROM trials t JOIN results r USING (cell_id) WHERE r.model = 'mlp' ORDER BY trial_index")
         assert trials.status.tolist() == ["infra", "ok"], trials[["status", "error"]]
-        assert "node has died" in trials.error[0], trials.error[0]  # Ray's own words, kept on record
+        # Ray's own words, kept on record: the actor's node died, or (when the trial noticed before the
+        # cluster declared the node dead) the actor became unreachable.
+        assert re.match(r"Actor(Died|Unavailable)Error: ", trials.error[0]), trials.error[0]
 
         again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
         assert again.returncode == 0, again.stdout + again.stderr[-3000:]
