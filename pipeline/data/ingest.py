@@ -51,7 +51,7 @@ def ingest(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, re
     if isinstance(spec, OpenMLTask) and not spec.name:
         # Unnamed OpenML tasks are stored under their dataset's own name, e.g. 'credit-g'.
         hit = store.query("SELECT dataset FROM datasets WHERE openml_task_id = ? AND source = ?",
-                          [spec.openml_task, f"openml-task:{spec.openml_task}"])
+                          [spec.openml_task, sources.source_of(spec)])
         name = str(hit.dataset.iloc[0]) if len(hit) else ""
     raw = _check_name(store, spec, name) if name else None
     stored = None if refresh or not name else read(store, name)

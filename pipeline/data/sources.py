@@ -111,7 +111,7 @@ def load_openml_task(task_id: int, name: str | None = None) -> RawDataset:
             rows.append(pd.DataFrame({"repeat": r, "fold": f, "row_id": test, "role": "test"}))
     return validate(RawDataset(
         name=name or dataset.name,
-        source=f"openml-task:{task_id}",
+        source=source_of(OpenMLTask(openml_task=task_id)),
         features=x,
         y=pd.Series(y, name=task.target_name).reset_index(drop=True),
         task_type=task_type,
@@ -175,7 +175,7 @@ def load_file(spec: LocalFile) -> RawDataset:
             df[c] = df[c].astype("string").astype("category")
     task_type = spec.task_type or _infer_task(y)
     return validate(RawDataset(
-        name=dataset_label(spec), source=f"file:{path}", features=df.reset_index(drop=True),
+        name=dataset_label(spec), source=source_of(spec), features=df.reset_index(drop=True),
         y=y.reset_index(drop=True), task_type=task_type, target=spec.target,
         openml_id=spec.openml_id, openml_task_id=spec.openml_task,
     ))
@@ -218,7 +218,7 @@ def load_sklearn(spec: SklearnDataset) -> RawDataset:
         y = pd.Series(np.asarray(bunch.target_names)[y.to_numpy()], name="target").astype("category")
     openml = {"breast_cancer": 1510, "wine": 187, "iris": 61, "digits": 28}.get(spec.sklearn)
     return validate(RawDataset(
-        name=dataset_label(spec), source=f"sklearn:{spec.sklearn}", features=x.reset_index(drop=True),
+        name=dataset_label(spec), source=source_of(spec), features=x.reset_index(drop=True),
         y=y.reset_index(drop=True), task_type=task_type, target="target", openml_id=openml,
         description=(bunch.DESCR or "")[:2000],
     ))
