@@ -1,22 +1,24 @@
-"""The benchmark job: ingest, expand cells, resume, search each cell, refit the best, write results.
+"""The benchmark job: ingest, expand cells, resume, hand every pending cell to the engine.
 
 A cell is dataset × repeat × fold × sample size × subset seed × model. It is done once its result
-row commits (together with all its trials, in one transaction). Re-running a suite skips cells
-already done (``--force`` re-runs them); cells that failed for the model's own reasons are not
-retried unless ``--retry-failed``; cells lost to infrastructure (a dead worker) are retried.
+row commits. Re-running a suite skips cells already done (``--force`` re-runs them); cells that
+failed for the model's own reasons are not retried unless ``--retry-failed``; cells lost to
+infrastructure (a dead worker) are retried; a cell interrupted mid-search resumes from its
+committed trials. The engine (``pipeline.engine``) runs the trials of all cells at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
-import math
 import os
 import platform
+import signal
 import subprocess
 import sys
-import time
+import threading
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -26,18 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from pipeline.data import ingest as ingest_mod
 from pipeline.data import sources
 from pipeline.data.preprocess import FoldData, build_fold
 from pipeline.data.store import Store
-from pipeline.spec import ModelSpec, SuiteSpec, dataset_label
+from pipeline.engine.records import MODEL_FAILURES, CellResult
+from pipeline.spec import SuiteSpec, dataset_label
 
 log = logging.getLogger(__name__)
-MODEL_FAILURES = ("error", "diverged", "oom", "timeout")
-INFRA_RETRIES = 2  # Ray's own retries of the refit task when its worker dies
-CELL_INFRA_RETRIES = 1  # a cell whose every trial was lost to the infrastructure runs once more, in the same run
+FAILED = tuple(s.value for s in MODEL_FAILURES)
 
 
 @dataclass(frozen=True)
@@ -130,17 +132,33 @@ def expand(suite: SuiteSpec, store: Store, datasets: list[ingest_mod.StoredDatas
                         yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid), ds, key
 
 
-def fold_data(store: Store, ds: ingest_mod.StoredDataset, key: str, cell: Cell, suite: SuiteSpec) -> FoldData:
-    parts = store.query("SELECT row_id, role FROM splits WHERE dataset = ? AND split_key = ? AND repeat = ? AND fold = ?",
-                        [ds.name, key, cell.repeat, cell.fold])
-    order = store.query("SELECT row_id FROM train_order WHERE dataset = ? AND split_key = ? AND repeat = ? AND fold = ? "
-                        "AND seed = ? ORDER BY rank", [ds.name, key, cell.repeat, cell.fold, cell.seed])
-    train_ids = order.row_id.to_numpy()[: cell.n_train]
-    valid_ids = np.sort(parts.loc[parts.role == "valid", "row_id"].to_numpy())
-    test_ids = np.sort(parts.loc[parts.role == "test", "row_id"].to_numpy())
-    pre = suite.protocol.preprocessing
-    return build_fold(ds.features, ds.y, ds.task_type, ds.classes, np.sort(train_ids), valid_ids, test_ids,
-                      numeric=pre.numeric, max_categories=pre.max_categories)
+class FoldLoader:
+    """Builds a cell's fold arrays on the driver (preprocessing fit on its training rows); each
+    dataset's splits are read from DuckDB once."""
+
+    def __init__(self, store: Store, suite: SuiteSpec) -> None:
+        self.store, self.suite = store, suite
+        self.where: dict[str, tuple[ingest_mod.StoredDataset, str, Cell]] = {}
+        self.rows: dict[str, tuple[pd.DataFrame, pd.DataFrame]] = {}
+
+    def key(self, cell: Cell, ds: ingest_mod.StoredDataset, split_key: str) -> str:
+        k = f"{cell.dataset}/r{cell.repeat}f{cell.fold}/n{cell.sample_size}/s{cell.seed}"
+        self.where.setdefault(k, (ds, split_key, cell))
+        return k
+
+    def __call__(self, key: str) -> FoldData:
+        ds, split_key, cell = self.where[key]
+        if ds.name not in self.rows:
+            self.rows = {ds.name: self.store.fold_rows(ds.name, split_key)}  # one dataset at a time
+        parts, orders = self.rows[ds.name]
+        here = (parts.repeat == cell.repeat) & (parts.fold == cell.fold)
+        order = orders[(orders.repeat == cell.repeat) & (orders.fold == cell.fold) & (orders.seed == cell.seed)]
+        train_ids = order.row_id.to_numpy()[: cell.n_train]
+        valid_ids = np.sort(parts.loc[here & (parts.role == "valid"), "row_id"].to_numpy())
+        test_ids = np.sort(parts.loc[here & (parts.role == "test"), "row_id"].to_numpy())
+        pre = self.suite.protocol.preprocessing
+        return build_fold(ds.features, ds.y, ds.task_type, ds.classes, np.sort(train_ids), valid_ids, test_ids,
+                          numeric=pre.numeric, max_categories=pre.max_categories)
 
 
 # ----------------------------------------------------------------------------------------- ray
@@ -167,124 +185,53 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
     return dict(ray.cluster_resources())
 
 
-def _final_fit(name: str, config: dict[str, Any], data: FoldData, spec: ModelSpec, seed: int) -> dict[str, Any]:
-    from pipeline.train.workers import run_fit
+def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader, pending: list[tuple[Cell, Any, str]],
+               attempts: dict[str, int], run_id: str) -> list[Any]:
+    """The engine's view of each pending cell: keys, model entry, data key, committed trials."""
+    from pipeline.engine.scheduler import CellPlan
+    from pipeline.models.registry import get
 
-    return run_fit(name, config, data, spec.resources, seed=seed, max_seconds=spec.trial_timeout_s,
-                   score_test=True, attention=True)
+    specs = {m.key: m for m in suite.models}
+    hashes = {m.key: suite.model_hash(m.key) for m in suite.models}
+    prior = store.committed_trials({cell.cell_id: attempts.get(cell.cell_id, 0) + 1 for cell, _, _ in pending})
+    plans = []
+    for cell, ds, split_key in pending:
+        spec = specs[cell.model]
+        info = get(spec.name)
+        base = CellResult(cell_id=cell.cell_id, run_id=run_id, suite=suite.name, dataset=cell.dataset,
+                          task_type=ds.task_type, repeat=cell.repeat, fold=cell.fold, sample_size=cell.sample_size,
+                          seed=cell.seed, model=cell.model, model_name=spec.name, spec_hash=hashes[cell.model],
+                          attempts=attempts.get(cell.cell_id, 0) + 1, n_train=cell.n_train)
+        plans.append(CellPlan(base=base, spec=spec, family=info.family, attention=info.attention,
+                              seed=suite.seed * 1000 + cell.seed, data_key=loader.key(cell, ds, split_key),
+                              n_features=int(ds.features.shape[1]), label=_describe(cell),
+                              prior=prior.get(cell.cell_id, [])))
+    return plans
 
 
-def refit_best(spec: ModelSpec, config: dict[str, Any], data: FoldData, seed: int) -> dict[str, Any]:
-    """Refit the best configuration in a Ray task and score it once on the test part.
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``ray job stop``, a scheduler, ``kill``) stops a run the way Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
-    The refit measures cost cleanly (no other trial of the cell runs beside it) and is the only
-    place where the test part is scored. Infrastructure failures are retried by Ray.
-    """
-    import ray
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
 
-    from pipeline.train.workers import uses_ray_train
-
-    r = spec.resources
-    opts: dict[str, Any] = ({"num_cpus": 0} if uses_ray_train(spec.name, r)
-                            else {"num_cpus": r.cpus, "num_gpus": r.gpus})
-    from pipeline.search import TrialTimeout, hard_limit_s
-
-    task = ray.remote(max_retries=INFRA_RETRIES, retry_exceptions=False)(_final_fit).options(**opts)
-    ref = task.remote(spec.name, config, data, spec, seed)
-    limit = hard_limit_s(spec.trial_timeout_s)
+    old = signal.signal(signal.SIGTERM, handler)
     try:
-        return ray.get(ref, timeout=limit)
-    except ray.exceptions.GetTimeoutError:
-        ray.cancel(ref, force=True)  # ends the worker that runs it
-        raise TrialTimeout(f"the final refit still ran after {limit:g} s (trial_timeout_s is "
-                           f"{spec.trial_timeout_s:g}) and was cancelled") from None
-
-
-def pick_best(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
-    ok = [t for t in trials if t["status"] in ("ok", "stopped") and t["val_score"] is not None]
-    if not ok:
-        return None
-    return max(ok, key=lambda t: (t["val_score"], -(t["val_loss"] if t["val_loss"] is not None else math.inf)))
-
-
-def run_cell(cell: Cell, suite: SuiteSpec, data: FoldData, run_id: str, totals: dict[str, float]) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
-    from pipeline.search import classify, search_cell
-
-    spec = suite.model(cell.model)
-    seed = suite.seed * 1000 + cell.seed
-    row: dict[str, Any] = {
-        "cell_id": cell.cell_id, "run_id": run_id, "suite": suite.name, "dataset": cell.dataset,
-        "task_type": data.task_type, "repeat": cell.repeat, "fold": cell.fold, "sample_size": cell.sample_size,
-        "seed": cell.seed, "model": cell.model, "model_name": spec.name, "spec_hash": suite.model_hash(cell.model),
-        "n_train": len(data.train), "n_valid": len(data.valid), "n_test": len(data.test),
-    }
-    t0 = time.perf_counter()
-    trials = search_cell(cell.cell_id, spec, data, seed=seed, total_cpus=totals.get("CPU", 1),
-                         total_gpus=totals.get("GPU", 0))
-    row["search_seconds"] = time.perf_counter() - t0
-    for t in trials:
-        t.update(cell_id=cell.cell_id, run_id=run_id, finished_at=now())
-        t["trial_id"] = f"{cell.cell_id}-{t['trial_index']}"
-    row["n_trials"] = len(trials)
-    row["n_trials_failed"] = sum(t["status"] not in ("ok", "stopped") for t in trials)
-    best = pick_best(trials)
-    attention = None
-    if best is None:
-        statuses = [t["status"] for t in trials] or ["error"]
-        row["status"] = "infra" if all(s == "infra" for s in statuses) else next(
-            (s for s in statuses if s in MODEL_FAILURES), statuses[0])
-        row["error"] = next((t["error"] for t in trials if t.get("error")), "no trial finished")
-    else:
-        row.update(best_config=best["config"], best_trial=best["trial_id"], val_score=best["val_score"])
-        try:
-            out = refit_best(spec, best["config"], data, seed)
-            attention = out.pop("attention", None)
-            row.update({k: v for k, v in out.items() if k in (
-                "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "fit_seconds", "predict_seconds",
-                "predict_rows_per_s", "peak_cpu_mb", "peak_gpu_mb", "n_params", "flops_per_row", "device", "epochs")})
-            row["status"] = "ok"
-        except Exception as err:  # recorded as the cell's failure
-            import ray.exceptions
-
-            cause = err.cause if isinstance(err, ray.exceptions.RayTaskError) and err.cause else err
-            infra = isinstance(err, ray.exceptions.RayError) and not isinstance(err, ray.exceptions.RayTaskError)
-            row["status"] = "infra" if infra else classify(cause)
-            row["error"] = "final refit failed: " + "".join(traceback.format_exception(cause))[-4000:]
-    row["finished_at"] = now()
-    return row, trials, attention
-
-
-def run_cell_retrying(cell: Cell, suite: SuiteSpec, data: FoldData, run_id: str, totals: dict[str, float],
-                      progress: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
-    """``run_cell``, run again when the infrastructure (a dead worker or node) lost the whole cell.
-
-    Failures of the model itself (error, diverged, oom, timeout) are not retried here. The trials of
-    every attempt are kept, numbered on, so the lost ones stay on record as ``infra``.
-    """
-    row, trials, attention = run_cell(cell, suite, data, run_id, totals)
-    for _ in range(CELL_INFRA_RETRIES):
-        if row["status"] != "infra":
-            break
-        last = (row.get("error") or "").strip().splitlines()
-        progress(f"  {_describe(cell)}: lost to the infrastructure ({last[-1][:200] if last else '?'}); running it again")
-        row, more, attention = run_cell(cell, suite, data, run_id, totals)
-        renamed = {}
-        for t in more:
-            t["trial_index"] += len(trials)
-            new_id = f"{cell.cell_id}-{t['trial_index']}"
-            renamed[t["trial_id"]] = new_id
-            t["trial_id"] = new_id
-        if row.get("best_trial") in renamed:
-            row["best_trial"] = renamed[row["best_trial"]]
-        trials = trials + more
-        row["n_trials"] = len(trials)
-        row["n_trials_failed"] = sum(t["status"] not in ("ok", "stopped") for t in trials)
-    return row, trials, attention
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: bool = False,
         address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
         progress: Callable[[str], None] = print, argv: list[str] | None = None) -> Summary:
+    from pipeline.engine.progress import Progress
+    from pipeline.engine.scheduler import Scheduler
+
     store = Store(db)
     run_id = f"{now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     progress(f"attnbench: suite {suite.name!r} → {Path(db).resolve()} (run {run_id})")
@@ -295,11 +242,13 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     cells = list(expand(suite, store, datasets))
     done = store.done_cells().set_index("cell_id")
     pending = []
+    attempts: dict[str, int] = {}
     for cell, ds, key in cells:
-        if cell.cell_id in done.index and not force:
+        if cell.cell_id in done.index:
             status = done.loc[cell.cell_id, "status"]
-            if status == "ok" or (status in MODEL_FAILURES and not retry_failed):
+            if not force and (status == "ok" or (status in FAILED and not retry_failed)):
                 continue
+            attempts[cell.cell_id] = int(done.loc[cell.cell_id, "attempts"] or 0)
         pending.append((cell, ds, key))
     summary = Summary(run_id=run_id, n_cells=len(cells), n_skipped=len(cells) - len(pending))
     progress(f"  {len(cells)} cells, {summary.n_skipped} already done, {len(pending)} to run")
@@ -308,29 +257,26 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         progress("  notice: the suite asks for GPUs but the cluster has none; those models run on CPU")
         suite = suite.model_copy(update={"models": [
             m.model_copy(update={"resources": m.resources.model_copy(update={"gpus": 0})}) for m in suite.models]})
-    run_row = {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
+    run_row: dict[str, Any] = {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
                "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(),
                "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
                "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped}
     store.upsert_run(run_row)
-    cache: dict[tuple[str, int, int, str, int], FoldData] = {}
+    loader = FoldLoader(store, suite)
+    plans = plan_cells(suite, store, loader, pending, attempts, run_id)
+    resumed = sum(bool(p.prior) for p in plans)
+    if resumed:
+        progress(f"  {resumed} cells resume their search from {sum(len(p.prior) for p in plans)} committed trials")
+    lines = Progress(progress)
+    finished = [0]
+
+    def on_cell(res: CellResult) -> None:
+        finished[0] += 1
+        lines.line(f"  [{finished[0]}/{len(pending)}] {_label(res)}: {_outcome(res)}")
+
     try:
-        for i, (cell, ds, key) in enumerate(pending, 1):
-            k = (cell.dataset, cell.repeat, cell.fold, cell.sample_size, cell.seed)
-            if k not in cache:
-                cache.clear()
-                cache[k] = fold_data(store, ds, key, cell, suite)
-            row, trials, attention = run_cell_retrying(cell, suite, cache[k], run_id, totals, progress)
-            attempts = int(done.loc[cell.cell_id, "attempts"]) if cell.cell_id in done.index else 0
-            row["attempts"] = attempts + 1
-            store.write_cell(row, trials, attention)
-            if row["status"] == "ok":
-                summary.n_done += 1
-            else:
-                summary.n_failed += 1
-            progress(f"  [{i}/{len(pending)}] {_describe(cell)}: {_outcome(row)}")
-            run_row.update(n_done=summary.n_done, n_failed=summary.n_failed)
-            store.upsert_run(run_row)
+        with sigterm_as_interrupt():
+            Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines, on_cell=on_cell).run()
         summary.status = "finished"
     except KeyboardInterrupt:
         summary.status = "interrupted"
@@ -340,9 +286,15 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         run_row["error"] = "".join(traceback.format_exception(err))[-4000:]
         raise
     finally:
-        run_row.update(status=summary.status, finished_at=now(), n_done=summary.n_done, n_failed=summary.n_failed)
+        summary.n_done, summary.n_failed = run_row["n_done"], run_row["n_failed"]
+        run_row.update(status=summary.status, finished_at=now())
         store.upsert_run(run_row)
     return summary
+
+
+def _label(res: CellResult) -> str:
+    return f"{res.dataset} r{res.repeat}f{res.fold} n={res.sample_size}" + (
+        f" s{res.seed}" if res.seed else "") + f" {res.model}"
 
 
 def _describe(cell: Cell) -> str:
@@ -350,9 +302,9 @@ def _describe(cell: Cell) -> str:
         f" s{cell.seed}" if cell.seed else "") + f" {cell.model}"
 
 
-def _outcome(row: dict[str, Any]) -> str:
-    if row["status"] != "ok":
-        err = (row.get("error") or "").strip().splitlines()
-        return f"{row['status'].upper()} {err[-1] if err else ''}"
-    metric = f"r2 {row['r2']:.3f}" if row["task_type"] == "regression" else f"acc {row['accuracy']:.3f}"
-    return f"{metric} ({row['n_trials']} trials, {row['search_seconds']:.1f} s search, {row['fit_seconds']:.1f} s refit)"
+def _outcome(res: CellResult) -> str:
+    if res.status != "ok":
+        err = (res.error or "").strip().splitlines()
+        return f"{res.status.upper()} {err[-1] if err else ''}"
+    metric = f"r2 {res.r2:.3f}" if res.task_type == "regression" else f"acc {res.accuracy:.3f}"
+    return f"{metric} ({res.n_trials} trials, {res.search_seconds or 0:.1f} s search, {res.fit_seconds or 0:.1f} s fit)"

@@ -158,9 +158,11 @@ Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|lo
 class ModelSpec(_Strict):
     name: str
     trials: int = Field(default=4, ge=1)
-    time_budget_s: float = Field(default=600, gt=0, description="wall-clock budget of the whole search of one cell")
+    time_budget_s: float = Field(default=600, gt=0, description="seconds the trials of one cell may spend in all (their own run time, summed); no trial starts once it is spent")
     trial_timeout_s: float = Field(default=300, gt=0, description="one trial is stopped and recorded past this")
-    search: Literal["random", "asha"] = "random"
+    search: Literal["random", "tpe", "asha"] = Field(
+        default="random", description="random: defaults, then seeded samples; tpe: Optuna TPE; asha: random with "
+        "successive halving on epochs")
     space: dict[str, Domain | int | float | str | bool | None] = Field(default_factory=dict)
     fixed: dict[str, Any] = Field(default_factory=dict)
     resources: Resources = Resources()

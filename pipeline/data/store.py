@@ -20,7 +20,7 @@ import pandas as pd
 
 from pipeline.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: trials carry test metrics, cost, node/worker, start and attempt
 APP = "attnbench"
 
 SCHEMA = """
@@ -47,37 +47,25 @@ CREATE TABLE IF NOT EXISTS train_order (
     dataset VARCHAR, split_key VARCHAR, repeat INTEGER, fold INTEGER, seed INTEGER, row_id INTEGER,
     rank INTEGER
 );
-CREATE TABLE IF NOT EXISTS trials (
-    cell_id VARCHAR, trial_id VARCHAR, run_id VARCHAR, trial_index INTEGER, config JSON, status VARCHAR,
-    val_score DOUBLE, val_loss DOUBLE, epochs INTEGER, best_epoch INTEGER, seconds DOUBLE,
-    error VARCHAR, curve JSON, finished_at TIMESTAMP, PRIMARY KEY (cell_id, trial_id)
-);
-CREATE TABLE IF NOT EXISTS results (
-    cell_id VARCHAR PRIMARY KEY, run_id VARCHAR, suite VARCHAR, dataset VARCHAR, task_type VARCHAR,
-    repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR,
-    spec_hash VARCHAR, status VARCHAR, error VARCHAR, attempts INTEGER, best_config JSON,
-    best_trial VARCHAR, n_trials INTEGER, n_trials_failed INTEGER, n_train INTEGER, n_valid INTEGER,
-    n_test INTEGER, val_score DOUBLE, accuracy DOUBLE, balanced_accuracy DOUBLE, roc_auc DOUBLE,
-    log_loss DOUBLE, rmse DOUBLE, r2 DOUBLE, fit_seconds DOUBLE, predict_seconds DOUBLE,
-    predict_rows_per_s DOUBLE, search_seconds DOUBLE, peak_cpu_mb DOUBLE, peak_gpu_mb DOUBLE,
-    n_params BIGINT, flops_per_row DOUBLE, device VARCHAR, epochs INTEGER, finished_at TIMESTAMP
-);
 CREATE TABLE IF NOT EXISTS attention_maps (
     cell_id VARCHAR PRIMARY KEY, dataset VARCHAR, model VARCHAR, features JSON, map JSON
 );
 """
 
-RESULT_COLUMNS = [
-    "cell_id", "run_id", "suite", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
-    "model_name", "spec_hash", "status", "error", "attempts", "best_config", "best_trial", "n_trials",
-    "n_trials_failed", "n_train", "n_valid", "n_test", "val_score", "accuracy", "balanced_accuracy", "roc_auc",
-    "log_loss", "rmse", "r2", "fit_seconds", "predict_seconds", "predict_rows_per_s", "search_seconds",
-    "peak_cpu_mb", "peak_gpu_mb", "n_params", "flops_per_row", "device", "epochs", "finished_at",
-]
-TRIAL_COLUMNS = [
-    "cell_id", "trial_id", "run_id", "trial_index", "config", "status", "val_score", "val_loss", "epochs",
-    "best_epoch", "seconds", "error", "curve", "finished_at",
-]
+
+
+def _record_table(name: str, cls: type, key: str) -> str:
+    """A table whose columns are the stored fields of a record dataclass (pipeline.engine.records)."""
+    from pipeline.engine.records import sql_columns
+
+    cols = ", ".join(f"{c} {t}" for c, t in sql_columns(cls))
+    return f"CREATE TABLE IF NOT EXISTS {name} ({cols}, PRIMARY KEY ({key}));"
+
+
+def _record_tables() -> list[tuple[str, type, str]]:
+    from pipeline.engine.records import CellResult, TrialRecord
+
+    return [("trials", TrialRecord, "cell_id, trial_id"), ("results", CellResult, "cell_id")]
 
 
 def table_name(dataset: str, checksum: str) -> str:
@@ -103,7 +91,7 @@ class Store:
 
     # --------------------------------------------------------------------------------- connections
     @contextlib.contextmanager
-    def connect(self, read_only: bool = False, wait_s: float = 30.0) -> Iterator[Any]:
+    def connect(self, read_only: bool = False, wait_s: float = 30.0, views: bool = True) -> Iterator[Any]:
         import duckdb
 
         deadline = time.monotonic() + wait_s
@@ -126,7 +114,7 @@ class Store:
         try:
             if not read_only or self._has_meta(con):
                 self._check(con)
-            if read_only and self._has_meta(con):
+            if read_only and views and self._has_meta(con):
                 from pipeline.report.views import create_views
 
                 # This version's views, for this connection only: a file written by an older
@@ -162,10 +150,17 @@ class Store:
             )
 
     def _init(self, con: Any) -> None:
+        from pipeline.engine.records import sql_columns
+
         con.execute("BEGIN")
         con.execute(SCHEMA)
+        for name, cls, key in _record_tables():
+            con.execute(_record_table(name, cls, key))
+            for col, typ in sql_columns(cls):  # a file from an earlier version gains the new columns
+                con.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {col} {typ}")
         con.execute("INSERT OR IGNORE INTO attnbench_meta VALUES ('app', ?), ('schema_version', ?)",
                     [APP, str(SCHEMA_VERSION)])
+        con.execute("UPDATE attnbench_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         con.execute("COMMIT")
         from pipeline.report.views import create_views
 
@@ -176,12 +171,48 @@ class Store:
         with self.connect(read_only=True) as con:
             return con.execute(sql, params or []).df()
 
+    def read(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+        """A read of the tables alone (no views): the driver's own reads."""
+        with self.connect(read_only=True, views=False) as con:
+            return con.execute(sql, params or []).df()
+
     def has_dataset(self, name: str, checksum: str | None = None) -> bool:
         df = self.query("SELECT checksum FROM datasets WHERE dataset = ?", [name])
         return len(df) > 0 and (checksum is None or df.checksum.iloc[0] == checksum)
 
     def done_cells(self) -> pd.DataFrame:
-        return self.query("SELECT cell_id, status, attempts FROM results")
+        return self.read("SELECT cell_id, status, attempts FROM results")
+
+    def fold_rows(self, dataset: str, split_key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Every fold's split roles and every training order of one dataset, in one read."""
+        with self.connect(read_only=True, views=False) as con:
+            parts = con.execute("SELECT repeat, fold, row_id, role FROM splits WHERE dataset = ? AND split_key = ?",
+                                [dataset, split_key]).df()
+            orders = con.execute("SELECT repeat, fold, seed, row_id FROM train_order WHERE dataset = ? AND "
+                                 "split_key = ? ORDER BY repeat, fold, seed, rank", [dataset, split_key]).df()
+        return parts, orders
+
+    def committed_trials(self, cells: dict[str, int]) -> dict[str, list[Any]]:
+        """The trials already committed for each cell's current attempt (``cell_id → attempt``): a
+        resumed search goes on from them."""
+        from pipeline.engine.records import TrialRecord, sql_columns
+
+        if not cells:
+            return {}
+        df = self.read("SELECT * FROM trials WHERE cell_id IN (SELECT unnest(?))", [list(cells)])
+        out: dict[str, list[Any]] = {}
+        json_cols = [c for c, t in sql_columns(TrialRecord) if t == "JSON"]
+        for row in df.to_dict("records"):
+            if row.get("cell_attempt") != cells[row["cell_id"]]:
+                continue
+            row = {k: (None if _missing(v) else v) for k, v in row.items()}
+            for c in json_cols:
+                row[c] = json.loads(row[c]) if isinstance(row[c], str) else row[c]
+            for c in ("started_at", "finished_at"):
+                row[c] = row[c].to_pydatetime() if hasattr(row[c], "to_pydatetime") else row[c]
+            known = {c for c, _ in sql_columns(TrialRecord)}
+            out.setdefault(row["cell_id"], []).append(TrialRecord(**{k: v for k, v in row.items() if k in known}))
+        return out
 
     # -------------------------------------------------------------------------------------- writes
     def write_dataset(self, meta: dict[str, Any], features: pd.DataFrame, frame: pd.DataFrame,
@@ -232,27 +263,37 @@ class Store:
         return bool(self.query("SELECT count(*) AS n FROM splits WHERE dataset = ? AND split_key = ?",
                                [dataset, split_key]).n.iloc[0])
 
-    def write_cell(self, result: dict[str, Any], trials: list[dict[str, Any]],
-                   attention: dict[str, Any] | None = None) -> None:
-        """A cell's result and all its trials, atomically: a cell is done once this commits."""
-        row = {c: _jsonable(result.get(c)) for c in RESULT_COLUMNS}
+    def commit(self, trials: list[Any], cells: list[tuple[Any, dict[str, Any] | None]],
+               run: dict[str, Any] | None = None) -> None:
+        """Finished trials, finished cells (result and attention map) and the run's row, in one
+        transaction: a cell is done once this commits. A re-run cell's older attempt's trials go."""
+        from pipeline.engine.records import CellResult, TrialRecord, sql_columns, stored
+
+        tcols = [c for c, _ in sql_columns(TrialRecord)]
+        rcols = [c for c, _ in sql_columns(CellResult)]
         with self.connect() as con:
             con.execute("BEGIN")
             try:
-                con.execute("DELETE FROM trials WHERE cell_id = ?", [row["cell_id"]])
-                con.execute("DELETE FROM attention_maps WHERE cell_id = ?", [row["cell_id"]])
-                con.execute(f"INSERT OR REPLACE INTO results ({', '.join(RESULT_COLUMNS)}) "
-                            f"VALUES ({', '.join('?' * len(RESULT_COLUMNS))})", [row[c] for c in RESULT_COLUMNS])
-                for t in trials:
-                    trow = {c: _jsonable(t.get(c)) for c in TRIAL_COLUMNS}
-                    con.execute(f"INSERT OR REPLACE INTO trials ({', '.join(TRIAL_COLUMNS)}) "
-                                f"VALUES ({', '.join('?' * len(TRIAL_COLUMNS))})", [trow[c] for c in TRIAL_COLUMNS])
-                if attention is not None:
-                    con.execute("INSERT INTO attention_maps VALUES (?, ?, ?, ?, ?)", [
-                        row["cell_id"], result["dataset"], result["model"],
-                        json.dumps(attention["features"]), json.dumps(attention["map"])])
+                if trials:
+                    con.executemany(f"INSERT OR REPLACE INTO trials ({', '.join(tcols)}) VALUES "
+                                    f"({', '.join('?' * len(tcols))})",
+                                    [[_jsonable(v) for v in stored(t).values()] for t in trials])
+                for res, attention in cells:
+                    con.execute("DELETE FROM trials WHERE cell_id = ? AND coalesce(cell_attempt, 0) < ?",
+                                [res.cell_id, res.attempts])
+                    con.execute(f"INSERT OR REPLACE INTO results ({', '.join(rcols)}) VALUES "
+                                f"({', '.join('?' * len(rcols))})", [_jsonable(v) for v in stored(res).values()])
+                    con.execute("DELETE FROM attention_maps WHERE cell_id = ?", [res.cell_id])
+                    if attention is not None:
+                        con.execute("INSERT INTO attention_maps VALUES (?, ?, ?, ?, ?)", [
+                            res.cell_id, res.dataset, res.model, json.dumps(attention["features"]),
+                            json.dumps(_clean(attention["map"]))])
+                cols = list(run or {})
+                if run:
+                    con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                [_jsonable(run[c]) for c in cols])
                 con.execute("COMMIT")
-            except Exception:
+            except BaseException:
                 con.execute("ROLLBACK")
                 raise
 
@@ -261,6 +302,13 @@ class Store:
         with self.connect() as con:
             con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                         [_jsonable(run[c]) for c in cols])
+
+
+def _missing(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):  # lists and dicts
+        return False
 
 
 def _clean(v: Any) -> Any:

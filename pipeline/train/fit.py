@@ -1,7 +1,7 @@
 """Fit one model with one configuration on one fold, and score it: the unit every trial runs.
 
-Used by Tune trials (validation only) and by the final refit of a cell's best configuration, which
-alone touches the test part. Knows nothing of Ray: it runs the same in a test, a notebook or a worker.
+Every trial of the engine scores validation and test (selection reads validation only). Knows
+nothing of Ray: it runs the same in a test, a notebook or a worker.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class Context:
     use_gpu: bool = False
     seed: int = 0
     max_seconds: float = float("inf")
-    on_epoch: Callable[[dict[str, float]], None] | None = None
+    on_epoch: Callable[[dict[str, float]], bool | None] | None = None
     shard: tuple[int, int] = (0, 1)
     wrap: Callable[[Any], Any] | None = None
 

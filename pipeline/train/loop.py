@@ -129,15 +129,15 @@ def train(
     recipe: Recipe,
     *,
     device: torch.device | None = None,
-    on_epoch: Callable[[dict[str, float]], None] | None = None,
+    on_epoch: Callable[[dict[str, float]], bool | None] | None = None,
     shard: tuple[int, int] = (0, 1),
     wrap: Callable[[nn.Module], nn.Module] | None = None,
 ) -> TrainResult:
     """Train ``model`` on ``data.train`` with early stopping on ``data.valid``.
 
     ``shard=(rank, world)`` makes each DDP worker take its slice of every batch order; ``wrap`` is
-    Ray Train's ``prepare_model`` there. ``on_epoch`` gets each epoch's validation metrics (Tune
-    reports them so that ASHA can stop bad trials early).
+    Ray Train's ``prepare_model`` there. ``on_epoch`` gets each epoch's validation metrics; when it
+    returns False (ASHA's rung cut) training stops with ``stop_reason = "pruned"``, keeping its best.
     """
     device = device or pick_device(False)
     torch.manual_seed(recipe.seed)
@@ -188,13 +188,14 @@ def train(
         point: dict[str, float] = {"epoch": epoch, "train_loss": train_loss / max(seen, 1), "val_loss": val["loss"],
                  "val_score": val["score"], "lr": float(sched.get_last_lr()[0]), "seconds": time.perf_counter() - t0}
         curve.append(point)
-        if on_epoch:
-            on_epoch(point)
         if val["loss"] < best_loss - 1e-7:
             best_loss, best_epoch, bad = val["loss"], epoch, 0
             best_state = copy.deepcopy(model.state_dict())
         else:
             bad += 1
+        if on_epoch and on_epoch(point) is False:  # ASHA's rung: below the cut, stop and keep the best
+            stop = "pruned"
+            break
         if bad >= recipe.patience:
             stop = "early_stopping"
             break

@@ -1,13 +1,13 @@
-"""Where a fit runs: in the calling process (a Tune trial or a Ray task), or on Ray Train workers.
+"""Where a fit runs: in the calling process (a warm trial worker), or on Ray Train workers.
 
 Which path runs when (``resources.backend`` in the suite):
 
-- ``auto`` (default): torch models with ``workers: 1`` and every boosting model train inside the Tune
-  trial itself — a trial then costs 1–2 s of Ray overhead. Torch models with ``workers > 1`` launch a
-  Ray Train ``TorchTrainer`` with DDP across that many workers (GPU workers when ``gpus > 0``).
-- ``train``: always launch a ``TorchTrainer``, even with one worker (10–17 s of start-up per trial on a
-  small machine: worth it only for long trials).
-- ``tune``: never launch one.
+- ``auto`` (default): torch models with ``workers: 1`` and every boosting model train inside the warm
+  trial worker itself (a method call). Torch models with ``workers > 1`` launch a Ray Train
+  ``TorchTrainer`` with DDP across that many workers (GPU workers when ``gpus > 0``).
+- ``train``: always launch a ``TorchTrainer``, even with one worker (seconds of start-up per trial:
+  worth it only for long trials).
+- ``tune``: never launch one (the name is kept for suites written before the engine).
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ def uses_ray_train(name: str, resources: Resources) -> bool:
 
 def run_fit(name: str, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
             max_seconds: float = math.inf, score_test: bool = False, attention: bool = False,
-            on_epoch: Any = None) -> dict[str, Any]:
-    """Fit and score one configuration on the path ``resources`` asks for."""
+            on_epoch: Any = None, data_ref: Any = None) -> dict[str, Any]:
+    """Fit and score one configuration on the path ``resources`` asks for. On Ray Train the workers
+    run every epoch they are given (early stopping only): ASHA's rungs apply to in-worker trials."""
     if uses_ray_train(name, resources):
         return _fit_on_ray_train(name, config, data, resources, seed=seed, max_seconds=max_seconds,
-                                 score_test=score_test, attention=attention)
+                                 score_test=score_test, attention=attention, data_ref=data_ref)
     ctx = Context(threads=max(1, int(resources.cpus)), use_gpu=resources.gpus > 0, seed=seed,
                   max_seconds=max_seconds, on_epoch=on_epoch)
     return fit_and_score(name, config, data, ctx, score_test=score_test, attention=attention)
@@ -55,11 +56,8 @@ def _worker_loop(cfg: dict[str, Any]) -> None:
     rank, world = context.get_world_rank(), context.get_world_size()
     data = ray.get(cfg["data_ref"])
 
-    def on_epoch(point: dict[str, float]) -> None:
-        ray.train.report({**point, "status": "running"})
-
     ctx = Context(threads=cfg["threads"], use_gpu=cfg["use_gpu"], seed=cfg["seed"], max_seconds=cfg["max_seconds"],
-                  on_epoch=on_epoch, shard=(rank, world), wrap=ray.train.torch.prepare_model if world > 1 else None)
+                  shard=(rank, world), wrap=ray.train.torch.prepare_model if world > 1 else None)
     out = fit_and_score(cfg["name"], cfg["config"], data, ctx, score_test=cfg["score_test"],
                         attention=cfg["attention"])
     # Ray Train keeps only metrics that come with a checkpoint: rank 0 writes the outcome as JSON.
@@ -72,22 +70,16 @@ def _worker_loop(cfg: dict[str, Any]) -> None:
 
 
 def _fit_on_ray_train(name: str, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
-                      max_seconds: float, score_test: bool, attention: bool) -> dict[str, Any]:
+                      max_seconds: float, score_test: bool, attention: bool, data_ref: Any = None) -> dict[str, Any]:
     import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
-    from ray.tune.trainable.trainable_fn_utils import _in_tune_session
 
-    callbacks: list[Any] = []
-    if _in_tune_session():
-        from ray.tune.integration.ray_train import TuneReportCallback
-
-        callbacks.append(TuneReportCallback())
     per_worker_gpu = resources.gpus / resources.workers if resources.gpus else 0
     trainer = TorchTrainer(
         _worker_loop,
         train_loop_config={
-            "data_ref": ray.put(data), "name": name, "config": config, "seed": seed,
+            "data_ref": data_ref if data_ref is not None else ray.put(data), "name": name, "config": config, "seed": seed,
             "threads": max(1, int(resources.cpus)), "use_gpu": resources.gpus > 0, "max_seconds": max_seconds,
             "score_test": score_test, "attention": attention,
         },
@@ -95,7 +87,7 @@ def _fit_on_ray_train(name: str, config: dict[str, Any], data: FoldData, resourc
             num_workers=resources.workers, use_gpu=resources.gpus > 0,
             resources_per_worker={"CPU": resources.cpus, **({"GPU": per_worker_gpu} if per_worker_gpu else {})},
         ),
-        run_config=RunConfig(storage_path=tempfile.mkdtemp(prefix="attnbench-train-"), callbacks=callbacks),
+        run_config=RunConfig(storage_path=tempfile.mkdtemp(prefix="attnbench-train-")),
     )
     result = trainer.fit()
     if result.error:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.data.store import Store
+from pipeline.engine.records import CellResult, TrialRecord
 
 SUITE = "synth"
 EVIL_DATASET = "<script>alert(1)</script>"
@@ -135,11 +136,11 @@ def _write_cell(store: Store, s: Synth, ds: Dataset, size: str, fold: int, key: 
     cell_id = f"{ds.name}|{size}|{fold}|{key}"
     metric = "r2" if ds.task_type == "regression" else "accuracy"
     result = {"cell_id": cell_id, "run_id": "run-1", "suite": SUITE, "dataset": ds.name, "task_type": ds.task_type,
-              "repeat": 0, "fold": fold, "sample_size": size, "seed": 0, "model": key, "model_name": name,
+              "repeat": 0, "fold": fold, "sample_size": size, "seed": 0, "model": key, "model_name": name, "spec_hash": "synthetic",
               "status": "error" if failed else "ok", "n_train": n, "n_trials": 3, "attempts": 1,
               "n_trials_failed": 3 if failed else 0}
     if failed:
-        result["error"] = "Traceback (most recent call last):\n  ...\nRuntimeError: simulated failure in the refit"
+        result["error"] = "Traceback (most recent call last):\n  ...\nRuntimeError: simulated failure in every trial"
     else:
         result.update({metric: score, "val_score": score - 0.01, "fit_seconds": fit, "search_seconds": 3 * fit,
                        "predict_seconds": 0.01, "predict_rows_per_s": 1000.0 / s.models[key][3],
@@ -153,17 +154,18 @@ def _write_cell(store: Store, s: Synth, ds: Dataset, size: str, fold: int, key: 
     trials = []
     for i in range(3):
         status = "error" if failed or (bad_trial and i == 2) else "ok"
-        trials.append({"cell_id": cell_id, "trial_id": f"{cell_id}-{i}", "run_id": "run-1", "trial_index": i,
-                       "config": {"i": i}, "status": status,
-                       "val_score": None if status != "ok" else score + offsets[i], "seconds": seconds[i],
-                       "error": "ValueError: simulated bad configuration" if status != "ok" else None})
+        trials.append(TrialRecord(cell_id=cell_id, trial_id=f"{cell_id}-{i}", run_id="run-1", trial_index=i,
+                                  suggestion=i, config={"i": i}, status=status,
+                                  val_score=None if status != "ok" else score + offsets[i], seconds=seconds[i],
+                                  device="cuda" if gpu else "cpu",
+                                  error="ValueError: simulated bad configuration" if status != "ok" else None))
     attention = None
     if name == "ft_transformer" and not failed:
         f = len(ds.features)
         # Each row attends mostly to feature 0, the rest spread evenly.
         row = [0.5 if j == 0 else 0.5 / (f - 1) for j in range(f)]
         attention = {"features": ds.features, "map": [row for _ in range(f)]}
-    store.write_cell(result, trials, attention)
+    store.commit(trials, [(CellResult(**result), attention)])
 
 
 def dump(path: Path) -> str:

@@ -1,0 +1,412 @@
+"""The suite-level scheduler: every pending cell of a run in flight at once, on warm workers.
+
+Each cell keeps its own search (searcher, trial and seconds budget, ASHA rungs); the trials of every
+cell share one queue and go to whichever warm worker of their shape is free. Cells are taken in order
+of expected cost, longest first, one fold's cells together (so each fold's arrays are prepared and
+sent once); a cell's trials are capped where its searcher needs it (TPE).
+
+The driver is the only DuckDB writer. Finished trials are committed in batches at most
+``FLUSH_EVERY_S`` apart, and a cell's result (the selected trial's test metrics and cost) with them
+once its search ends. A lost worker re-queues its trial once (the lost attempt stays on record as
+``infra``) and is replaced; a trial past its hard limit has its worker killed and is recorded as
+``timeout``. An interrupt (SIGINT, SIGTERM) stops dispatching, ends what runs without recording it,
+commits what finished, and leaves the rest to the next run, which resumes each cell's search from
+its committed trials.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.data.preprocess import FoldData
+from pipeline.engine.faults import hard_limit_s, lost_worker_status
+from pipeline.engine.pool import Shape, Slot, WorkerPool
+from pipeline.engine.progress import Counts, Progress
+from pipeline.engine.records import CARRIED, MODEL_FAILURES, CellResult, Status, TrialRecord, TrialRequest
+from pipeline.engine.searchers import CellSearch, concurrency_cap
+from pipeline.engine.worker import utcnow
+from pipeline.spec import ModelSpec
+
+log = logging.getLogger(__name__)
+FLUSH_EVERY_S = 1.0
+RESIZE_EVERY_S = 1.0
+WAIT_S = 0.05
+INFRA_REQUEUES = 1  # a trial lost with its worker runs once more
+
+
+def family_cost(family: str) -> float:
+    """Rough relative cost of one trial per training row and feature (for ordering only)."""
+    return 30.0 if family == "torch" else 1.0
+
+
+@dataclass
+class CellPlan:
+    """One cell to run, as the runner hands it over: keys, the model entry, where its data is."""
+
+    base: CellResult  # the result's keys, filled in
+    spec: ModelSpec
+    family: str
+    attention: bool
+    seed: int
+    data_key: str
+    n_features: int
+    label: str  # how progress lines name the cell
+    prior: list[TrialRecord] = field(default_factory=list)  # committed trials of this attempt (resume)
+
+    @property
+    def shape(self) -> Shape:
+        r = self.spec.resources
+        train = self.family == "torch" and (r.backend == "train" or (r.backend == "auto" and r.workers > 1))
+        return Shape(r.cpus, r.gpus, r.workers if train else 0)
+
+    @property
+    def cost(self) -> float:
+        n = self.base.n_train or 1
+        return n * (self.n_features + 1) * self.spec.trials * family_cost(self.family)
+
+
+@dataclass
+class Running:
+    slot: Slot
+    req: TrialRequest
+    cell: CellState
+    started: float
+
+
+class CellState:
+    """A cell's search in progress."""
+
+    def __init__(self, plan: CellPlan) -> None:
+        self.plan = plan
+        self.spec = plan.spec
+        self.cap = concurrency_cap(plan.spec)
+        final = self._final(plan.prior)
+        self.trials: list[TrialRecord] = list(plan.prior)
+        self.final: set[int] = {r.suggestion for r in final}
+        self.final_records = final
+        self.outstanding: set[int] = set()
+        self.requeue: list[TrialRequest] = []
+        self.running = 0
+        self.next_index = max((r.trial_index for r in plan.prior), default=-1) + 1
+        self.spent = sum(r.seconds or 0.0 for r in plan.prior)
+        self.search: CellSearch | None = None
+        self.first_start: float | None = None
+        self.data: FoldData | None = None
+
+    @staticmethod
+    def _final(prior: list[TrialRecord]) -> list[TrialRecord]:
+        """One record per suggestion that has ended for good (a lost first attempt has not)."""
+        out: dict[int, TrialRecord] = {}
+        for r in sorted(prior, key=lambda r: r.trial_index):
+            if r.status != Status.INFRA.value or r.attempt > INFRA_REQUEUES:
+                out[r.suggestion] = r
+        return list(out.values())
+
+    @property
+    def started(self) -> bool:
+        return self.search is not None
+
+    def budget_left(self, now: float) -> bool:
+        return self.spent < self.spec.time_budget_s
+
+    def can_dispatch(self, now: float) -> bool:
+        if self.running >= self.cap:
+            return False
+        if self.requeue:
+            return True
+        return len(self.final) + len(self.outstanding) < self.spec.trials and self.budget_left(now)
+
+    def done(self, now: float) -> bool:
+        if self.running or self.requeue or self.outstanding:
+            return False
+        return len(self.final) >= self.spec.trials or not self.budget_left(now)
+
+    def next_request(self, run_id: str) -> TrialRequest:
+        if self.requeue:
+            return self.requeue.pop(0)
+        assert self.search is not None
+        suggestion, config = self.search.suggest()
+        self.outstanding.add(suggestion)
+        return self.request(suggestion, config, attempt=1)
+
+    def request(self, suggestion: int, config: dict[str, Any], attempt: int) -> TrialRequest:
+        p, r = self.plan, self.spec.resources
+        index = self.next_index
+        self.next_index += 1
+        return TrialRequest(
+            cell_id=p.base.cell_id, trial_id=f"{p.base.cell_id}-{p.base.attempts}-{index}", trial_index=index,
+            suggestion=suggestion, attempt=attempt, model_name=self.spec.name, config=config, seed=p.seed,
+            data_key=p.data_key, cpus=r.cpus, gpus=r.gpus, workers=r.workers, backend=r.backend,
+            trial_timeout_s=self.spec.trial_timeout_s, attention=p.attention, asha=self.spec.search == "asha")
+
+    def result(self) -> tuple[CellResult, dict[str, Any] | None]:
+        """The selected trial's (best validation score; ties: lower validation loss) test metrics."""
+        res = self.plan.base
+        res.n_trials = len(self.trials)
+        res.n_trials_failed = sum(not Status(t.status).scored for t in self.trials)
+        if self.trials:
+            starts = [t.started_at for t in self.trials if t.started_at]
+            ends = [t.finished_at for t in self.trials if t.finished_at]
+            if starts and ends:
+                res.search_seconds = (max(ends) - min(starts)).total_seconds()
+        scored = [t for t in self.trials if Status(t.status).scored and t.val_score is not None]
+        res.finished_at = utcnow()
+        if not scored:
+            statuses = [t.status for t in self.trials] or [Status.ERROR.value]
+            res.status = (Status.INFRA.value if all(s == Status.INFRA.value for s in statuses)
+                          else next((s for s in statuses if s in {m.value for m in MODEL_FAILURES}), statuses[0]))
+            res.error = next((t.error for t in self.trials if t.error), "no trial finished")
+            return res, None
+        best = max(scored, key=lambda t: (t.val_score, -(t.val_loss if t.val_loss is not None else math.inf),
+                                          -t.trial_index))
+        res.status = Status.OK.value
+        res.best_config, res.best_trial = best.config, best.trial_id
+        for key in CARRIED:
+            setattr(res, key, getattr(best, key))
+        return res, best.attention
+
+
+class Scheduler:
+    def __init__(self, plans: list[CellPlan], *, load: Callable[[str], FoldData], store: Any, run_row: dict[str, Any],
+                 progress: Progress, on_cell: Callable[[CellResult], None]) -> None:
+        self.load = load
+        self.store = store
+        self.run_row = run_row
+        self.progress = progress
+        self.on_cell = on_cell
+        # Longest first, one fold's cells together: folds by their cells' total cost, then cells by cost.
+        by_key: dict[str, float] = defaultdict(float)
+        for p in plans:
+            by_key[p.data_key] += p.cost
+        plans = sorted(plans, key=lambda p: (-by_key[p.data_key], p.data_key, -p.cost))
+        self.cells = [CellState(p) for p in plans]
+        self.users: Counter[str] = Counter(p.data_key for p in plans)
+        self.refs: dict[str, Any] = {}
+        self.meta: dict[str, FoldData] = {}
+        self.inflight: dict[Any, Running] = {}
+        self.to_write: list[TrialRecord] = []
+        self.to_commit: list[tuple[CellResult, dict[str, Any] | None]] = []
+        self.last_flush = time.monotonic()
+        self.last_resize = 0.0
+        self.counts = Counts(cells_total=len(plans),
+                             trials_planned=sum(max(0, p.spec.trials - len(CellState._final(p.prior))) for p in plans))
+        families = sorted({p.family for p in plans})
+        self.pool = WorkerPool(families, notice=progress.line)
+        self.board: Any = None
+        if any(p.spec.search == "asha" for p in plans):
+            import ray
+
+            from pipeline.engine.searchers import RungBoard
+
+            board: Any = ray.remote(num_cpus=0)(RungBoard)
+            self.board = board.remote()
+        self.n_done = self.n_failed = 0
+
+    # ------------------------------------------------------------------------------------------ loop
+    def run(self) -> None:
+        """Run every cell to its end; KeyboardInterrupt (Ctrl-C, SIGTERM) stops early, losing only
+        the trials that were running."""
+        try:
+            self._resize(force=True)
+            self.pool.wait_ready(60)
+            while self.cells or self.inflight:
+                now = time.monotonic()
+                self._resize()
+                self._dispatch(now)
+                self._collect()
+                self._check_timeouts()
+                self._finish_cells()
+                self._flush()
+                self._status()
+            self._flush(force=True)
+        except KeyboardInterrupt:
+            self._abandon()
+            raise
+        finally:
+            self.pool.shutdown()
+            self.progress.close()
+
+    def _abandon(self) -> None:
+        """An interrupt: end the running trials without a record (nothing failed), keep what finished."""
+        self.inflight.clear()
+        self.pool.shutdown()
+        try:
+            self._flush(force=True)
+        except KeyboardInterrupt:  # a second Ctrl-C while committing: commit anyway, it is short
+            self._flush(force=True)
+
+    # ------------------------------------------------------------------------------------- dispatch
+    def _demand(self) -> dict[Shape, int]:
+        """Trials each shape could run at once now: what each cell has left, within its cap."""
+        demand: Counter[Shape] = Counter()
+        for c in self.cells:
+            left = max(0, c.spec.trials - len(c.final)) if c.budget_left(0) else c.running + len(c.requeue)
+            demand[c.plan.shape] += min(left, c.cap)
+        return dict(demand)
+
+    def _resize(self, force: bool = False) -> None:
+        now = time.monotonic()
+        failed = self.pool.poll()
+        for slot, err in failed:
+            self.progress.line(f"  notice: a worker ({slot.shape}) failed to start: {err}")
+        if not force and now - self.last_resize < RESIZE_EVERY_S:
+            return
+        self.last_resize = now
+        self.pool.resize(self._demand())
+
+    def _dispatch(self, now: float) -> None:
+        for slot in self.pool.idle():
+            cell = next((c for c in self.cells if c.plan.shape == slot.shape and c.can_dispatch(now)), None)
+            if cell is None:
+                continue
+            if not cell.started:
+                self._start(cell)
+            req = cell.next_request(self.run_row["run_id"])
+            ref = slot.actor.run.remote(req, [self.refs[cell.plan.data_key]], self.board)
+            slot.busy = True
+            cell.running += 1
+            cell.first_start = cell.first_start or now
+            self.inflight[ref] = Running(slot, req, cell, time.monotonic())
+
+    def _start(self, cell: CellState) -> None:
+        import ray
+
+        key = cell.plan.data_key
+        if key not in self.refs:
+            data = self.load(key)
+            self.meta[key] = data
+            self.refs[key] = ray.put(data)
+        data = self.meta[key]
+        base = cell.plan.base
+        base.task_type, base.n_train, base.n_valid, base.n_test = (data.task_type, len(data.train), len(data.valid),
+                                                                   len(data.test))
+        cell.search = CellSearch(cell.spec, cell.plan.seed, cell.final_records)
+        if self.board is not None and cell.spec.search == "asha" and cell.plan.prior:
+            self.board.replay.remote(base.cell_id, [t.curve for t in cell.plan.prior])
+        self.counts.cells_running += 1
+
+    # -------------------------------------------------------------------------------------- collect
+    def _collect(self) -> None:
+        import ray
+
+        if not self.inflight:
+            time.sleep(WAIT_S)
+            return
+        refs = list(self.inflight)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=WAIT_S)
+        if ready:
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        for ref in ready:
+            run = self.inflight.pop(ref)
+            try:
+                rec: TrialRecord = ray.get(ref)
+            except Exception as err:  # the worker is gone (killed, its node lost, Ray's memory monitor)
+                self._lost(run, err)
+                continue
+            run.slot.busy = False
+            self._record(run, rec)
+
+    def _lost(self, run: Running, err: BaseException) -> None:
+        import ray.exceptions
+
+        self.pool.drop(run.slot)
+        # RayTaskError: our code raised outside the model (a bug), recorded as the trial's error.
+        status = Status.ERROR if isinstance(err, ray.exceptions.RayTaskError) else lost_worker_status(err)
+        text = f"{type(err).__name__}: {err}"[-4000:]
+        rec = self._placeholder(run, status, text)
+        requeue = status == Status.INFRA and run.req.attempt <= INFRA_REQUEUES
+        self._record(run, rec, final=not requeue)
+        if requeue:
+            last = text.strip().splitlines()
+            self.progress.line(f"  {run.cell.plan.label}: trial {run.req.trial_index} lost to the infrastructure "
+                               f"({last[-1][:200] if last else '?'}); running it again")
+            cell, req = run.cell, run.req
+            cell.requeue.append(cell.request(req.suggestion, req.config, attempt=req.attempt + 1))
+
+    def _placeholder(self, run: Running, status: Status, error: str) -> TrialRecord:
+        req = run.req
+        started = utcnow()
+        seconds = time.monotonic() - run.started
+        from datetime import timedelta
+
+        return TrialRecord(cell_id=req.cell_id, trial_id=req.trial_id, trial_index=req.trial_index,
+                           suggestion=req.suggestion, attempt=req.attempt, config=dict(req.config), status=status.value,
+                           error=error, seconds=seconds, started_at=started - timedelta(seconds=seconds),
+                           finished_at=started, node=run.slot.where.get("node"), worker=run.slot.where.get("worker"))
+
+    def _record(self, run: Running, rec: TrialRecord, final: bool = True) -> None:
+        cell = run.cell
+        cell.running -= 1
+        rec.run_id = self.run_row["run_id"]
+        rec.cell_attempt = cell.plan.base.attempts
+        cell.trials.append(rec)
+        cell.spent += rec.seconds or 0.0
+        self.to_write.append(rec)
+        if final:
+            cell.outstanding.discard(run.req.suggestion)
+            cell.final.add(run.req.suggestion)
+            self.counts.trials_done += 1
+            if cell.search is not None:
+                cell.search.complete(run.req.suggestion, rec)
+
+    def _check_timeouts(self) -> None:
+        from pipeline.engine.faults import TrialTimeout
+
+        now = time.monotonic()
+        for ref, run in list(self.inflight.items()):
+            limit = hard_limit_s(run.req.trial_timeout_s)
+            if now - run.started <= limit:
+                continue
+            del self.inflight[ref]
+            self.pool.drop(run.slot)  # kills the actor and the runaway fit in it; the pool replaces it
+            msg = (f"{TrialTimeout.__name__}: still running {now - run.started:.0f} s after it started; "
+                   f"trial_timeout_s is {run.req.trial_timeout_s:g} and the model did not stop at it")
+            self._record(run, self._placeholder(run, Status.TIMEOUT, msg))
+
+    # ---------------------------------------------------------------------------------------- finish
+    def _finish_cells(self) -> None:
+        now = time.monotonic()
+        left = []
+        for cell in self.cells:
+            if not cell.started and cell.done(now):
+                self._start(cell)  # a resumed search whose trials had all been committed: its result only
+            if not (cell.started and cell.done(now)):
+                left.append(cell)
+                continue
+            self.to_commit.append(cell.result())
+            self.counts.cells_running -= 1
+            key = cell.plan.data_key
+            self.users[key] -= 1
+            if not self.users[key]:
+                self.refs.pop(key, None)
+                self.meta.pop(key, None)
+            if self.board is not None and cell.spec.search == "asha":
+                self.board.forget.remote(cell.plan.base.cell_id)
+        self.cells = left
+
+    def _flush(self, force: bool = False) -> None:
+        if not (self.to_write or self.to_commit):
+            return
+        if not force and time.monotonic() - self.last_flush < FLUSH_EVERY_S:
+            return
+        trials, cells = self.to_write, self.to_commit
+        n_ok = sum(res.status == Status.OK.value for res, _ in cells)
+        self.run_row.update(n_done=self.n_done + n_ok, n_failed=self.n_failed + len(cells) - n_ok)
+        self.store.commit(trials, cells, self.run_row)
+        self.n_done, self.n_failed = self.run_row["n_done"], self.run_row["n_failed"]
+        self.to_write, self.to_commit = [], []
+        self.last_flush = time.monotonic()
+        self.counts.cells_done, self.counts.cells_failed = self.n_done, self.n_failed
+        for res, _ in cells:
+            self.on_cell(res)
+
+    def _status(self) -> None:
+        self.counts.slots_busy = self.pool.n_busy()
+        self.counts.slots = len(self.pool.slots)
+        self.progress.status(self.counts)

@@ -1,0 +1,204 @@
+"""Each cell's search: its space, its searcher, and its early-stopping rungs.
+
+The searchers are Ray Tune's own, driven through their ``Searcher`` interface (``suggest`` /
+``on_trial_complete``) by the engine rather than by a Tune experiment, so that the trials of every
+cell of a suite can share one queue:
+
+- ``random``: the model's defaults first, then seeded random samples (Tune's ``OptunaSearch`` with
+  Optuna's ``RandomSampler``: the samples do not depend on earlier results, so a resumed search
+  draws exactly the configurations the uninterrupted one would have);
+- ``tpe``: the defaults first, then Optuna's TPE sampler (the protocol of TabR, TabM and TALENT),
+  with a few trials of a cell at a time so that each suggestion learns from the ones before;
+- ``asha``: ``random`` plus asynchronous successive halving: at epochs 3, 9, 27, … a trial goes on
+  only if its validation score is in the top third of those its cell recorded at that rung.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pipeline.engine.records import TrialRecord
+from pipeline.models.registry import get
+from pipeline.spec import ModelSpec
+
+GRACE_EPOCHS = 3
+REDUCTION_FACTOR = 3
+MAX_RUNG_EPOCHS = 10_000
+
+
+def tune_space(spec: ModelSpec) -> dict[str, Any]:
+    """The model's space with the suite's overrides, as Ray Tune domains; fixed values stay constants."""
+    from ray import tune
+
+    info = get(spec.name)
+    space: dict[str, Any] = {**info.full_space, **spec.space}
+    out: dict[str, Any] = {}
+    for key, dom in space.items():
+        if not isinstance(dom, dict):
+            out[key] = dom
+            continue
+        (kind, arg), = dom.items()
+        if kind == "choice":
+            out[key] = tune.choice(arg)
+        elif kind == "uniform":
+            out[key] = tune.uniform(*arg)
+        elif kind == "loguniform":
+            out[key] = tune.loguniform(*arg)
+        elif kind == "int":
+            out[key] = tune.randint(int(arg[0]), int(arg[1]) + 1)
+        elif kind == "logint":
+            out[key] = tune.lograndint(int(arg[0]), int(arg[1]) + 1)
+    out.update(spec.fixed)
+    return out
+
+
+def default_point(spec: ModelSpec) -> dict[str, Any]:
+    """The defaults, restricted to the searched keys, with the suite's fixed values.
+
+    Where a suite narrows a domain so that the default falls outside it, the default is moved
+    into the domain (clipped to the range, or the first choice).
+    """
+    info = get(spec.name)
+    defaults = {**info.all_defaults, **{k: v for k, v in spec.space.items() if not isinstance(v, dict)}, **spec.fixed}
+    point = {}
+    for k in tune_space(spec):
+        v, dom = defaults[k], spec.space.get(k)
+        if isinstance(dom, dict) and k not in spec.fixed:
+            (kind, arg), = dom.items()
+            if kind == "choice" and v not in arg:
+                v = arg[0]
+            elif kind != "choice":
+                v = min(max(v, arg[0]), arg[1])
+                v = round(v) if kind in ("int", "logint") else v
+        point[k] = v
+    return point
+
+
+def concurrency_cap(spec: ModelSpec) -> int:
+    """How many trials of one cell may run at once: TPE learns from finished trials, so it gets a
+    few at a time; random samples and ASHA need no cap."""
+    if spec.search == "tpe":
+        return max(1, min(4, spec.trials // 5))
+    return spec.trials
+
+
+class CellSearch:
+    """The searcher of one cell: hands out numbered suggestions and hears how each ended."""
+
+    def __init__(self, spec: ModelSpec, seed: int, done: list[TrialRecord] | None = None) -> None:
+        import optuna
+        from ray.tune.search.optuna import OptunaSearch
+        from ray.tune.search.sample import Domain
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        space = tune_space(spec)
+        self.constants = {k: v for k, v in space.items() if not isinstance(v, Domain)}
+        self.domains = {k: v for k, v in space.items() if isinstance(v, Domain)}
+        defaults = {k: v for k, v in default_point(spec).items() if k in self.domains}
+        done = [r for r in (done or []) if r.attempt == 1 or r.status != "infra"]  # one per suggestion
+        by_suggestion = {r.suggestion: r for r in done}
+        self.redo: list[tuple[int, dict[str, Any]]] = []
+        self.next = 0
+        self.searcher: Any = None
+        if self.domains:
+            sampler: optuna.samplers.BaseSampler
+            # A resumed TPE search is told its history below; its own draws get a seed of their own, or
+            # its start-up phase would draw the configurations of the interrupted run again.
+            if spec.search == "tpe":
+                sampler = optuna.samplers.TPESampler(seed=seed + 100_003 * (max(by_suggestion, default=-1) + 1))
+            else:
+                sampler = optuna.samplers.RandomSampler(seed=seed)
+            first = [] if (spec.search == "tpe" and 0 in by_suggestion) else [defaults]
+            self.searcher = OptunaSearch(metric="val_score", mode="max", points_to_evaluate=first, sampler=sampler)
+            self.searcher.set_search_properties(None, None, self.domains)
+        if not by_suggestion:
+            return
+        if spec.search == "tpe":  # the history is what TPE learns from: tell it, then go on numbering
+            for r in done:
+                if self.searcher is not None and r.config:
+                    params = {k: r.config[k] for k in self.domains if k in r.config}
+                    value = r.val_score if r.val_score is not None and math.isfinite(r.val_score) else None
+                    self.searcher.add_evaluated_point(params, value if value is not None else 0.0,
+                                                      error=value is None)
+            self.next = max(by_suggestion) + 1
+            return
+        # Random samples do not depend on results: draw the same sequence again, skip what is done,
+        # and run again what was lost (a trial in flight when the run stopped).
+        for i in range(max(by_suggestion) + 1):
+            n, config = self._draw()
+            if i in by_suggestion:
+                self.complete(n, by_suggestion[i])
+            else:
+                self.redo.append((n, config))
+
+    def _draw(self) -> tuple[int, dict[str, Any]]:
+        n = self.next
+        self.next += 1
+        config = self.searcher.suggest(str(n)) if self.searcher is not None else {}
+        return n, {**self.constants, **config}
+
+    def suggest(self) -> tuple[int, dict[str, Any]]:
+        """The next suggestion's number and its full configuration (searched values and constants)."""
+        return self.redo.pop(0) if self.redo else self._draw()
+
+    def complete(self, suggestion: int, record: TrialRecord) -> None:
+        if self.searcher is None:
+            return
+        ok = record.val_score is not None and math.isfinite(record.val_score)
+        self.searcher.on_trial_complete(str(suggestion), result={"val_score": record.val_score} if ok else None,
+                                        error=not ok)
+
+
+class Rungs:
+    """Asynchronous successive halving over the epochs (or boosting rounds) of one cell's trials."""
+
+    def __init__(self, grace: int = GRACE_EPOCHS, reduction_factor: int = REDUCTION_FACTOR,
+                 max_t: int = MAX_RUNG_EPOCHS) -> None:
+        self.rf = reduction_factor
+        self.milestones: list[int] = []
+        t = grace
+        while t < max_t:
+            self.milestones.append(t)
+            t *= reduction_factor
+        self.recorded: dict[int, list[float]] = {m: [] for m in self.milestones}
+
+    def decide(self, epoch: int, score: float) -> bool:
+        """Record a trial's score at ``epoch``; False when it should stop (below the rung's top 1/rf)."""
+        if epoch not in self.recorded:
+            return True
+        score = score if math.isfinite(score) else -math.inf
+        rung = self.recorded[epoch]
+        rung.append(score)
+        finite = [s for s in rung if math.isfinite(s)]
+        if not finite:
+            return True
+        cutoff = float(np.percentile(finite, (1 - 1 / self.rf) * 100))
+        return score >= cutoff
+
+    def replay(self, curve: list[dict[str, Any]] | None) -> None:
+        """Record a finished trial's rung scores from its curve (a resumed search keeps its rungs)."""
+        for point in curve or []:
+            epoch, score = point.get("epoch"), point.get("val_score")
+            if epoch in self.recorded and isinstance(score, int | float):
+                self.recorded[epoch].append(float(score))
+
+
+class RungBoard:
+    """The rungs of every ASHA cell of a run, in one small Ray actor that trials ask at each rung."""
+
+    def __init__(self) -> None:
+        self.cells: dict[str, Rungs] = {}
+
+    def replay(self, cell_id: str, curves: list[list[dict[str, Any]] | None]) -> None:
+        rungs = self.cells.setdefault(cell_id, Rungs())
+        for curve in curves:
+            rungs.replay(curve)
+
+    def decide(self, cell_id: str, epoch: int, score: float) -> bool:
+        return self.cells.setdefault(cell_id, Rungs()).decide(epoch, score)
+
+    def forget(self, cell_id: str) -> None:
+        self.cells.pop(cell_id, None)

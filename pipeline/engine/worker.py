@@ -1,0 +1,116 @@
+"""A trial, and the warm Ray actor that runs trials one after another.
+
+``run_trial`` fits one configuration on one cell's data and scores it on validation *and* test: the
+engine selects by validation only, and the selected trial's test metrics and cost become the cell's
+result, so no configuration is ever trained twice. It never raises for the model's failure: the
+status and the traceback go into the record. It knows nothing of the scheduler and runs without Ray
+(a test, a notebook).
+
+``TrialWorker`` lives for the whole run: imports happen once, each fold's arrays are fetched from
+the object store once and cached, and a trial is one method call.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from pipeline.data.preprocess import FoldData
+from pipeline.engine.faults import classify
+from pipeline.engine.records import Status, TrialRecord, TrialRequest
+from pipeline.spec import Resources
+
+CACHED_FOLDS = 3  # fold arrays a worker keeps; the scheduler runs one fold's cells together
+FIELDS = ("val_score", "val_loss", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "epochs",
+          "best_epoch", "stop_reason", "fit_seconds", "predict_seconds", "predict_rows_per_s", "peak_cpu_mb",
+          "peak_gpu_mb", "n_params", "flops_per_row", "device", "curve", "attention")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float], bool] | None = None,
+              data_ref: Any = None) -> TrialRecord:
+    """Fit and score one trial; ``decide(epoch, val_score)`` is ASHA's word on going on."""
+    from pipeline.train.workers import run_fit
+
+    rec = TrialRecord(cell_id=req.cell_id, trial_id=req.trial_id, trial_index=req.trial_index,
+                      suggestion=req.suggestion, attempt=req.attempt, config=dict(req.config), started_at=utcnow())
+    t0 = time.perf_counter()
+    on_epoch = None
+    if decide is not None:
+        def on_epoch(point: dict[str, float]) -> bool:
+            return decide(int(point["epoch"]), float(point["val_score"]))
+    resources = Resources(cpus=req.cpus, gpus=req.gpus, workers=req.workers, backend=req.backend)  # type: ignore[arg-type]
+    try:
+        out = run_fit(req.model_name, req.config, data, resources, seed=req.seed, max_seconds=req.trial_timeout_s,
+                      score_test=True, attention=req.attention, on_epoch=on_epoch, data_ref=data_ref)
+    except Exception as err:  # the model's failure is the trial's record, never the engine's exception
+        rec.status = classify(err).value
+        rec.error = "".join(traceback.format_exception(err))[-4000:]
+    else:
+        for key in FIELDS:
+            if key in out:
+                setattr(rec, key, out[key])
+        rec.status = (Status.STOPPED if out.get("stop_reason") == "pruned" else Status.OK).value
+        if rec.val_score is None or not math.isfinite(rec.val_score):
+            rec.status, rec.error = Status.DIVERGED.value, f"the validation score is {rec.val_score}"
+    rec.seconds = time.perf_counter() - t0
+    rec.finished_at = utcnow()
+    return rec
+
+
+class TrialWorker:
+    """A long-lived Ray actor: one per slot of one resource shape (CPUs and whole or fractional GPUs)."""
+
+    def __init__(self) -> None:
+        self.folds: OrderedDict[str, FoldData] = OrderedDict()
+        self.where: dict[str, str] = {}
+
+    def ready(self, families: list[str]) -> dict[str, str]:
+        """Import what the run's models need (once per worker) and say where this worker is."""
+        import ray
+
+        if "torch" in families:
+            import torch  # noqa: F401
+
+            import pipeline.train.loop
+        if "gbdt" in families:
+            import catboost  # noqa: F401
+            import xgboost  # noqa: F401
+        import pipeline.train.fit  # noqa: F401
+
+        self.where = {"node": ray.get_runtime_context().get_node_id(), "worker": f"{socket.gethostname()}:{os.getpid()}"}
+        return self.where
+
+    def _fold(self, key: str, ref: Any) -> FoldData:
+        import ray
+
+        if key in self.folds:
+            self.folds.move_to_end(key)
+        else:
+            self.folds[key] = ray.get(ref)
+            while len(self.folds) > CACHED_FOLDS:
+                self.folds.popitem(last=False)
+        return self.folds[key]
+
+    def run(self, req: TrialRequest, data_ref: list[Any], board: Any = None) -> TrialRecord:
+        """Run one trial. ``data_ref`` is a one-element list so that Ray hands over the reference, and
+        the arrays are fetched only when this worker has not cached them."""
+        import ray
+
+        decide = None
+        if req.asha and board is not None:
+            def decide(epoch: int, score: float) -> bool:
+                return bool(ray.get(board.decide.remote(req.cell_id, epoch, score)))
+        rec = run_trial(req, self._fold(req.data_key, data_ref[0]), decide=decide, data_ref=data_ref[0])
+        rec.node, rec.worker = self.where.get("node"), self.where.get("worker")
+        return rec

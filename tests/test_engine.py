@@ -1,0 +1,163 @@
+"""The engine's parts that need no cluster: searchers and their resumption, ASHA rungs, records and
+the store's columns derived from them, failure classification, progress lines."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from pipeline.data.store import Store
+from pipeline.engine import faults
+from pipeline.engine.progress import Counts, Progress
+from pipeline.engine.records import CellResult, Status, TrialRecord, sql_columns
+from pipeline.engine.searchers import CellSearch, Rungs, concurrency_cap, default_point
+from pipeline.spec import ModelSpec
+from pipeline.train.loop import Diverged
+
+
+def spec(**kw) -> ModelSpec:
+    return ModelSpec(**{"name": "xgboost", "trials": 8, **kw})
+
+
+def draws(search: CellSearch, n: int) -> list[tuple[int, dict]]:
+    out = []
+    for _ in range(n):
+        i, config = search.suggest()
+        out.append((i, config))
+        search.complete(i, TrialRecord(cell_id="c", trial_id=str(i), status="ok", val_score=0.5 + 0.01 * i))
+    return out
+
+
+def record(i: int, config: dict, score: float | None = 0.7, status: str = "ok", attempt: int = 1) -> TrialRecord:
+    return TrialRecord(cell_id="c", trial_id=f"t{i}-{attempt}", suggestion=i, trial_index=i, attempt=attempt,
+                       config=config, status=status, val_score=score)
+
+
+@pytest.mark.parametrize("kind", ["random", "tpe", "asha"])
+def test_every_search_tries_the_defaults_first_then_seeded_distinct_samples(kind):
+    s = spec(search=kind, fixed={"n_estimators": 50})
+    first = draws(CellSearch(s, seed=3), 6)
+    assert first[0][1] == default_point(s)
+    assert [i for i, _ in first] == list(range(6))
+    assert all(c["n_estimators"] == 50 for _, c in first)  # fixed values travel with every suggestion
+    assert len({tuple(sorted(c.items())) for _, c in first}) == 6
+    assert draws(CellSearch(s, seed=3), 6) == first  # the same seed, the same search
+    assert draws(CellSearch(s, seed=4), 6)[1:] != first[1:]
+
+
+def test_a_resumed_random_search_reruns_what_was_lost_and_continues_the_same_sequence():
+    s = spec()
+    whole = draws(CellSearch(s, seed=0), 6)
+    # Suggestions 0, 1 and 3 were committed; 2 was running when the run stopped.
+    done = [record(i, whole[i][1]) for i in (0, 1, 3)]
+    resumed = CellSearch(s, seed=0, done=done)
+    assert resumed.suggest() == whole[2]
+    assert resumed.suggest() == whole[4]
+    assert resumed.suggest() == whole[5]
+
+
+def test_a_resumed_tpe_search_learns_from_the_history_and_does_not_repeat_it():
+    s = spec(search="tpe", trials=20)
+    history = draws(CellSearch(s, seed=0), 5)
+    done = [record(i, c, score=0.5 + 0.05 * i) for i, c in history]
+    done.append(record(5, {**history[0][1], "max_depth": 2}, score=None, status="error"))  # a failure is history too
+    resumed = CellSearch(s, seed=0, done=done)
+    i, config = resumed.suggest()
+    assert i == 6
+    assert config != default_point(s)  # the defaults were tried already
+    assert config not in [c for _, c in history]
+
+
+def test_an_infra_loss_and_its_retry_are_one_suggestion():
+    s = spec()
+    whole = draws(CellSearch(s, seed=1), 3)
+    done = [record(0, whole[0][1]), record(1, whole[1][1], status="infra", score=None),
+            record(1, whole[1][1], attempt=2)]
+    assert CellSearch(s, seed=1, done=done).suggest() == whole[2]
+
+
+def test_tpe_runs_a_few_trials_of_a_cell_at_a_time_and_the_others_are_not_capped():
+    assert concurrency_cap(spec(search="tpe", trials=20)) == 4
+    assert concurrency_cap(spec(search="tpe", trials=3)) == 1
+    assert concurrency_cap(spec(search="random", trials=20)) == 20
+    assert concurrency_cap(spec(search="asha", trials=20)) == 20
+
+
+def test_a_model_without_a_space_is_suggested_its_fixed_configuration():
+    s = spec(space={k: v for k, v in default_point(spec()).items()})
+    search = CellSearch(s, seed=0)
+    assert search.searcher is None
+    assert draws(search, 2) == [(0, default_point(s)), (1, default_point(s))]
+
+
+def test_asha_keeps_the_top_third_at_each_rung_and_ignores_other_epochs():
+    rungs = Rungs()
+    assert rungs.milestones[:3] == [3, 9, 27]
+    assert rungs.decide(3, 0.5)  # the first at a rung always goes on
+    assert rungs.decide(3, 0.9)
+    assert not rungs.decide(3, 0.6)  # below the top third of (0.5, 0.9, 0.6)
+    assert not rungs.decide(3, math.nan)  # a diverging trial stops
+    assert rungs.decide(4, 0.0)  # not a rung
+    assert rungs.decide(9, 0.1)
+
+
+def test_a_resumed_asha_cell_keeps_its_rungs_from_the_committed_curves():
+    rungs = Rungs()
+    rungs.replay([{"epoch": 3, "val_score": 0.9}, {"epoch": 4, "val_score": 0.95}, {"epoch": 9, "val_score": 0.9}])
+    rungs.replay([{"epoch": 3, "val_score": 0.8}])
+    assert rungs.recorded[3] == [0.9, 0.8] and rungs.recorded[9] == [0.9]
+    assert not rungs.decide(3, 0.7)
+
+
+def test_the_store_derives_its_columns_from_the_records(tmp_path):
+    store = Store(tmp_path / "r.duckdb")
+    described = store.read("DESCRIBE trials"), store.read("DESCRIBE results")
+    trials, results = (dict(zip(d.column_name, d.column_type, strict=True)) for d in described)
+    assert list(trials) == [n for n, _ in sql_columns(TrialRecord)]
+    assert "attention" not in trials  # kept out of the trials table by its field metadata
+    assert list(results) == [n for n, _ in sql_columns(CellResult)]
+    assert trials["started_at"] == "TIMESTAMP" and trials["n_params"] == "BIGINT" and trials["config"] == "JSON"
+    for f in dataclasses.fields(TrialRecord):  # every stored field has a type the store knows
+        assert f.name in trials or not f.metadata.get("stored", True)
+
+
+def test_a_record_and_its_result_round_trip_through_one_commit(tmp_path):
+    store = Store(tmp_path / "r.duckdb")
+    t = TrialRecord(cell_id="c1", trial_id="c1-t0", run_id="r", config={"lr": 0.1}, status="ok", val_score=0.8,
+                    accuracy=0.75, curve=[{"epoch": 1, "val_score": 0.8}], node="n", worker="h:1")
+    res = CellResult(cell_id="c1", run_id="r", suite="s", dataset="d", task_type="binary", repeat=0, fold=0,
+                     sample_size="all", seed=0, model="m", model_name="xgboost", spec_hash="h", status="ok",
+                     best_trial="c1-t0", accuracy=0.75, val_score=0.8)
+    store.commit([t], [(res, None)])
+    row = store.query("SELECT * FROM trials").iloc[0]
+    assert row.accuracy == 0.75 and row.node == "n" and '"lr"' in row.config
+    assert store.query("SELECT best_trial FROM results").best_trial.tolist() == ["c1-t0"]
+
+
+def test_failures_are_classified_by_what_they_say():
+    assert faults.classify(Diverged("loss is nan")) == Status.DIVERGED
+    assert faults.classify(RuntimeError("CUDA out of memory. Tried to allocate")) == Status.OOM
+    assert faults.classify(MemoryError()) == Status.OOM
+    assert faults.classify(faults.TrialTimeout("past 10 s")) == Status.TIMEOUT
+    assert faults.classify(ValueError("n_blocks=0")) == Status.ERROR
+    assert faults.lost_worker_status(RuntimeError("Task was killed due to the node running low on memory")) \
+        == Status.OOM
+    assert faults.lost_worker_status(RuntimeError("ActorDiedError: the actor died")) == Status.INFRA
+    assert faults.hard_limit_s(100) == 150 and faults.hard_limit_s(4) == 14
+    assert Status.STOPPED.scored and not Status.INFRA.scored
+
+
+def test_progress_prints_plain_status_lines_off_a_terminal():
+    lines: list[str] = []
+    p = Progress(lines.append)
+    assert not p.live
+    c = Counts(cells_total=10, cells_done=3, cells_failed=1, cells_running=2, trials_planned=40, trials_done=10,
+               slots_busy=2, slots=2)
+    p.status(c)  # too soon after the start for a plain line
+    p.status(c, force=True)
+    p.line("[4/10] done")
+    assert lines[0].strip().startswith("cells 4/10 done (1 failed), 2 running, 4 pending")
+    assert "slots 2/2 busy" in lines[0] and "ETA" in lines[0] and lines[1] == "[4/10] done"
+    assert Progress.describe(c, 60).endswith("ETA 3:00")  # 10 of 40 trials took a minute
