@@ -174,7 +174,7 @@ def pin_suite(suite_id: int | str, out_path: str | Path, *, lite: bool = False) 
         f"# Size: {len(task_ids)} tasks"
         + (f", {min(rows):,}-{max(rows):,} rows each, {sum(rows):,} in all." if rows else "."),
         f"# Cost: {len(task_ids)} tasks × {folds} fold{'s' if folds > 1 else ''} × {n_models} models"
-        f" = {len(task_ids) * folds * n_models:,} cells, {trials} trials + {n_models} refits per task-fold.",
+        f" = {len(task_ids) * folds * n_models:,} cells, {trials} trials per task-fold (no refit: the selected trial is the result).",
         "# Every task keeps OpenML's own train/test folds; validation is carved from each training fold.",
     ]
     if meta_note:

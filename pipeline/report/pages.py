@@ -380,9 +380,9 @@ def per_model(df: pd.DataFrame, how: dict[str, str], data: ReportData) -> pd.Dat
 def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
     p = Page("compute.html", "Compute")
     p.card("Per model, means over the (dataset, training size) rows of the compute view, cells that finished ok: "
-           "train time of the final refit, the whole search's time, inference rows per second, forward FLOPs "
+           "train time of the selected trial, the whole search's time (first trial start to last trial end), inference rows per second, forward FLOPs "
            "per row (torch models; boosting has none), parameters (for boosting: tree nodes for XGBoost, leaf values for CatBoost). "
-           "GPU-hours add up the search and refit time of cells that ran on a CUDA device, one GPU each.")
+           "GPU-hours add up the run time of every trial that ran on a CUDA device, one GPU each.")
     c = data.compute
     if c.empty:
         p.add(note("No finished cells."))
@@ -394,7 +394,7 @@ def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
              cell(num(r.search_seconds, ".3g")), cell(num(r.predict_rows_per_s, ",.0f")),
              cell(num(r.flops_per_row, ".3g", "n/a")), cell(num(r.n_params, ",.0f")), cell(r.devices),
              cell(num(r.gpu_hours, ".4f")), cell(r.n_tasks), cell(r.coverage)] for r in t.itertuples(index=False)]
-    p.add(table(["model", "kind", "train s (refit)", "search s", "inference rows/s", "FLOPs/row", "parameters",
+    p.add(table(["model", "kind", "train s (selected trial)", "search s", "inference rows/s", "FLOPs/row", "parameters",
                  "devices", "GPU-hours", "tasks", "coverage"], rows, "table-compute"))
     if not (t.gpu_hours > 0).any():
         p.add(note("No cell ran on a GPU: GPU-hours are 0."))
@@ -411,7 +411,7 @@ def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
             p.add(note("No model has both a score and a train time at this size."))
         else:
             pts["front"] = agg.pareto_front(pts.fit_seconds, pts.normalized_score)
-            p.figure(figs.pareto(pts, style, "fit_seconds", "normalized_score", "train seconds of the final refit "
+            p.figure(figs.pareto(pts, style, "fit_seconds", "normalized_score", "train seconds of the selected trial "
                                  "(mean over datasets, log scale)", "mean normalised score"), "fig-pareto")
             p.add(note("Outlined points are on the Pareto front: no other model is both faster and better."))
     return p
@@ -420,8 +420,8 @@ def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
 # ---------------------------------------------------------------------------------------- memory
 def page_memory(data: ReportData) -> Page:
     p = Page("memory.html", "Memory")
-    p.card("Peak memory of the final refit of each cell: the worker process's resident memory above its level when "
-           "the refit began (sampled), and the CUDA memory torch allocated above its starting level. Per model, "
+    p.card("Peak memory of the selected trial of each cell: the worker process's resident memory above its level "
+           "when the trial began (sampled), and the CUDA memory torch allocated above its starting level. Per model, "
            "means (and maxima) over the (dataset, training size) rows of the memory view; then how the peak grows "
            "with the number of features.")
     m = data.memory

@@ -118,9 +118,10 @@ VIEWS: dict[str, str] = {
         FROM c JOIN bounds b USING (suite, dataset, sample_size, repeat, fold, seed)
     """,
     # Cost per (suite, dataset, size, model) over the cells that finished ok. fit_seconds is the
-    # final refit; search_seconds the whole search (all trials). gpu_hours counts the wall time of
-    # cells that ran on a CUDA device as one GPU each.
+    # selected trial's training; search_seconds the whole search (first trial start to last trial end).
+    # gpu_hours adds up the run time of every trial that ran on a CUDA device, one GPU each.
     "compute": """
+        WITH gpu AS (SELECT cell_id, sum(seconds) AS s FROM trials WHERE device LIKE 'cuda%' GROUP BY cell_id)
         SELECT r.suite, r.dataset, r.sample_size, r.model, any_value(r.model_name) AS model_name,
                any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train,
                count(*) AS n_ok,
@@ -128,12 +129,11 @@ VIEWS: dict[str, str] = {
                avg(r.predict_rows_per_s) AS predict_rows_per_s, avg(r.flops_per_row) AS flops_per_row,
                avg(r.n_params) AS n_params,
                string_agg(DISTINCT r.device, ',' ORDER BY r.device) AS devices,
-               coalesce(sum(r.search_seconds + r.fit_seconds) FILTER (WHERE r.device LIKE 'cuda%'), 0) / 3600
-                   AS gpu_hours
-        FROM results r LEFT JOIN datasets d USING (dataset)
+               coalesce(sum(g.s), 0) / 3600 AS gpu_hours
+        FROM results r LEFT JOIN datasets d USING (dataset) LEFT JOIN gpu g USING (cell_id)
         WHERE r.status = 'ok' GROUP BY r.suite, r.dataset, r.sample_size, r.model
     """,
-    # Peak memory of the final refit per (suite, dataset, size, model), against the dataset's width.
+    # Peak memory of the selected trial per (suite, dataset, size, model), against the dataset's width.
     "memory": """
         SELECT r.suite, r.dataset, r.sample_size, r.model, any_value(r.model_name) AS model_name,
                any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train, count(*) AS n_ok,
