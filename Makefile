@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast lint browser clean
+.PHONY: setup run test test-fast lint tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,11 +21,14 @@ setup: $(STAMP)
 run: setup
 	$(BIN)/attnbench run
 
-# Browser tests need Debian's chromium; install it when we may (root), else the tests say so.
-browser:
-	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium missing: install Debian's chromium for the browser tests"; }
+# Debian's chromium (browser tests) and tmux (Ctrl-C typed into a real terminal), installed when root.
+tools:
+	@missing=""; for t in chromium tmux; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing:$$missing — install these Debian packages for the browser and terminal tests"; fi; fi
 
-test: setup browser
+test: setup tools
 	$(BIN)/python -m pytest
 
 test-fast: setup

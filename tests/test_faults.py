@@ -292,3 +292,76 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path: Path):
             n.stop()
         for name in ("head", "a", "b"):
             shutil.rmtree(f"{temp}-{name}", ignore_errors=True)
+
+
+def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_completes_each_cell_once(tmp_path: Path):
+    """Ctrl-C typed into a real terminal (tmux): the run stops, records nothing that was only interrupted
+    as a failure, is marked interrupted and exits 130. SIGTERM (``ray job stop``, ``kill``) does the same
+    to the resumed run. A third run completes the rest, each cell once, each search with exactly its
+    trials (the interrupted trials run again, the committed ones do not)."""
+    suite = {**BASE, "datasets": [{"sklearn": "wine"}],
+             "protocol": {"folds": 4, "sample_sizes": [48, "all"]},
+             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 80, "patience": 80, "d_block": 64}}]}
+    n_cells = 8
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
+    db, code_file = tmp_path / "r.duckdb", tmp_path / "exit"
+    cmd = [sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report",
+           "--num-cpus", "2"]
+    env = {**os.environ, "RAY_TMPDIR": f"/tmp/abi-{os.getpid()}"}
+    env.pop("RAY_ADDRESS", None)
+    sock = f"abn-{os.getpid()}"
+    tmux = ["tmux", "-L", sock]
+    shell = f"cd {REPO} && {' '.join(cmd)}; echo $? > {code_file}; sleep 60"
+    subprocess.run([*tmux, "new-session", "-d", "-s", "run", "-x", "200", "-y", "50", shell], env=env, check=True)
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p", "-t", "run", "-S", "-200"], capture_output=True,
+                              text=True).stdout
+
+    def n_results() -> int:
+        return len(results(db)) if db.exists() else 0
+
+    try:
+        deadline = time.monotonic() + 180
+        while "[2/8]" not in screen():
+            assert not code_file.exists() and time.monotonic() < deadline, screen()
+            time.sleep(0.2)
+        subprocess.run([*tmux, "send-keys", "-t", "run", "C-c"], check=True)
+        while not code_file.exists():
+            assert time.monotonic() < deadline, screen()
+            time.sleep(0.2)
+        assert code_file.read_text().strip() == "130", screen()
+        assert "interrupted; completed cells are saved" in screen()
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+    def check_clean(status: str) -> int:
+        store = Store(db)
+        assert store.query("SELECT status FROM runs ORDER BY started_at").status.tolist()[-1] == status
+        trials = store.query("SELECT * FROM trials")
+        assert (trials.status == "ok").all(), trials[["status", "error"]]  # nothing interrupted is a failure
+        res = results(db)
+        assert (res.status == "ok").all() and res.cell_id.is_unique and (res.attempts == 1).all()
+        return len(res)
+
+    first = check_clean("interrupted")
+    assert 2 <= first < n_cells
+
+    term = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    while n_results() < first + 1:  # the resumed run has committed a cell of its own
+        assert term.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    term.send_signal(signal.SIGTERM)
+    out, _ = term.communicate(timeout=60)
+    assert term.returncode == 130, out[-3000:]
+    second = check_clean("interrupted")
+    assert first < second < n_cells, (first, second)
+
+    again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    assert f"{n_cells - second} cells done, 0 failed, {second} already done before" in again.stdout
+    assert check_clean("finished") == n_cells
+    trials = Store(db).query("SELECT cell_id, count(*) AS n, count(DISTINCT suggestion) AS s FROM trials GROUP BY 1")
+    assert (trials.n == 2).all() and (trials.s == 2).all(), trials
