@@ -1,5 +1,6 @@
 """cluster.yaml: valid for Ray's own cluster launcher, and closed to the internet but for SSH; and the
-benchmark submitted as a Ray job to a real (local, two-node) Ray cluster with token authentication.
+benchmark submitted as a Ray job to a real local Ray cluster with token authentication: a head with no
+CPUs and two worker nodes, whose trials the engine spreads over both nodes, several cells at once.
 
 No cloud is contacted: the config is checked with the launcher's schema and default-filling code, and
 with its AWS security-group logic, which creates nothing when every node type names its own group.
@@ -21,6 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 from processes import Spawned, free_port, wait_for_port
+
+from pipeline.engine.usage import usage
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER = REPO / "cluster.yaml"
@@ -113,11 +116,13 @@ def test_docs_security_group_commands_open_only_ssh_from_a_chosen_range():
     assert "ray rsync-down cluster.yaml /home/ray/attnbench/results.duckdb ." in text
 
 
+# Eight cells of two ~1 s trials each: enough for four slots to hold trials of several cells at once.
 TINY = {
     "name": "jobtiny", "seed": 0, "datasets": [{"sklearn": "wine"}],
-    "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]},
-    "models": [{"name": "xgboost", "trials": 2, "fixed": {"n_estimators": 30, "early_stopping_rounds": 10}}],
+    "protocol": {"folds": 4, "sample_sizes": [60, "all"]},
+    "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 60, "patience": 60, "d_block": 64}}],
 }
+N_CELLS = 8
 
 
 def ray_cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
@@ -143,20 +148,24 @@ def test_job_submitted_to_a_token_authenticated_cluster(tmp_path: Path):
     ray = str(Path(sys.executable).with_name("ray"))
     nodes = Spawned()
     try:
-        nodes.start([ray, "start", "--block", "--head", "--num-cpus=1", f"--port={gcs}",
+        # A head with no CPUs (it runs the job's driver, no trial) and two worker nodes of 2 CPUs each.
+        # Each node's agent gets a port of its own: the job API needs the head's agent, and the default
+        # port may be held by another Ray on this machine (the test session's own, for one).
+        nodes.start([ray, "start", "--block", "--head", "--num-cpus=0", f"--port={gcs}",
                      f"--dashboard-port={dash}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                     f"--temp-dir={temp}", "--disable-usage-stats"], env=env, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL)
+                     f"--temp-dir={temp}", "--disable-usage-stats", f"--dashboard-agent-listen-port={free_port()}"],
+                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(gcs)
-        # A second node on the same machine needs its own temp dir: two nodes sharing one would share
+        # Another node on the same machine needs its own temp dir: two nodes sharing one would share
         # runtime_resources/, and one node's agent deletes the job's working_dir while the driver runs in it.
-        nodes.start([ray, "start", "--block", f"--address=127.0.0.1:{gcs}", "--num-cpus=1",
-                     f"--temp-dir={temp}-2"], env={**env, "RAY_TMPDIR": f"{temp}-2"},
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name in ("a", "b"):
+            nodes.start([ray, "start", "--block", f"--address=127.0.0.1:{gcs}", "--num-cpus=2",
+                         f"--temp-dir={temp}-{name}", f"--dashboard-agent-listen-port={free_port()}"],
+                        env={**env, "RAY_TMPDIR": f"{temp}-{name}"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(dash)
         deadline = time.monotonic() + 90
-        while "/2.0 CPU" not in (st := ray_cli("status", f"--address=127.0.0.1:{gcs}", env=env).stdout):
-            assert time.monotonic() < deadline, f"the second node did not join: {st}"
+        while "/4.0 CPU" not in (st := ray_cli("status", f"--address=127.0.0.1:{gcs}", env=env).stdout):
+            assert time.monotonic() < deadline, f"the worker nodes did not join: {st}"
             time.sleep(1)
 
         # Without the token the job API refuses the request.
@@ -166,18 +175,19 @@ def test_job_submitted_to_a_token_authenticated_cluster(tmp_path: Path):
         assert denied.returncode != 0, denied.stdout
 
         t0 = time.monotonic()
-        for _ in range(30):  # the head's job agent takes a few seconds to register after `ray start`
+        agent_deadline = time.monotonic() + 90  # the head's job agent registers a few seconds after `ray start`
+        while True:
             sub = ray_cli("job", "submit", "--address", f"http://127.0.0.1:{dash}", "--submission-id", "jobtiny",
                           "--working-dir", str(work), "--", sys.executable, "-m", "pipeline.cli", "run",
                           "suites/jobtiny.yaml", "--db", str(db), "--no-report", env=env, timeout=400)
-            if "No available agent" not in sub.stderr:
+            if "No available agent" not in sub.stderr or time.monotonic() > agent_deadline:
                 break
             time.sleep(2)
         assert sub.returncode == 0, (sub.stdout + sub.stderr)[-4000:]
         status = ray_cli("job", "status", "--address", f"http://127.0.0.1:{dash}", "jobtiny", env=env)
         assert "Job 'jobtiny' succeeded" in status.stdout, status.stdout + status.stderr
         logs = ray_cli("job", "logs", "--address", f"http://127.0.0.1:{dash}", "jobtiny", env=env).stdout
-        assert "1 cells done, 0 failed" in logs, logs[-3000:]
+        assert f"{N_CELLS} cells done, 0 failed" in logs, logs[-3000:]
         print(f"job finished in {time.monotonic() - t0:.1f} s")
 
         import duckdb
@@ -185,9 +195,16 @@ def test_job_submitted_to_a_token_authenticated_cluster(tmp_path: Path):
         with duckdb.connect(str(db), read_only=True) as con:
             rows = con.execute("SELECT model, status, accuracy FROM results").fetchall()
             hw = json.loads(con.execute("SELECT hardware FROM runs").fetchone()[0])
-        assert len(rows) == 1 and rows[0][1] == "ok" and rows[0][2] > 0.8, rows
-        assert hw["cluster_cpus"] == 2  # the job's driver joined the two-node cluster, not a Ray of its own
+            trials = con.execute("SELECT * FROM trials").df()
+        assert len(rows) == N_CELLS and all(r[1] == "ok" and r[2] > 0.6 for r in rows), rows
+        assert hw["cluster_cpus"] == 4  # the job's driver joined the cluster, not a Ray of its own
+        # The engine spreads the trials over both worker nodes, several cells at once.
+        use = usage(trials)
+        assert use.nodes == 2, trials[["node", "worker"]]
+        assert trials.worker.nunique() == 4
+        assert use.cells_at_once_on_every_node >= 3, use
     finally:
         nodes.stop()
         shutil.rmtree(temp, ignore_errors=True)
-        shutil.rmtree(f"{temp}-2", ignore_errors=True)
+        for name in ("a", "b"):
+            shutil.rmtree(f"{temp}-{name}", ignore_errors=True)

@@ -161,3 +161,26 @@ def test_progress_prints_plain_status_lines_off_a_terminal():
     assert lines[0].strip().startswith("cells 4/10 done (1 failed), 2 running, 4 pending")
     assert "slots 2/2 busy" in lines[0] and "ETA" in lines[0] and lines[1] == "[4/10] done"
     assert Progress.describe(c, 60).endswith("ETA 3:00")  # 10 of 40 trials took a minute
+
+
+def test_usage_reads_busy_time_overlap_and_node_spread_from_the_trials():
+    import pandas as pd
+
+    from pipeline.engine.usage import usage
+
+    t0 = pd.Timestamp("2026-01-01 00:00:00")
+    at = lambda s: t0 + pd.Timedelta(seconds=s)  # noqa: E731
+    # node a runs cells 1 and 2 over [0, 4]; node b runs cell 3 over [1, 3], then cell 1 over [3, 5].
+    rows = [("c1", 0, 4, "a"), ("c2", 0, 2, "a"), ("c3", 1, 3, "b"), ("c1", 3, 5, "b"),
+            ("c2", None, None, "a")]  # a trial that never ran (lost before it started) counts nowhere
+    frame = pd.DataFrame([{"cell_id": c, "started_at": None if s is None else at(s),
+                           "finished_at": None if e is None else at(e),
+                           "seconds": None if s is None else e - s, "node": n} for c, s, e, n in rows])
+    u = usage(frame)
+    assert (u.trials, u.busy_s, u.span_s, u.nodes) == (4, 10.0, 5.0, 2)
+    assert u.cells_at_once == 3  # c1, c2, c3 over [1, 2]
+    assert u.cells_at_once_on_every_node == 3
+    assert u.efficiency(slots=4) == pytest.approx(10 / 20) and u.efficiency(slots=4, wall_s=10) == pytest.approx(0.25)
+    # Back to back on one node, an end and the next start at the same instant do not overlap.
+    serial = frame.iloc[[1, 2]].assign(node="a", started_at=[at(0), at(2)], finished_at=[at(2), at(4)])
+    assert usage(serial).cells_at_once == 1 and usage(frame.iloc[:0]).trials == 0

@@ -82,6 +82,7 @@ class Store:
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
+        self._checked = False
         if not create and not self.path.exists():
             raise StoreError(f"{self.path}: no results database here yet; run `attnbench run` first")
         if create:
@@ -112,8 +113,9 @@ class Store:
                     ) from None
                 raise StoreError(f"{self.path}: not a DuckDB database we can open ({err})") from None
         try:
-            if not read_only or self._has_meta(con):
+            if not self._checked and (not read_only or self._has_meta(con)):
                 self._check(con)
+                self._checked = bool(self._has_meta(con))  # once a file is ours, it stays ours
             if read_only and views and self._has_meta(con):
                 from pipeline.report.views import create_views
 
@@ -172,8 +174,10 @@ class Store:
             return con.execute(sql, params or []).df()
 
     def read(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
-        """A read of the tables alone (no views): the driver's own reads."""
-        with self.connect(read_only=True, views=False) as con:
+        """A read of the tables alone (no views): the driver's own reads. They open the file as its
+        writes do, because DuckDB refuses a read-only connection in a process that has a writing one
+        open (the engine commits on a writer thread while the driver reads the next fold)."""
+        with self.connect(views=False) as con:
             return con.execute(sql, params or []).df()
 
     def has_dataset(self, name: str, checksum: str | None = None) -> bool:
@@ -184,8 +188,8 @@ class Store:
         return self.read("SELECT cell_id, status, attempts FROM results")
 
     def fold_rows(self, dataset: str, split_key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """Every fold's split roles and every training order of one dataset, in one read."""
-        with self.connect(read_only=True, views=False) as con:
+        """Every fold's split roles and every training order of one dataset, in one read (see ``read``)."""
+        with self.connect(views=False) as con:
             parts = con.execute("SELECT repeat, fold, row_id, role FROM splits WHERE dataset = ? AND split_key = ?",
                                 [dataset, split_key]).df()
             orders = con.execute("SELECT repeat, fold, seed, row_id FROM train_order WHERE dataset = ? AND "

@@ -7,7 +7,8 @@ sent once); a cell's trials are capped where its searcher needs it (TPE).
 
 The driver is the only DuckDB writer. Finished trials are committed in batches at most
 ``FLUSH_EVERY_S`` apart, and a cell's result (the selected trial's test metrics and cost) with them
-once its search ends. A lost worker re-queues its trial once (the lost attempt stays on record as
+once its search ends; the commits run on one writer thread of the driver, so that dispatching never
+waits for the disk, and a cell's line is printed once its commit is done. A lost worker re-queues its trial once (the lost attempt stays on record as
 ``infra``) and is replaced; a trial past its hard limit has its worker killed and is recorded as
 ``timeout``. An interrupt (SIGINT, SIGTERM) stops dispatching, ends what runs without recording it,
 commits what finished, and leaves the rest to the next run, which resumes each cell's search from
@@ -21,6 +22,7 @@ import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 FLUSH_EVERY_S = 1.0
 RESIZE_EVERY_S = 1.0
 WAIT_S = 0.05
+PREFETCH = 4  # folds whose arrays are prepared before their first cell starts
 INFRA_REQUEUES = 1  # a trial lost with its worker runs once more
 
 
@@ -193,6 +196,8 @@ class Scheduler:
         self.to_write: list[TrialRecord] = []
         self.to_commit: list[tuple[CellResult, dict[str, Any] | None]] = []
         self.last_flush = time.monotonic()
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnbench-commit")
+        self.writing: tuple[Future[None], list[tuple[CellResult, dict[str, Any] | None]], dict[str, Any]] | None = None
         self.last_resize = 0.0
         self.counts = Counts(cells_total=len(plans),
                              trials_planned=sum(max(0, p.spec.trials - len(CellState._final(p.prior))) for p in plans))
@@ -214,7 +219,12 @@ class Scheduler:
         the trials that were running."""
         try:
             self._resize(force=True)
-            self.pool.wait_ready(60)
+            self._warm_imports()  # while the workers start
+            deadline = time.monotonic() + 60
+            while self.cells and not self.pool.n_ready() and time.monotonic() < deadline:
+                self.pool.poll()
+                if not self._prefetch():  # the first folds' arrays, while the workers start
+                    time.sleep(WAIT_S)
             while self.cells or self.inflight:
                 now = time.monotonic()
                 self._resize()
@@ -230,7 +240,13 @@ class Scheduler:
             raise
         finally:
             self.pool.shutdown()
+            self.writer.shutdown(wait=True)
             self.progress.close()
+
+    @staticmethod
+    def _warm_imports() -> None:
+        import optuna  # noqa: F401
+        from ray.tune.search.optuna import OptunaSearch  # noqa: F401
 
     def _abandon(self) -> None:
         """An interrupt: end the running trials without a record (nothing failed), keep what finished."""
@@ -274,14 +290,33 @@ class Scheduler:
             cell.first_start = cell.first_start or now
             self.inflight[ref] = Running(slot, req, cell, time.monotonic())
 
-    def _start(self, cell: CellState) -> None:
+    def _put(self, key: str) -> None:
         import ray
 
-        key = cell.plan.data_key
         if key not in self.refs:
             data = self.load(key)
             self.meta[key] = data
             self.refs[key] = ray.put(data)
+
+    def _prefetch(self) -> bool:
+        """Prepare the fold arrays of one of the next cells to start, if any (at most ``PREFETCH`` folds
+        ahead of those in use); True if it did."""
+        ahead = 0
+        for cell in self.cells:
+            if cell.started:
+                continue
+            key = cell.plan.data_key
+            if key not in self.refs:
+                self._put(key)
+                return True
+            ahead += 1
+            if ahead >= PREFETCH:
+                return False
+        return False
+
+    def _start(self, cell: CellState) -> None:
+        key = cell.plan.data_key
+        self._put(key)
         data = self.meta[key]
         base = cell.plan.base
         base.task_type, base.n_train, base.n_valid, base.n_test = (data.task_type, len(data.train), len(data.valid),
@@ -296,7 +331,10 @@ class Scheduler:
         import ray
 
         if not self.inflight:
-            time.sleep(WAIT_S)
+            if not self._prefetch():
+                time.sleep(WAIT_S)
+            return
+        if len(self.inflight) >= self.pool.n_ready() and self._prefetch():  # every worker busy: get ahead
             return
         refs = list(self.inflight)
         ready, _ = ray.wait(refs, num_returns=1, timeout=WAIT_S)
@@ -391,17 +429,33 @@ class Scheduler:
         self.cells = left
 
     def _flush(self, force: bool = False) -> None:
-        if not (self.to_write or self.to_commit):
+        """Hand what finished to the writer thread (one commit at a time; what finishes meanwhile waits
+        for the next). ``force``: commit everything now and wait for it (the end of a run, an interrupt)."""
+        self._committed(wait=force)
+        if self.writing is not None or not (self.to_write or self.to_commit):
             return
         if not force and time.monotonic() - self.last_flush < FLUSH_EVERY_S:
             return
         trials, cells = self.to_write, self.to_commit
         n_ok = sum(res.status == Status.OK.value for res, _ in cells)
-        self.run_row.update(n_done=self.n_done + n_ok, n_failed=self.n_failed + len(cells) - n_ok)
-        self.store.commit(trials, cells, self.run_row)
-        self.n_done, self.n_failed = self.run_row["n_done"], self.run_row["n_failed"]
+        run_row = {**self.run_row, "n_done": self.n_done + n_ok, "n_failed": self.n_failed + len(cells) - n_ok}
         self.to_write, self.to_commit = [], []
+        self.writing = (self.writer.submit(self.store.commit, trials, cells, run_row), cells, run_row)
+        if force:
+            self._committed(wait=True)
+
+    def _committed(self, wait: bool = False) -> None:
+        """Once a commit is done: count its cells and print their lines (a commit that failed raises)."""
+        if self.writing is None:
+            return
+        future, cells, run_row = self.writing
+        if not wait and not future.done():
+            return
+        future.result()
+        self.writing = None
         self.last_flush = time.monotonic()
+        self.run_row.update(n_done=run_row["n_done"], n_failed=run_row["n_failed"])
+        self.n_done, self.n_failed = run_row["n_done"], run_row["n_failed"]
         self.counts.cells_done, self.counts.cells_failed = self.n_done, self.n_failed
         for res, _ in cells:
             self.on_cell(res)
