@@ -162,7 +162,7 @@ class ModelSpec(_Strict):
     trial_timeout_s: float = Field(default=300, gt=0, description="one trial is stopped and recorded past this")
     search: Literal["random", "tpe", "asha"] = Field(
         default="random", description="random: defaults, then seeded samples; tpe: Optuna TPE; asha: random with "
-        "successive halving on epochs")
+        "successive halving on epochs (torch) or boosting rounds")
     space: dict[str, Domain | int | float | str | bool | None] = Field(default_factory=dict)
     fixed: dict[str, Any] = Field(default_factory=dict)
     resources: Resources = Resources()

@@ -12,7 +12,7 @@ from pipeline.data.store import Store
 from pipeline.engine import faults
 from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.records import CellResult, Status, TrialRecord, sql_columns
-from pipeline.engine.searchers import CellSearch, Rungs, concurrency_cap, default_point
+from pipeline.engine.searchers import CellSearch, Rungs, concurrency_cap, default_point, grace_for, milestones
 from pipeline.spec import ModelSpec
 from pipeline.train.loop import Diverged
 
@@ -184,3 +184,39 @@ def test_usage_reads_busy_time_overlap_and_node_spread_from_the_trials():
     # Back to back on one node, an end and the next start at the same instant do not overlap.
     serial = frame.iloc[[1, 2]].assign(node="a", started_at=[at(0), at(2)], finished_at=[at(2), at(4)])
     assert usage(serial).cells_at_once == 1 and usage(frame.iloc[:0]).trials == 0
+
+
+@pytest.mark.parametrize("model", ["xgboost", "catboost"])
+def test_asha_stops_a_boosting_trial_at_a_rung_and_scores_its_best_round(model):
+    """Boosting trials meet ASHA's rungs on their rounds (10, 30, 90, …): a cut stops training there,
+    the trial keeps its best round so far and is scored like any other; no cut, no stop."""
+    import numpy as np
+    from sklearn.datasets import load_breast_cancer
+
+    from pipeline.data.preprocess import build_fold
+    from pipeline.engine.records import TrialRequest
+    from pipeline.engine.worker import run_trial
+
+    x, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    ids = np.random.default_rng(0).permutation(len(y))
+    data = build_fold(x, y.astype(str), "binary", ["0", "1"], ids[:300], ids[300:400], ids[400:])
+    rounds = "n_estimators" if model == "xgboost" else "iterations"
+    req = TrialRequest(cell_id="c", trial_id="t", trial_index=0, suggestion=0, attempt=1, model_name=model,
+                       config={rounds: 400, "early_stopping_rounds": 400, "learning_rate": 0.02}, seed=0,
+                       data_key="k", cpus=1, gpus=0, workers=1, backend="auto", trial_timeout_s=60,
+                       attention=False, asha=True)
+    asked: list[tuple[int, float]] = []
+
+    def cut_at_30(step: int, score: float) -> bool:
+        asked.append((step, score))
+        return step < 30
+
+    rec = run_trial(req, data, decide=cut_at_30)
+    assert rec.status == Status.STOPPED.value and rec.stop_reason == "pruned", rec.error
+    # Asked after every round (the warm worker forwards only the rungs to the board), on minus the log-loss.
+    assert [s for s, _ in asked] == list(range(1, 31)) and all(score < 0 for _, score in asked)
+    assert rec.epochs <= 30 and rec.accuracy > 0.85 and len(rec.curve) == 30
+    assert milestones(grace_for(model))[:3] == [10, 30, 90] and milestones(grace_for("torch"))[:2] == [3, 9]
+
+    full = run_trial(req, data, decide=lambda step, score: True)
+    assert full.status == Status.OK.value and len(full.curve) == 400

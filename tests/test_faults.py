@@ -301,7 +301,7 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
     trials (the interrupted trials run again, the committed ones do not)."""
     suite = {**BASE, "datasets": [{"sklearn": "wine"}],
              "protocol": {"folds": 4, "sample_sizes": [48, "all"]},
-             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 80, "patience": 80, "d_block": 64}}]}
+             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 50, "patience": 50, "d_block": 64}}]}
     n_cells = 8
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
     db, code_file = tmp_path / "r.duckdb", tmp_path / "exit"

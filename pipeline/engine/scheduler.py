@@ -31,7 +31,7 @@ from pipeline.engine.faults import hard_limit_s, lost_worker_status
 from pipeline.engine.pool import Shape, Slot, WorkerPool
 from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.records import CARRIED, MODEL_FAILURES, CellResult, Status, TrialRecord, TrialRequest
-from pipeline.engine.searchers import CellSearch, concurrency_cap
+from pipeline.engine.searchers import CellSearch, concurrency_cap, grace_for
 from pipeline.engine.worker import utcnow
 from pipeline.spec import ModelSpec
 
@@ -323,7 +323,7 @@ class Scheduler:
                                                                    len(data.test))
         cell.search = CellSearch(cell.spec, cell.plan.seed, cell.final_records)
         if self.board is not None and cell.spec.search == "asha" and cell.plan.prior:
-            self.board.replay.remote(base.cell_id, [t.curve for t in cell.plan.prior])
+            self.board.replay.remote(base.cell_id, [t.curve for t in cell.plan.prior], grace_for(cell.plan.family))
         self.counts.cells_running += 1
 
     # -------------------------------------------------------------------------------------- collect

@@ -24,9 +24,23 @@ from pipeline.engine.records import TrialRecord
 from pipeline.models.registry import get
 from pipeline.spec import ModelSpec
 
-GRACE_EPOCHS = 3
+GRACE_EPOCHS = 3  # torch models: the first rung, in epochs
+GRACE_ROUNDS = 10  # boosting: the first rung, in boosting rounds
 REDUCTION_FACTOR = 3
 MAX_RUNG_EPOCHS = 10_000
+
+
+def grace_for(family: str) -> int:
+    return GRACE_EPOCHS if family == "torch" else GRACE_ROUNDS
+
+
+def milestones(grace: int, reduction_factor: int = REDUCTION_FACTOR, max_t: int = MAX_RUNG_EPOCHS) -> list[int]:
+    """The epochs (or rounds) at which ASHA compares a cell's trials: grace, grace·rf, grace·rf², …"""
+    out, t = [], grace
+    while t < max_t:
+        out.append(t)
+        t *= reduction_factor
+    return out
 
 
 def tune_space(spec: ModelSpec) -> dict[str, Any]:
@@ -153,16 +167,14 @@ class CellSearch:
 
 
 class Rungs:
-    """Asynchronous successive halving over the epochs (or boosting rounds) of one cell's trials."""
+    """Asynchronous successive halving over the epochs (or boosting rounds) of one cell's trials.
+    A score is higher-is-better: validation accuracy or −RMSE for torch models, minus the validation
+    loss (the booster's eval metric) for boosting."""
 
     def __init__(self, grace: int = GRACE_EPOCHS, reduction_factor: int = REDUCTION_FACTOR,
                  max_t: int = MAX_RUNG_EPOCHS) -> None:
         self.rf = reduction_factor
-        self.milestones: list[int] = []
-        t = grace
-        while t < max_t:
-            self.milestones.append(t)
-            t *= reduction_factor
+        self.milestones = milestones(grace, reduction_factor, max_t)
         self.recorded: dict[int, list[float]] = {m: [] for m in self.milestones}
 
     def decide(self, epoch: int, score: float) -> bool:
@@ -179,11 +191,15 @@ class Rungs:
         return score >= cutoff
 
     def replay(self, curve: list[dict[str, Any]] | None) -> None:
-        """Record a finished trial's rung scores from its curve (a resumed search keeps its rungs)."""
+        """Record a finished trial's rung scores from its curve (a resumed search keeps its rungs): torch
+        curves hold epochs and validation scores, boosting curves rounds and validation losses."""
         for point in curve or []:
-            epoch, score = point.get("epoch"), point.get("val_score")
-            if epoch in self.recorded and isinstance(score, int | float):
-                self.recorded[epoch].append(float(score))
+            step = point.get("epoch", point.get("iteration"))
+            score = point.get("val_score")
+            if score is None and isinstance(point.get("val_loss"), int | float):
+                score = -point["val_loss"]
+            if step in self.recorded and isinstance(score, int | float):
+                self.recorded[step].append(float(score))
 
 
 class RungBoard:
@@ -192,13 +208,13 @@ class RungBoard:
     def __init__(self) -> None:
         self.cells: dict[str, Rungs] = {}
 
-    def replay(self, cell_id: str, curves: list[list[dict[str, Any]] | None]) -> None:
-        rungs = self.cells.setdefault(cell_id, Rungs())
+    def replay(self, cell_id: str, curves: list[list[dict[str, Any]] | None], grace: int = GRACE_EPOCHS) -> None:
+        rungs = self.cells.setdefault(cell_id, Rungs(grace))
         for curve in curves:
             rungs.replay(curve)
 
-    def decide(self, cell_id: str, epoch: int, score: float) -> bool:
-        return self.cells.setdefault(cell_id, Rungs()).decide(epoch, score)
+    def decide(self, cell_id: str, epoch: int, score: float, grace: int = GRACE_EPOCHS) -> bool:
+        return self.cells.setdefault(cell_id, Rungs(grace)).decide(epoch, score)
 
     def forget(self, cell_id: str) -> None:
         self.cells.pop(cell_id, None)

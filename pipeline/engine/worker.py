@@ -39,7 +39,7 @@ def utcnow() -> datetime:
 
 def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float], bool] | None = None,
               data_ref: Any = None) -> TrialRecord:
-    """Fit and score one trial; ``decide(epoch, val_score)`` is ASHA's word on going on."""
+    """Fit and score one trial; ``decide(epoch or round, score)`` is ASHA's word on going on."""
     from pipeline.train.workers import run_fit
 
     rec = TrialRecord(cell_id=req.cell_id, trial_id=req.trial_id, trial_index=req.trial_index,
@@ -109,8 +109,14 @@ class TrialWorker:
 
         decide = None
         if req.asha and board is not None:
-            def decide(epoch: int, score: float) -> bool:
-                return bool(ray.get(board.decide.remote(req.cell_id, epoch, score)))
+            from pipeline.engine.searchers import grace_for, milestones
+            from pipeline.models.registry import get
+
+            grace = grace_for(get(req.model_name).family)
+            rungs = set(milestones(grace))
+
+            def decide(epoch: int, score: float) -> bool:  # the board is asked at its rungs only
+                return epoch not in rungs or bool(ray.get(board.decide.remote(req.cell_id, epoch, score, grace)))
         rec = run_trial(req, self._fold(req.data_key, data_ref[0]), decide=decide, data_ref=data_ref[0])
         rec.node, rec.worker = self.where.get("node"), self.where.get("worker")
         return rec

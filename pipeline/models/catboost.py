@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,10 +46,16 @@ def frame(part: Part, data: FoldData) -> pd.DataFrame:
 
 
 class CatBoostModel:
+    """``on_round(round, val_loss)`` is asked after each boosting round; False stops training there
+    (ASHA's rung cut), keeping the best round so far. CatBoost takes no callbacks in its GPU mode, so
+    there a trial runs to its end or to early stopping."""
+
     def __init__(self, *, data: FoldData, config: dict[str, Any], threads: int = 1, use_gpu: bool = False,
-                 seed: int = 0) -> None:
+                 seed: int = 0, on_round: Callable[[int, float], bool] | None = None) -> None:
         self.data, self.config, self.threads, self.use_gpu, self.seed = data, config, threads, use_gpu, seed
         self.device = "cuda" if use_gpu else "cpu"
+        self.on_round = None if use_gpu else on_round
+        self.pruned = False
 
     def fit(self) -> CatBoostModel:
         import catboost as cb
@@ -68,7 +75,8 @@ class CatBoostModel:
             self.model = cb.CatBoostClassifier(loss_function="Logloss" if d.n_classes == 2 else "MultiClass", **params)
         train = cb.Pool(frame(d.train, d), d.train.y, cat_features=cat_features)
         valid = cb.Pool(frame(d.valid, d), d.valid.y, cat_features=cat_features)
-        self.model.fit(train, eval_set=valid, use_best_model=True)
+        callbacks = [_RungCallback(self)] if self.on_round is not None else None
+        self.model.fit(train, eval_set=valid, use_best_model=True, callbacks=callbacks)
         history = self.model.get_evals_result().get("validation", {})
         self.curve = list(next(iter(history.values()), []))
         self.n_iterations = int(self.model.get_best_iteration() or 0) + 1
@@ -87,3 +95,17 @@ class CatBoostModel:
     def n_params(self) -> int:
         """Leaf values over all trees (oblivious trees of depth d have 2^d leaves)."""
         return int(self.model.tree_count_ * 2 ** int(self.config["depth"]))
+
+
+class _RungCallback:
+    """CatBoost's callback protocol: ``after_iteration(info)`` returns False to stop."""
+
+    def __init__(self, owner: CatBoostModel) -> None:
+        self.owner = owner
+
+    def after_iteration(self, info: Any) -> bool:
+        losses: list[float] = next(iter(info.metrics.get("validation", {}).values()), [])
+        if not losses or self.owner.on_round is None:
+            return True
+        self.owner.pruned = not self.owner.on_round(int(info.iteration), float(losses[-1]))
+        return not self.owner.pruned

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -52,10 +53,15 @@ def frame(part: Part, data: FoldData) -> pd.DataFrame:
 
 
 class XGBoostModel:
+    """``on_round(round, val_loss)`` is asked after each boosting round; False stops training there
+    (ASHA's rung cut), keeping the best round so far, as early stopping does."""
+
     def __init__(self, *, data: FoldData, config: dict[str, Any], threads: int = 1, use_gpu: bool = False,
-                 seed: int = 0) -> None:
+                 seed: int = 0, on_round: Callable[[int, float], bool] | None = None) -> None:
         self.data, self.config, self.threads, self.use_gpu, self.seed = data, config, threads, use_gpu, seed
         self.device = "cuda" if use_gpu else "cpu"
+        self.on_round = on_round
+        self.pruned = False
 
     def fit(self) -> XGBoostModel:
         import xgboost as xgb
@@ -68,6 +74,8 @@ class XGBoostModel:
             reg_alpha=c["reg_alpha"], gamma=c["gamma"], tree_method="hist", enable_categorical=True,
             max_cat_to_onehot=1, n_jobs=self.threads, random_state=self.seed, device=self.device,
         )
+        if self.on_round is not None:
+            params["callbacks"] = [_rung_callback(self)]
         if d.task_type == "regression":
             self.model = xgb.XGBRegressor(objective="reg:squarederror", eval_metric="rmse", **params)
         else:
@@ -94,3 +102,18 @@ class XGBoostModel:
     def n_params(self) -> int:
         """Tree nodes, the closest thing a forest has to a parameter count."""
         return len(self.model.get_booster().trees_to_dataframe())
+
+
+
+def _rung_callback(owner: XGBoostModel) -> Any:
+    """An XGBoost callback that asks ``owner.on_round`` after each round (xgboost is imported lazily)."""
+    import xgboost as xgb
+
+    class Rungs(xgb.callback.TrainingCallback):
+        def after_iteration(self, model: Any, epoch: int, evals_log: dict[str, Any]) -> bool:
+            losses = next(iter(evals_log["validation_0"].values()))
+            assert owner.on_round is not None
+            owner.pruned = not owner.on_round(epoch + 1, float(losses[-1]))
+            return owner.pruned  # True stops XGBoost
+
+    return Rungs()

@@ -82,9 +82,18 @@ def fit_and_score(name: str, config: dict[str, Any], data: FoldData, ctx: Contex
                 out["attention"] = {"features": data.feature_names, "map": fa.tolist()}
     else:
         cls = info.load()
+        on_round = None
+        if ctx.on_epoch is not None:
+            on_epoch = ctx.on_epoch
+
+            def on_round(rnd: int, val_loss: float) -> bool:  # ASHA's rungs, on minus the eval metric
+                return on_epoch({"epoch": rnd, "val_score": -val_loss}) is not False
         with Measure(gpu=ctx.use_gpu) as m:
-            model = cls(data=data, config=full, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed).fit()
+            model = cls(data=data, config=full, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
+                        on_round=on_round).fit()
         predict_fn = model.predict
+        if model.pruned:
+            out["stop_reason"] = "pruned"
         out.update(epochs=model.n_iterations, best_epoch=model.n_iterations, device=model.device,
                    n_params=model.n_params, curve=[{"iteration": i + 1, "val_loss": float(v)}
                                                    for i, v in enumerate(model.curve)])
