@@ -292,21 +292,27 @@ def average_curves(curves: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------- tuning
 def tuning_summary(tc: pd.DataFrame, level: float = 0.8) -> pd.DataFrame:
-    """Mean normalised best-validation score after n trials, per (sample_size, model, n_trials).
+    """Mean normalised best-validation score after n trials, per (sample_size, model, n_trials), and
+    the mean normalised test score of the configuration selected (by validation) after n trials.
 
     ``tc`` has the columns of the ``tuning_curves`` view. For each trial order (shuffle) the score is
     averaged over the cells that ran at least n trials; the curve is the mean over orders and the band
     the central ``level`` quantiles over orders (Grinsztajn et al., 2022). ``seconds`` is the mean
     compute spent on the first n trials; ``n_cells`` the cells that reached n trials.
     """
-    cols = ["sample_size", "model", "n_trials", "score", "score_low", "score_high", "seconds", "n_cells"]
+    cols = ["sample_size", "model", "n_trials", "score", "score_low", "score_high", "test", "test_low", "test_high",
+            "seconds", "n_cells"]
     if tc.empty:
         return pd.DataFrame(columns=cols)
+    if "best_test_norm" not in tc:
+        tc = tc.assign(best_test_norm=float("nan"))
     per = tc.groupby(["sample_size", "model", "n_trials", "shuffle"]).agg(
-        s=("best_val_norm", "mean"), sec=("cum_seconds", "mean"), n=("cell_id", "nunique"))
+        s=("best_val_norm", "mean"), t=("best_test_norm", "mean"), sec=("cum_seconds", "mean"),
+        n=("cell_id", "nunique"))
     q = (1 - level) / 2
     out = per.groupby(["sample_size", "model", "n_trials"]).agg(
         score=("s", "mean"), score_low=("s", lambda v: v.quantile(q)), score_high=("s", lambda v: v.quantile(1 - q)),
+        test=("t", "mean"), test_low=("t", lambda v: v.quantile(q)), test_high=("t", lambda v: v.quantile(1 - q)),
         seconds=("sec", "mean"), n_cells=("n", "max"))
     return out.reset_index()[cols]
 

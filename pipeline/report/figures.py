@@ -178,22 +178,26 @@ def learning_curves(curves: pd.DataFrame, style: Style, metric: str, title: str 
 
 
 # --------------------------------------------------------------------------------------- tuning
-def tuning_curves(summary: pd.DataFrame, style: Style, x: str) -> go.Figure:
-    """Normalised best-validation score against trials (``x='n_trials'``) or seconds (``x='seconds'``)."""
+def tuning_curves(summary: pd.DataFrame, style: Style, x: str, y: str = "score") -> go.Figure:
+    """Normalised best-validation score (``y='score'``), or the normalised test score of the configuration
+    selected by validation (``y='test'``), against trials (``x='n_trials'``) or seconds (``x='seconds'``)."""
     fig = go.Figure()
+    what = "normalised best val score" if y == "score" else "normalised test score of the selected config"
     for model, g in summary.groupby("model", sort=True):
         g = g.sort_values("n_trials")
+        if g[y].isna().all():
+            continue
         color = style.color(str(model))
         xs = list(g[x])
-        fig.add_scatter(x=xs + xs[::-1], y=list(g.score_high) + list(g.score_low[::-1]), fill="toself",
+        fig.add_scatter(x=xs + xs[::-1], y=list(g[f"{y}_high"]) + list(g[f"{y}_low"][::-1]), fill="toself",
                         fillcolor=_rgba(color, 0.15), line={"width": 0}, mode="lines", hoverinfo="skip",
                         showlegend=False,
                         legendgroup=lab(model))
-        fig.add_scatter(x=xs, y=g.score, mode="lines+markers", name=lab(model), legendgroup=lab(model),
+        fig.add_scatter(x=xs, y=g[y], mode="lines+markers", name=lab(model), legendgroup=lab(model),
                         line={"color": color, "dash": style.dash(str(model)), "shape": "hv" if x == "seconds" else "linear"},
                         customdata=np.stack([g.n_trials, g.seconds, g.n_cells], axis=-1),
                         hovertemplate=f"{lab(model)}<br>%{{customdata[0]:.0f}} trials, %{{customdata[1]:.1f}} s"
-                                      "<br>normalised best val score %{y:.3f}<br>%{customdata[2]:.0f} cells"
+                                      f"<br>{what} %{{y:.3f}}<br>%{{customdata[2]:.0f}} cells"
                                       "<extra></extra>")
     if x == "seconds":
         fig.update_xaxes(type="log", dtick="D2",
@@ -201,7 +205,8 @@ def tuning_curves(summary: pd.DataFrame, style: Style, x: str) -> go.Figure:
     else:
         fig.update_xaxes(title_text="number of trials (1 = default configuration)", dtick=1 if len(summary) and
                          summary.n_trials.max() <= 20 else None)
-    fig.update_yaxes(title_text="normalised best validation score")
+    fig.update_yaxes(title_text="normalised best validation score" if y == "score" else
+                     "normalised test score of the selected config")
     return _layout(fig, height=380)
 
 

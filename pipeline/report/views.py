@@ -88,11 +88,15 @@ VIEWS: dict[str, str] = {
             SELECT r.suite, r.dataset, r.task_type, r.sample_size, r.repeat, r.fold, r.seed, r.model,
                    t.cell_id, t.trial_id, t.trial_index, t.status,
                    CASE WHEN t.status IN ('ok', 'stopped') THEN t.val_score END AS val_score,
+                   CASE WHEN t.status IN ('ok', 'stopped') THEN t.val_loss END AS val_loss,
+                   CASE WHEN t.status NOT IN ('ok', 'stopped') THEN NULL
+                        WHEN r.task_type = 'regression' THEN t.r2 ELSE t.accuracy END AS test_score,
                    coalesce(t.seconds, 0) AS seconds
             FROM trials t JOIN results r USING (cell_id)
         ), bounds AS (
             SELECT suite, dataset, sample_size, repeat, fold, seed,
-                   min(val_score) AS val_min, max(val_score) AS val_max
+                   min(val_score) AS val_min, max(val_score) AS val_max,
+                   min(test_score) AS test_min, max(test_score) AS test_max
             FROM t GROUP BY ALL
         ), o AS (
             SELECT t.*, s.shuffle,
@@ -107,14 +111,21 @@ VIEWS: dict[str, str] = {
         ), c AS (
             SELECT o.*,
                    max(val_score) OVER w AS best_val_score,
+                   -- the test score of the configuration selected so far: best validation score, ties
+                   -- to the lower validation loss, then the earlier trial (as the cell's selection)
+                   arg_max(test_score, CASE WHEN val_score IS NOT NULL THEN struct_pack(
+                       v := val_score, l := -coalesce(val_loss, 'inf'::DOUBLE), o := -n_trials) END) OVER w
+                       AS best_test_score,
                    sum(seconds) OVER w AS cum_seconds
             FROM o WINDOW w AS (PARTITION BY cell_id, shuffle ORDER BY n_trials ROWS UNBOUNDED PRECEDING)
         )
         SELECT c.suite, c.dataset, c.task_type, c.sample_size, c.repeat, c.fold, c.seed, c.model, c.cell_id,
-               c.shuffle, c.n_trials, c.trial_index, c.status, c.val_score, c.seconds, c.best_val_score,
-               c.cum_seconds,
+               c.shuffle, c.n_trials, c.trial_index, c.status, c.val_score, c.test_score, c.seconds,
+               c.best_val_score, c.best_test_score, c.cum_seconds,
                CASE WHEN b.val_max > b.val_min THEN (c.best_val_score - b.val_min) / (b.val_max - b.val_min)
-                    WHEN c.best_val_score IS NOT NULL THEN 1.0 END AS best_val_norm
+                    WHEN c.best_val_score IS NOT NULL THEN 1.0 END AS best_val_norm,
+               CASE WHEN b.test_max > b.test_min THEN (c.best_test_score - b.test_min) / (b.test_max - b.test_min)
+                    WHEN c.best_test_score IS NOT NULL THEN 1.0 END AS best_test_norm
         FROM c JOIN bounds b USING (suite, dataset, sample_size, repeat, fold, seed)
     """,
     # Cost per (suite, dataset, size, model) over the cells that finished ok. fit_seconds is the

@@ -152,13 +152,14 @@ def test_tuning_summary_mean_and_band_over_orders():
     for sh, c, n, v, sec in [(0, "c1", 1, 0.2, 1), (0, "c1", 2, 0.6, 3), (0, "c2", 1, 0.4, 2), (0, "c2", 2, 0.8, 4),
                              (1, "c1", 1, 0.2, 1), (1, "c1", 2, 0.5, 2), (1, "c2", 1, 0.4, 2), (1, "c2", 2, 0.4, 5)]:
         rows.append({"sample_size": "all", "model": "m", "shuffle": sh, "cell_id": c, "n_trials": n,
-                     "best_val_norm": v, "cum_seconds": float(sec)})
+                     "best_val_norm": v, "best_test_norm": v / 2, "cum_seconds": float(sec)})
     out = agg.tuning_summary(pd.DataFrame(rows), level=0.8).set_index("n_trials")
     # Per order, means over cells: order 0 → 0.3, 0.7; order 1 → 0.3, 0.45.
     assert out.score.tolist() == pytest.approx([0.3, 0.575])
     assert out.loc[2, "score_low"] == pytest.approx(0.45 + 0.1 * 0.25)  # 10% quantile of {0.45, 0.7}
     assert out.loc[2, "score_high"] == pytest.approx(0.45 + 0.9 * 0.25)
     assert out.seconds.tolist() == pytest.approx([1.5, 3.5]) and out.n_cells.tolist() == [2, 2]
+    assert out.test.tolist() == pytest.approx([0.15, 0.2875]) and out.loc[2, "test_low"] == pytest.approx(0.2375)
 
 
 def test_pareto_front_and_size_order():

@@ -22,7 +22,7 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {  # page → (figure ids, ta
                  [f"table-{t}-{s}" for s in SIZES for t in ("datasets", "summary")]),
     "sample_size": (["fig-curve-avg-accuracy", "fig-curve-avg-r2", "fig-curve-0", "fig-curve-1", "fig-curve-2"],
                     ["table-crossover"]),
-    "tuning": ([f"fig-tuning-{x}-{s}" for s in SIZES for x in ("trials", "seconds")], [f"table-tuning-{s}" for s in SIZES]),
+    "tuning": ([f"fig-tuning-{x}-{s}" for s in SIZES for x in ("trials", "seconds", "test")], [f"table-tuning-{s}" for s in SIZES]),
     "compute": (["fig-compute-bars", "fig-pareto"], ["table-compute"]),
     "memory": (["fig-memory-bars", "fig-memory-cpu-features"], ["table-memory"]),
     # 3 datasets; the HTML-named one has two attention models (ft_transformer and the evil label).

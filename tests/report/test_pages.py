@@ -66,6 +66,9 @@ def test_tuning_curves_view(synth_db):
     fit = 0.05 * 800 / 32
     # Trials: default s − 0.03, then s − 0.01, then a failed one (no score).
     assert run_order.best_val_score.tolist() == pytest.approx([s - 0.03, s - 0.01, s - 0.01])
+    # The test score follows the configuration validation selects: the failed third trial changes nothing.
+    assert run_order.best_test_score.tolist() == pytest.approx([s - 0.05, s - 0.02, s - 0.02])
+    assert run_order.best_test_norm.between(0, 1).all()
     assert run_order.cum_seconds.tolist() == pytest.approx([fit, 3 * fit, 3.5 * fit])
     assert run_order.best_val_norm.between(0, 1).all()
 
@@ -133,7 +136,7 @@ def test_other_pages_content(synth_report):
     assert 'id="fig-pareto"' in text(synth_report / "compute.html")
     assert 'id="fig-memory-cpu-features"' in text(synth_report / "memory.html")
     assert 'id="fig-attention-0-0"' in text(synth_report / "attention.html")
-    assert "VALIDATION scores" in text(synth_report / "tuning.html")
+    assert "Selection reads validation only" in text(synth_report / "tuning.html")
     runs = text(synth_report / "runs.html")
     assert "RuntimeError: simulated failure in every trial" in runs
     assert "ValueError: simulated bad configuration" in runs
@@ -234,7 +237,7 @@ def test_documented_sql_gives_the_page_numbers(synth_db):
     (tuning_sql,) = [b for b in doc_sql() if "per_order" in b]
     sql = Store(synth_db).query(tuning_sql).set_index(["sample_size", "model", "n_trials"]).sort_index()
     page = agg.tuning_summary(data.tuning).set_index(["sample_size", "model", "n_trials"]).sort_index()
-    for col in ("score", "score_low", "score_high", "seconds", "n_cells"):
+    for col in ("score", "score_low", "score_high", "test", "test_low", "test_high", "seconds", "n_cells"):
         assert sql[col].to_numpy() == pytest.approx(page[col].to_numpy()), col
 
 
