@@ -11,21 +11,36 @@ from pipeline.errors import AttnbenchError
 
 
 def run_query(db: str | Path, sql: str, *, out: str | None = None, max_rows: int = 200) -> pd.DataFrame:
+    """Run one read-only statement over the results file. The connection is sealed: the SQL reads this
+    file's tables and views and nothing else (no other file, no extension, no setting changed)."""
     import duckdb
 
+    if not sql.strip():
+        raise AttnbenchError('query: the SQL is empty; e.g. attnbench query "SELECT * FROM leaderboard"')
+    if max_rows < 1:
+        raise AttnbenchError(f"--max-rows {max_rows}: give a positive number of rows to print")
+    path = Path(out) if out else None
+    if path is not None:
+        if path.suffix not in (".csv", ".parquet"):
+            raise AttnbenchError(f"--out {out}: use a .csv or .parquet file")
+        if not path.parent.is_dir():
+            raise AttnbenchError(f"--out {out}: the directory {path.parent} does not exist")
     store = Store(db, create=False)
     try:
         df = store.query(sql)
+    except duckdb.PermissionException as err:
+        raise AttnbenchError(f"query refused: attnbench query reads the results file only, no other file, "
+                             f"extension or setting ({str(err).splitlines()[0]})") from None
     except duckdb.Error as err:
         raise AttnbenchError(f"query failed: {str(err).splitlines()[0]}") from None
-    if out:
-        path = Path(out)
-        if path.suffix == ".parquet":
-            df.to_parquet(path, index=False)
-        elif path.suffix == ".csv":
-            df.to_csv(path, index=False)
-        else:
-            raise AttnbenchError(f"--out {out}: use a .csv or .parquet file")
+    if path is not None:
+        try:
+            if path.suffix == ".parquet":
+                df.to_parquet(path, index=False)
+            else:
+                df.to_csv(path, index=False)
+        except OSError as err:
+            raise AttnbenchError(f"--out {out}: cannot write there ({err.strerror or err})") from None
         print(f"{len(df)} rows → {path}")
         return df
     with pd.option_context("display.max_rows", max_rows, "display.max_columns", 50, "display.width", 200,

@@ -115,3 +115,79 @@ def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path):
             tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
             for table in {"results", "trials", "runs", "splits"} & tables:
                 assert con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+
+
+# `attnbench query`: SQL that would read or write anything but the results file, and bad options.
+# name → (SQL, extra options, expected words in the message, a path that must not come to exist)
+QUERY_CASES = {
+    "copy_to_a_file": ("COPY (SELECT 1) TO '{tmp}/evil.csv'", [], "results file only", "evil.csv"),
+    "read_csv_elsewhere": ("SELECT * FROM read_csv('/etc/passwd')", [], "results file only", None),
+    "read_text_elsewhere": ("SELECT * FROM read_text('/etc/hostname')", [], "results file only", None),
+    "glob_the_filesystem": ("SELECT * FROM glob('/root/**')", [], "results file only", None),
+    "attach_another_db": ("ATTACH '{tmp}/other.duckdb' AS o", [], "results file only", "other.duckdb"),
+    "export_database": ("EXPORT DATABASE '{tmp}/exported'", [], "results file only", "exported"),
+    "install_an_extension": ("INSTALL httpfs", [], "results file only", None),
+    "load_an_extension": ("LOAD httpfs", [], "results file only", None),
+    "reenable_external_access": ("SET enable_external_access = true", [], "locked", None),
+    "unlock_the_configuration": ("SET lock_configuration = false", [], "locked", None),
+    "delete_rows": ("DELETE FROM results", [], "read-only", None),
+    "drop_a_table": ("DROP TABLE results", [], "read-only", None),
+    "empty_sql": ("", [], "the SQL is empty", None),
+    "blank_sql": ("   ", [], "the SQL is empty", None),
+    "syntax_error": ("SELEC 1", [], "syntax", None),
+    "unknown_table": ("SELECT * FROM no_such_table", [], "no_such_table", None),
+    "negative_max_rows": ("SELECT 1", ["--max-rows", "-1"], "--max-rows -1", None),
+    "zero_max_rows": ("SELECT 1", ["--max-rows", "0"], "--max-rows 0", None),
+    "out_into_a_missing_directory": ("SELECT 1", ["--out", "{tmp}/no/such/x.csv"], "does not exist", "no"),
+    "out_with_an_unknown_suffix": ("SELECT 1", ["--out", "{tmp}/x.txt"], ".csv or .parquet", "x.txt"),
+    "no_database_yet": ("SELECT 1", ["--db", "{tmp}/none.duckdb"], "no results database", "none.duckdb"),
+    "not_a_database": ("SELECT 1", ["--db", "{tmp}/notes.txt"], "not a duckdb database", None),
+    "someone_elses_database": ("SELECT 1", ["--db", "{tmp}/invoices.duckdb"], "not written by attnbench", None),
+}
+
+
+@pytest.fixture(scope="module")
+def results_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pipeline.data.store import Store
+
+    db = tmp_path_factory.mktemp("query") / "results.duckdb"
+    Store(db)
+    return db
+
+
+@pytest.mark.parametrize("case", list(QUERY_CASES))
+def test_query_refuses_with_one_clear_line_and_changes_nothing(case: str, results_db: Path, tmp_path: Path):
+    sql, extra, words, must_not_exist = QUERY_CASES[case]
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    foreign_db(tmp_path / "invoices.duckdb")
+    watched = [results_db, tmp_path / "invoices.duckdb", tmp_path / "notes.txt"]
+    before = [p.read_bytes() for p in watched]
+    options = [o.format(tmp=tmp_path) for o in extra]
+    if "--db" not in options:
+        options += ["--db", str(results_db)]
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", sql.format(tmp=tmp_path), *options],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    err = out.stderr.strip()
+    assert out.returncode == 2, f"rc {out.returncode}\n{out.stdout[-2000:]}\n{err[-3000:]}"
+    assert "Traceback" not in out.stderr + out.stdout
+    assert err.startswith("attnbench: error: ") and len(err.splitlines()) == 1, err
+    assert words.lower() in err.lower(), err
+    assert [p.read_bytes() for p in watched] == before  # the database (and the files beside it) as it was
+    if must_not_exist:
+        assert not (tmp_path / must_not_exist).exists()
+
+
+def test_query_reads_the_results_file_and_the_duckdb_cli_reads_it_too(results_db: Path, tmp_path: Path):
+    """The sealed connection still answers ordinary SQL over tables and views, --out writes where asked,
+    and the `duckdb` CLI users install from PyPI (duckdb-cli 1.5) opens the file read-only."""
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", str(results_db), "--out",
+                          str(tmp_path / "lb.csv"), "SELECT count(*) AS n FROM leaderboard"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and (tmp_path / "lb.csv").read_text().splitlines() == ["n", "0"], out.stderr
+    cli = Path(sys.executable).with_name("duckdb")
+    version = subprocess.run([str(cli), "--version"], capture_output=True, text=True).stdout
+    assert version.startswith("v1.5."), version
+    read = subprocess.run([str(cli), "-readonly", "-noheader", "-list", str(results_db),
+                           "SELECT value FROM attnbench_meta WHERE key = 'app'; SELECT count(*) FROM tuning_curves"],
+                          capture_output=True, text=True, timeout=60)
+    assert read.returncode == 0 and read.stdout.split() == ["attnbench", "0"], read.stdout + read.stderr

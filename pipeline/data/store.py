@@ -21,6 +21,9 @@ import pandas as pd
 from pipeline.errors import StoreError
 
 SCHEMA_VERSION = 2  # 2: trials carry test metrics, cost, node/worker, start and attempt
+# The on-disk format new results files are written in: the one the DuckDB CLI 1.5 line (`pip install
+# duckdb-cli`, `duckdb -readonly results.duckdb`) reads, rather than the Python package's newest.
+STORAGE_VERSION = "v1.5.0"
 APP = "attnbench"
 
 SCHEMA = """
@@ -73,6 +76,18 @@ def table_name(dataset: str, checksum: str) -> str:
     return "data_" + re.sub(r"[^a-z0-9]+", "_", dataset.lower()).strip("_")[:40] + "_" + checksum[:8]
 
 
+# What a reader's SQL may not do: touch any file but the results file (COPY … TO, read_csv, glob,
+# ATTACH, EXPORT), install or load extensions, or change these settings back.
+SEAL = ("SET enable_external_access = false", "SET autoinstall_known_extensions = false",
+        "SET autoload_known_extensions = false", "SET allow_community_extensions = false",
+        "SET lock_configuration = true")
+
+
+def _seal(con: Any) -> None:
+    for statement in SEAL:
+        con.execute(statement)
+
+
 def _is_lock_error(err: Exception) -> bool:
     return "lock" in str(err).lower() and ("conflicting" in str(err).lower() or "could not set" in str(err).lower())
 
@@ -99,7 +114,8 @@ class Store:
         delay = 0.05
         while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=read_only)
+                con = duckdb.connect(str(self.path), read_only=read_only,
+                                     config={"storage_compatibility_version": STORAGE_VERSION})
                 break
             except duckdb.Error as err:
                 if _is_lock_error(err) and time.monotonic() < deadline:
@@ -113,7 +129,7 @@ class Store:
                     ) from None
                 raise StoreError(f"{self.path}: not a DuckDB database we can open ({err})") from None
         try:
-            if not self._checked and (not read_only or self._has_meta(con)):
+            if not self._checked:  # someone else's DuckDB file is refused, for reading too
                 self._check(con)
                 self._checked = bool(self._has_meta(con))  # once a file is ours, it stays ours
             if read_only and views and self._has_meta(con):
@@ -122,6 +138,8 @@ class Store:
                 # This version's views, for this connection only: a file written by an older
                 # attnbench answers the same queries as the pages.
                 create_views(con, temporary=True)
+            if read_only and views:
+                _seal(con)
             yield con
         finally:
             con.close()
@@ -170,8 +188,10 @@ class Store:
 
     # --------------------------------------------------------------------------------------- reads
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+        """Read-only SQL over the tables and views, sealed (see ``SEAL``): it reads this file, nothing else."""
         with self.connect(read_only=True) as con:
-            return con.execute(sql, params or []).df()
+            res = con.execute(sql, params or [])
+            return res.df() if res is not None and res.description else pd.DataFrame()
 
     def read(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
         """A read of the tables alone (no views): the driver's own reads. They open the file as its
