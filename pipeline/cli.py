@@ -7,7 +7,9 @@ import io
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from pipeline.errors import AttnbenchError
 
@@ -115,8 +117,28 @@ def cmd_suites(args: argparse.Namespace) -> int:
     return 0
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad option reported the way every other error is: one line, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"attnbench: error: {self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def count(low: int, what: str) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``low``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {what}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} {what}: give at least {low}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="attnbench", description=__doc__)
+    parser = Parser(prog="attnbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -128,8 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true", help="re-run cells that failed")
     p.add_argument("--address", default=os.environ.get("RAY_ADDRESS"),
                    help="Ray cluster address (default: $RAY_ADDRESS, else start a local Ray)")
-    p.add_argument("--num-cpus", type=int, default=None, help="CPUs for a local Ray (default: all)")
-    p.add_argument("--num-gpus", type=int, default=None, help="GPUs for a local Ray (default: detected)")
+    p.add_argument("--num-cpus", type=count(1, "CPUs"), default=None, help="CPUs for a local Ray (default: all)")
+    p.add_argument("--num-gpus", type=count(0, "GPUs"), default=None,
+                   help="GPUs for a local Ray (default: detected)")
     p.add_argument("--no-report", action="store_true", help="skip writing the HTML report")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when cells failed")
     _add_openml(p)

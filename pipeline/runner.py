@@ -31,11 +31,13 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from pipeline.address import check_address
 from pipeline.data import ingest as ingest_mod
 from pipeline.data import sources
 from pipeline.data.preprocess import FoldData, build_fold
 from pipeline.data.store import Store
 from pipeline.engine.records import MODEL_FAILURES, CellResult
+from pipeline.errors import AttnbenchError
 from pipeline.spec import SuiteSpec, dataset_label
 
 log = logging.getLogger(__name__)
@@ -166,6 +168,8 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
     import ray
 
     if not ray.is_initialized():
+        if address:  # a wrong address is an error in seconds, not a traceback or a wait of minutes
+            check_address(address)
         os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # our own progress lines replace Tune's tables
         # Every trial is recorded in DuckDB; Tune's own CSV/JSON/TensorBoard files would be noise.
@@ -173,7 +177,11 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
         kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False,
                                   "logging_level": logging.WARNING}
         if address:
-            ray.init(address=address, **{k: v for k, v in kwargs.items() if k != "include_dashboard"})
+            try:
+                ray.init(address=address, **{k: v for k, v in kwargs.items() if k != "include_dashboard"})
+            except (ConnectionError, TimeoutError, ValueError) as err:
+                raise AttnbenchError(f"--address {address}: could not join the Ray cluster "
+                                     f"({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
         else:
             # "local" starts our own Ray even when another cluster runs on this machine; without it
             # ray.init() would join that one.

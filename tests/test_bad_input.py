@@ -155,8 +155,23 @@ def results_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+def in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess:
+    """The command line's own entry point, in this process (no interpreter start per case): an uncaught
+    exception fails the test as a traceback would."""
+    from pipeline import cli
+
+    capsys.readouterr()
+    try:
+        rc = cli.main(argv)
+    except SystemExit as done:  # argparse's exit
+        rc = int(done.code or 0)
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, rc, out, err)
+
+
 @pytest.mark.parametrize("case", list(QUERY_CASES))
-def test_query_refuses_with_one_clear_line_and_changes_nothing(case: str, results_db: Path, tmp_path: Path):
+def test_query_refuses_with_one_clear_line_and_changes_nothing(case: str, results_db: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]):
     sql, extra, words, must_not_exist = QUERY_CASES[case]
     (tmp_path / "notes.txt").write_text("not a database\n")
     foreign_db(tmp_path / "invoices.duckdb")
@@ -165,8 +180,7 @@ def test_query_refuses_with_one_clear_line_and_changes_nothing(case: str, result
     options = [o.format(tmp=tmp_path) for o in extra]
     if "--db" not in options:
         options += ["--db", str(results_db)]
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", sql.format(tmp=tmp_path), *options],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    out = in_process(["query", sql.format(tmp=tmp_path), *options], capsys)
     err = out.stderr.strip()
     assert out.returncode == 2, f"rc {out.returncode}\n{out.stdout[-2000:]}\n{err[-3000:]}"
     assert "Traceback" not in out.stderr + out.stdout
@@ -191,3 +205,44 @@ def test_query_reads_the_results_file_and_the_duckdb_cli_reads_it_too(results_db
                            "SELECT value FROM attnbench_meta WHERE key = 'app'; SELECT count(*) FROM tuning_curves"],
                           capture_output=True, text=True, timeout=60)
     assert read.returncode == 0 and read.stdout.split() == ["attnbench", "0"], read.stdout + read.stderr
+
+
+# `attnbench run` options: a Ray address that cannot work ends in seconds, bad numbers before anything.
+# name → (options, expected words in the message)
+RUN_OPTION_CASES = {
+    "address_where_nothing_listens": (["--address", "127.0.0.1:9"], "cannot connect"),
+    "ray_client_address_where_nothing_listens": (["--address", "ray://127.0.0.1:9"], "cannot connect"),
+    "address_not_an_address": (["--address", "not-a-host"], "not an address ray can join"),
+    "address_of_the_job_api": (["--address", "http://127.0.0.1:8265"], "job api"),
+    "address_host_unresolvable": (["--address", "no-such-host.invalid:6379"], "cannot resolve"),
+    "address_port_out_of_range": (["--address", "127.0.0.1:70000"], "not an address ray can join"),
+    "zero_cpus": (["--num-cpus", "0"], "give at least 1"),
+    "negative_cpus": (["--num-cpus", "-1"], "give at least 1"),
+    "negative_gpus": (["--num-gpus", "-1"], "give at least 0"),
+    "cpus_not_a_number": (["--num-cpus", "two"], "not a whole number"),
+    "unknown_option": (["--colour", "blue"], "unrecognized arguments: --colour"),
+}
+
+
+@pytest.mark.parametrize("case", list(RUN_OPTION_CASES))
+def test_run_options_that_cannot_work_exit_2_in_seconds(case: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]):
+    options, words = RUN_OPTION_CASES[case]
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite(tmp_path)))
+    db = tmp_path / "r.duckdb"
+    argv = ["run", str(path), "--db", str(db), "--no-report", *options]
+    if "--address" in options:  # a process of its own: this one may already have joined a Ray
+        out = subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=60)
+    else:
+        out = in_process(argv, capsys)
+    err = out.stderr.strip()
+    assert out.returncode == 2, f"rc {out.returncode}\n{out.stdout[-2000:]}\n{err[-3000:]}"
+    assert "Traceback" not in out.stderr + out.stdout
+    assert err.startswith("attnbench: error: ") and len(err.splitlines()) == 1, err
+    assert words.lower() in err.lower(), err
+    if db.exists():  # the datasets may be in; no run was started and nothing ran
+        with duckdb.connect(str(db), read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+            assert con.execute("SELECT count(*) FROM results").fetchone()[0] == 0
