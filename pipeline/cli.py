@@ -108,13 +108,28 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_suites(args: argparse.Namespace) -> int:
-    from pipeline.spec import load_suite
+    from pipeline.errors import SpecError
+    from pipeline.spec import default_suite_path, load_suite
 
-    paths = args.files or sorted(str(p) for p in Path("suites").glob("*.yaml"))
-    for p in paths:
-        s = load_suite(p)
+    if args.files:
+        paths = list(args.files)
+    else:
+        folder = default_suite_path().parent
+        paths = sorted(str(p) for p in folder.glob("*.yaml"))
+        if not paths:
+            raise AttnbenchError(f"suites check: no suite files in {folder}; name the files to check")
+    bad = 0
+    for p in paths:  # every file, reporting each problem, before the exit code says how it went
+        try:
+            s = load_suite(p)
+        except SpecError as err:
+            bad += 1
+            print(f"attnbench: error: {err}", file=sys.stderr)
+            continue
         print(f"{p}: ok — {s.name}: {len(s.datasets)} dataset entries, {len(s.models)} models")
-    return 0
+    if bad:
+        print(f"attnbench: {bad} of {len(paths)} suite files have problems", file=sys.stderr)
+    return 2 if bad else 0
 
 
 class Parser(argparse.ArgumentParser):
@@ -190,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("suites", help="check suite files (`suites check [FILES]`) or pin an OpenML suite (`suites pin ID`)")
     p.set_defaults(func=cmd_suites, files=[])
     suites = p.add_subparsers(dest="suites_command")
-    check = suites.add_parser("check", help="validate suite files (default: suites/*.yaml)")
+    check = suites.add_parser("check", help="validate suite files (default: the checkout's suites/*.yaml)")
     check.add_argument("files", nargs="*")
     check.set_defaults(func=cmd_suites)
     pin = suites.add_parser("pin", help="resolve an OpenML suite and write a suite file with its tasks pinned")

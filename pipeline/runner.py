@@ -107,9 +107,14 @@ def hardware(resources: dict[str, float]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- cells
-def expand(suite: SuiteSpec, store: Store, datasets: list[ingest_mod.StoredDataset]) -> Iterator[tuple[Cell, ingest_mod.StoredDataset, str]]:
+def expand(suite: SuiteSpec, store: Store, datasets: list[ingest_mod.StoredDataset],
+           notice: Callable[[str], None] = lambda _: None) -> Iterator[tuple[Cell, ingest_mod.StoredDataset, str]]:
+    """Every cell of the suite. A sample size not below a fold's training rows is left out (``all``
+    is the whole training part), with one notice per dataset."""
     p = suite.protocol
     for ds in datasets:
+        dropped: set[int] = set()
+        fewest = None
         key = ingest_mod.split_key(p, suite.seed, ds.checksum, ds.has_official_folds)
         folds = store.query(
             "SELECT repeat, fold, count(*) FILTER (WHERE role = 'train') AS n_train FROM splits "
@@ -126,12 +131,18 @@ def expand(suite: SuiteSpec, store: Store, datasets: list[ingest_mod.StoredDatas
                 elif s < n_avail:
                     sizes.append((str(s), int(s), p.subset_seeds))
                 else:
-                    log.info("%s fold %s: sample size %s >= the %s training rows; covered by 'all'", ds.name, f, s, n_avail)
+                    dropped.add(int(s))
+                    fewest = int(n_avail) if fewest is None else min(fewest, int(n_avail))
             for label, n, n_seeds in sizes:
                 for seed in range(n_seeds):
                     for m in suite.models:
                         cid = cell_id(suite, ds.name, ds.checksum, int(r), int(f), label, seed, m.key)
                         yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid), ds, key
+        if dropped:
+            notice(f"  notice: {ds.name}: sample size{'s' if len(dropped) > 1 else ''} "
+                   f"{', '.join(map(str, sorted(dropped)))} not below the {fewest} training rows of a fold; "
+                   "those cells are left out" + (" ('all' runs the whole training part)" if "all" in p.sample_sizes
+                                                 else ""))
 
 
 class FoldLoader:
@@ -247,7 +258,11 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     for spec in sources.expand(suite.datasets):
         progress(f"  dataset {dataset_label(spec)}: loading")
         datasets.append(ingest_mod.ingest(store, spec, suite.protocol, suite.seed))
-    cells = list(expand(suite, store, datasets))
+    cells = list(expand(suite, store, datasets, notice=progress))
+    if not cells:
+        raise AttnbenchError(f"{suite.source_path or suite.name}: the suite expands to no cell at all (every "
+                             "sample size is above the datasets' training rows, or max_folds/max_repeats leave "
+                             "no fold); add 'all' to protocol.sample_sizes or lower the sizes")
     done = store.done_cells().set_index("cell_id")
     pending = []
     attempts: dict[str, int] = {}

@@ -29,7 +29,7 @@ SKLEARN_DATASETS = ("breast_cancer", "wine", "digits", "iris", "diabetes")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # ----------------------------------------------------------------------------------------- datasets
@@ -262,6 +262,9 @@ def _format_errors(path: str, err: ValidationError) -> str:
             msg = "unknown key"
         elif e["type"] == "missing":
             msg = "required key is missing"
+        elif e["type"] in ("int_type", "float_type", "bool_type", "string_type"):
+            # strict types: say what was given, since YAML turns `true`, `"5"` and `1.0` into other types
+            msg = f"{msg}, not {e['input']!r} ({type(e['input']).__name__})"
         lines.append(f"  - {loc or '(top level)'}: {msg}")
     return "\n".join(lines)
 
@@ -276,13 +279,42 @@ def parse_suite(data: Any, path: str = "<suite>") -> SuiteSpec:
     return spec
 
 
+class DuplicateKey(yaml.YAMLError):
+    pass
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error (plain YAML
+    loaders keep the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise DuplicateKey(f"the key {key!r} is given twice in one mapping (lines {seen[key].line + 1} "
+                                   f"and {key_node.start_mark.line + 1}); keep one")
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_suite(path: str | Path) -> SuiteSpec:
     """Read and validate a suite file; relative dataset file paths resolve against the suite's folder."""
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"{p}: suite file not found")
     try:
-        data = yaml.safe_load(p.read_text())
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = p.read_bytes()[: err.start].count(b"\n") + 1
+        raise SpecError(f"{p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line}); "
+                        "save the suite file as UTF-8") from None
+    except OSError as err:
+        raise SpecError(f"{p}: cannot read the suite file ({err.strerror or err})") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except DuplicateKey as err:
+        raise SpecError(f"{p}: {err}") from None
     except yaml.YAMLError as err:
         raise SpecError(f"{p}: not valid YAML: {err}") from None
     spec = parse_suite(data, str(p))

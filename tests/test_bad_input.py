@@ -4,6 +4,7 @@ nothing listens, so reaching Ray at all would end in a connection error, not exi
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,10 +79,22 @@ CASES = {
     "foreign_duckdb": (lambda t: suite(t), "not written by attnbench", foreign_db),
     "newer_schema": (lambda t: suite(t), "newer attnbench", newer_db),
     "dataset_name_taken": (lambda t: suite(t, datasets=csv(t, rows(60))), "'d' is already used", name_taken),
+    "duplicate_key": (lambda t: "name: bad\ndatasets: [{sklearn: wine}]\nmodels:\n  - name: xgboost\n"
+                      "    trials: 2\n    trials: 5\n", "'trials' is given twice", None),
+    "not_utf8": (lambda t: "name: b\u00e9d\ndatasets: [{sklearn: wine}]\nmodels: [{name: xgboost}]\n".encode("latin-1"),
+                 "not UTF-8", None),
+    "true_as_a_count": (lambda t: suite(t, models=[{"name": "xgboost", "trials": True}]), "not True", None),
+    "string_as_a_count": (lambda t: suite(t, models=[{"name": "xgboost", "trials": "5"}]), "not '5'", None),
+    "float_as_a_count": (lambda t: suite(t, models=[{"name": "xgboost", "trials": 1.0}]), "not 1.0", None),
+    "string_as_a_fold_count": (lambda t: {**suite(t), "protocol": {"folds": "3"}}, "protocol.folds", None),
+    "no_cell_at_all": (lambda t: {**suite(t), "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [5000]}},
+                       "no cell at all", None),
 }
 
 
-SPEC_CASES = {"malformed_yaml", "unknown_key", "wrong_type", "unknown_model"}
+SPEC_CASES = {"malformed_yaml", "unknown_key", "wrong_type", "unknown_model", "true_as_a_count", "string_as_a_count",
+              "float_as_a_count", "string_as_a_fold_count"}
+AFTER_INGEST = {"no_cell_at_all"}  # valid datasets are stored before the suite is found to have no cell
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -89,7 +102,10 @@ def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path):
     make_suite, words, prepare_db = CASES[case]
     spec = make_suite(tmp_path)
     path = tmp_path / "suite.yaml"
-    path.write_text(spec if isinstance(spec, str) else yaml.safe_dump(spec, sort_keys=False))
+    if isinstance(spec, bytes):
+        path.write_bytes(spec)
+    else:
+        path.write_text(spec if isinstance(spec, str) else yaml.safe_dump(spec, sort_keys=False))
     db = tmp_path / "r.duckdb"
     if prepare_db:
         prepare_db(db)
@@ -113,7 +129,8 @@ def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path):
     if db.exists() and prepare_db is None:
         with duckdb.connect(str(db), read_only=True) as con:
             tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-            for table in {"results", "trials", "runs", "splits"} & tables:
+            checked = {"results", "trials", "runs"} | (set() if case in AFTER_INGEST else {"splits"})
+            for table in checked & tables:
                 assert con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
 
 
@@ -246,3 +263,27 @@ def test_run_options_that_cannot_work_exit_2_in_seconds(case: str, tmp_path: Pat
         with duckdb.connect(str(db), read_only=True) as con:
             assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
             assert con.execute("SELECT count(*) FROM results").fetchone()[0] == 0
+
+
+def test_suites_check_reports_every_bad_file_and_refuses_to_check_nothing(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]):
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(suite(tmp_path)))
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("name: a\nname: b\ndatasets: [{sklearn: wine}]\nmodels: [{name: xgboost}]\n")
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(yaml.safe_dump({**suite(tmp_path), "modles": []}))
+    out = in_process(["suites", "check", str(dup), str(good), str(typo)], capsys)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"{good}: ok" in out.stdout
+    assert "'name' is given twice" in out.stderr and "modles" in out.stderr and "2 of 3 suite files" in out.stderr
+    # The package installed away from a checkout, run in a folder without suites/, no file named: an
+    # error, not a silent success over nothing.
+    import shutil
+
+    site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
+    shutil.copytree(REPO / "pipeline", site / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    elsewhere.mkdir()
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "suites", "check"], cwd=elsewhere,
+                         env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "no suite files in" in out.stderr and "Traceback" not in out.stderr, out.stderr

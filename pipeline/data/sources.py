@@ -285,8 +285,17 @@ def validate(ds: RawDataset) -> RawDataset:
         ds.notes.append(f"dropped all-missing features: {empty}")
         if ds.features.shape[1] == 0:
             raise DataError(f"{where}: every feature is missing in every row")
+    infinite: dict[str, int] = {}
     for c in ds.features.columns:
         col = ds.features[c]
         if not isinstance(col.dtype, pd.CategoricalDtype):
-            ds.features[c] = pd.to_numeric(col, errors="coerce").astype(float).replace([np.inf, -np.inf], np.nan)
+            num = pd.to_numeric(col, errors="coerce").astype(float)
+            n_inf = int(np.isinf(num.to_numpy()).sum())
+            if n_inf:
+                infinite[str(c)] = n_inf
+            ds.features[c] = num.replace([np.inf, -np.inf], np.nan)
+    if infinite:
+        ds.notes.append(f"{sum(infinite.values())} infinite values became missing (feature: count): "
+                        + ", ".join(f"{c}: {n}" for c, n in list(infinite.items())[:8])
+                        + (" …" if len(infinite) > 8 else ""))
     return ds
