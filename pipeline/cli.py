@@ -30,11 +30,29 @@ def _suite(path: str | None):
     return load_suite(path or default_suite_path())
 
 
+def _reports_dir(path: str) -> Path:
+    """The report folder, made and probed before any work: a run must not end unable to write it."""
+    import tempfile
+
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".probe-"):
+            pass
+    except FileExistsError:
+        raise AttnbenchError(f"--reports {path}: a file is in the way; give a folder") from None
+    except OSError as err:
+        raise AttnbenchError(f"--reports {path}: cannot write there ({err.strerror or err})") from None
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from pipeline import runner
     from pipeline.data.sources import configure_openml
 
     suite = _suite(args.suite)
+    if not args.no_report:
+        _reports_dir(args.reports)
     configure_openml(args.openml_cache, args.openml_server)
     summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
                          num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv)
@@ -65,7 +83,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pipeline.report.pages import write_report
 
-    index = write_report(args.db, args.reports)
+    index = write_report(args.db, _reports_dir(args.reports))
     print(f"report: {index.resolve()}")
     if args.open:
         import webbrowser

@@ -62,6 +62,19 @@ def name_taken(db: Path) -> None:
     ingest(Store(db), SklearnDataset(sklearn="wine", name="d"), Protocol(folds=3), 0)
 
 
+def continuous(n: int) -> str:
+    return "a,b,label\n" + "".join(f"{i},{i % 5},{i * 0.37:.2f}\n" for i in range(n))
+
+
+def stored_with_label(db: Path) -> None:
+    """The suite's d.csv stored with target 'label'; the suite then names another target."""
+    from pipeline.data.ingest import ingest
+    from pipeline.data.store import Store
+    from pipeline.spec import LocalFile, Protocol
+
+    ingest(Store(db), LocalFile(file=str(db.parent / "d.csv"), target="label", name="d"), Protocol(folds=3), 0)
+
+
 # name → (how to write the suite (text or dict), expected words in the message, how to prepare the db)
 CASES = {
     "malformed_yaml": (lambda t: "name: bad\ndatasets: [{sklearn: wine}\nmodels: [", "yaml", None),
@@ -87,6 +100,15 @@ CASES = {
     "string_as_a_count": (lambda t: suite(t, models=[{"name": "xgboost", "trials": "5"}]), "not '5'", None),
     "float_as_a_count": (lambda t: suite(t, models=[{"name": "xgboost", "trials": 1.0}]), "not 1.0", None),
     "string_as_a_fold_count": (lambda t: {**suite(t), "protocol": {"folds": "3"}}, "protocol.folds", None),
+    "rare_class": (lambda t: suite(t, datasets=csv(t, rows(60, lambda i: "rare" if i == 7 else i % 2))),
+                   "class 'rare'", None),
+    "binary_on_a_continuous_target": (lambda t: suite(t, datasets=[{**csv(t, continuous(90))[0],
+                                                                     "task_type": "binary"}]), "task_type is binary", None),
+    "multiclass_on_a_continuous_target": (lambda t: suite(t, datasets=[{**csv(t, continuous(90))[0],
+                                                                         "task_type": "multiclass"}]),
+                                          "looks continuous", None),
+    "stored_copy_out_of_date": (lambda t: suite(t, datasets=[{**csv(t, rows(60))[0], "target": "a"}]),
+                                "--refresh", stored_with_label),
     "no_cell_at_all": (lambda t: {**suite(t), "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [5000]}},
                        "no cell at all", None),
 }
@@ -124,12 +146,12 @@ def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path):
     # spot) on the lines after the first, by design of pipeline/spec.py.
     assert len(err.splitlines()) == 1 or case in SPEC_CASES, err
     assert words.lower() in err.lower(), err
-    if before is not None and prepare_db is foreign_db:
-        assert db.read_bytes() == before  # a file that is not ours is left as it was
+    if before is not None and prepare_db in (foreign_db, stored_with_label):
+        assert db.read_bytes() == before  # the file is left as it was
     if db.exists() and prepare_db is None:
         with duckdb.connect(str(db), read_only=True) as con:
             tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-            checked = {"results", "trials", "runs"} | (set() if case in AFTER_INGEST else {"splits"})
+            checked = {"results", "trials", "runs"} | (set() if case in AFTER_INGEST else {"splits", "datasets"})
             for table in checked & tables:
                 assert con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
 
@@ -287,3 +309,40 @@ def test_suites_check_reports_every_bad_file_and_refuses_to_check_nothing(tmp_pa
     out = subprocess.run([sys.executable, "-m", "pipeline.cli", "suites", "check"], cwd=elsewhere,
                          env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "no suite files in" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_results_file_the_file_system_will_not_let_us_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """An immutable (root: chattr +i) or read-only (others: chmod) --db: run says the file system refuses
+    the write and leaves the file as it was; query still reads it."""
+    from pipeline.data.store import Store
+
+    db = tmp_path / "r.duckdb"
+    Store(db)
+    before = db.read_bytes()
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite(tmp_path)))
+    root = os.geteuid() == 0
+    lock = ["chattr", "+i", str(db)] if root else ["chmod", "0444", str(db)]
+    subprocess.run(lock, check=True, capture_output=True)
+    try:
+        out = in_process(["run", str(path), "--db", str(db), "--no-report"], capsys)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert "the file system does not let attnbench write" in out.stderr, out.stderr
+        assert db.read_bytes() == before
+        read = in_process(["query", "--db", str(db), "SELECT count(*) AS n FROM results"], capsys)
+        assert read.returncode == 0 and read.stdout.split() == ["n", "0"], read.stderr
+    finally:
+        subprocess.run(["chattr", "-i", str(db)] if root else ["chmod", "0644", str(db)], capture_output=True)
+
+
+@pytest.mark.parametrize("where", ["a_file_in_the_way", "under_proc"])
+def test_a_report_folder_that_cannot_be_written_is_refused_before_the_run(where: str, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]):
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite(tmp_path)))
+    (tmp_path / "blocker").write_text("")
+    reports = str(tmp_path / "blocker") if where == "a_file_in_the_way" else "/proc/attnbench-reports"
+    db = tmp_path / "r.duckdb"
+    out = in_process(["run", str(path), "--db", str(db), "--reports", reports], capsys)
+    assert out.returncode == 2 and f"--reports {reports}" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not db.exists()  # refused before anything ran

@@ -55,11 +55,19 @@ def ingest(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, re
         name = str(hit.dataset.iloc[0]) if len(hit) else ""
     raw = _check_name(store, spec, name) if name else None
     stored = None if refresh or not name else read(store, name)
+    if stored is not None:
+        _check_current(store, spec, stored)
     if stored is None:
         raw = raw or sources.load(spec)
         other = store.query("SELECT source FROM datasets WHERE dataset = ?", [raw.name])
         if len(other) and other.source.iloc[0] != raw.source and isinstance(spec, OpenMLTask) and not spec.name:
             raw.name = f"{raw.name}-task{spec.openml_task}"
+        if raw.folds is None:  # the protocol's folds must be possible before anything is stored
+            y = raw.y.astype(str) if raw.task_type != "regression" else raw.y.astype(float)
+            try:
+                splits.make_folds(y, raw.task_type, protocol.folds, protocol.repeats, seed)
+            except DataError as err:
+                raise DataError(f"dataset {raw.name!r} ({raw.source}): {err}") from None
         _write(store, raw)
         stored = read(store, raw.name)
         assert stored is not None
@@ -77,6 +85,26 @@ def ingest(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, re
         o = splits.train_orders(s, stored.y, stored.task_type, protocol.subset_seeds, seed)
         store.write_splits(name, key, s, o)
     return stored
+
+
+def _check_current(store: Store, spec: DatasetSpec, stored: StoredDataset) -> None:
+    """Refuse a stored copy that no longer matches its suite entry (target, task type, categorical
+    columns), naming the command that replaces it; using it would run the old data under the new entry."""
+    if not isinstance(spec, LocalFile):
+        return
+    meta = store.query("SELECT target, task_type FROM datasets WHERE dataset = ?", [stored.name]).iloc[0]
+    changed = []
+    if spec.target != meta.target:
+        changed.append(f"target {spec.target!r} (stored: {meta.target!r})")
+    if spec.task_type and spec.task_type != meta.task_type:
+        changed.append(f"task_type {spec.task_type!r} (stored: {meta.task_type!r})")
+    if spec.categorical is not None:
+        held = sorted(c for c in stored.features.columns if isinstance(stored.features[c].dtype, pd.CategoricalDtype))
+        if sorted(spec.categorical) != held:
+            changed.append(f"categorical {sorted(spec.categorical)} (stored: {held})")
+    if changed:
+        raise DataError(f"dataset {stored.name!r}: the suite entry changed since it was stored: {'; '.join(changed)}; "
+                        f"replace the stored copy with `attnbench fetch SUITE --db {store.path} --refresh`")
 
 
 def _check_name(store: Store, spec: DatasetSpec, name: str) -> sources.RawDataset | None:

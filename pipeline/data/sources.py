@@ -276,6 +276,15 @@ def validate(ds: RawDataset) -> RawDataset:
         counts = ds.y.astype(str).value_counts()
         if len(counts) < 2:
             raise DataError(f"{where}: the target {ds.target!r} has a single class ({counts.index[0]!r})")
+        if ds.task_type == "binary" and len(counts) != 2:
+            raise DataError(f"{where}: task_type is binary, but the target {ds.target!r} has {len(counts)} "
+                            "distinct values; use multiclass, or regression for a continuous target")
+        numeric = pd.to_numeric(ds.y, errors="coerce")
+        if (ds.task_type == "multiclass" and numeric.notna().all() and len(counts) > 20
+                and len(counts) > 0.5 * len(ds.y) and (numeric % 1 != 0).any()):
+            raise DataError(f"{where}: task_type is multiclass, but the target {ds.target!r} looks continuous "
+                            f"({len(counts)} distinct non-integer values in {len(ds.y)} rows); use task_type: "
+                            "regression")
     ds.features.columns = [str(c) for c in ds.features.columns]
     if ds.features.columns.duplicated().any():
         raise DataError(f"{where}: duplicate feature names {ds.features.columns[ds.features.columns.duplicated()].tolist()}")

@@ -32,9 +32,16 @@ def _seed(*parts: int) -> int:
 def make_folds(y: pd.Series, task_type: str, n_folds: int, n_repeats: int, seed: int) -> pd.DataFrame:
     """Seeded stratified k-fold × repeats as rows (repeat, fold, row_id, role)."""
     s = strata(y, task_type)
-    smallest = np.bincount(s).min()
+    counts = np.bincount(s)
+    smallest = counts.min()
     if smallest < n_folds:
-        raise DataError(f"a class has {smallest} rows, fewer than the {n_folds} folds asked for")
+        if task_type == "regression":
+            raise DataError(f"{len(y)} rows are too few for {n_folds} folds")
+        labels = pd.factorize(y.astype(str), sort=True)[1]
+        rare = [str(labels[i]) for i in np.flatnonzero(counts < n_folds)][:5]
+        raise DataError(f"class{'es' if len(rare) > 1 else ''} {', '.join(map(repr, rare))} of the target "
+                        f"{'have' if len(rare) > 1 else 'has'} fewer rows than the {n_folds} folds asked for (the "
+                        f"smallest has {smallest}); drop or merge rare classes, or lower protocol.folds")
     rskf = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=n_repeats, random_state=seed)
     rows = []
     for i, (train, test) in enumerate(rskf.split(np.zeros(len(s)), s)):

@@ -9,6 +9,7 @@ retry briefly when they meet a write in progress.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 import time
@@ -88,6 +89,11 @@ def _seal(con: Any) -> None:
         con.execute(statement)
 
 
+def _is_access_error(err: Exception) -> bool:
+    text = str(err).lower()
+    return any(w in text for w in ("permission denied", "operation not permitted", "read-only file system"))
+
+
 def _is_lock_error(err: Exception) -> bool:
     return "lock" in str(err).lower() and ("conflicting" in str(err).lower() or "could not set" in str(err).lower())
 
@@ -127,6 +133,12 @@ class Store:
                         f"{self.path}: another process holds the database ({err}). Wait for it, or copy the "
                         "file and query the copy for a consistent snapshot."
                     ) from None
+                if _is_access_error(err):
+                    mode = "read" if read_only else "write"
+                    raise StoreError(
+                        f"{self.path}: the file system does not let attnbench {mode} this file "
+                        f"({str(err).splitlines()[0]}); give a --db it can {mode}"
+                        + ("" if read_only else " (attnbench query only reads)")) from None
                 raise StoreError(f"{self.path}: not a DuckDB database we can open ({err})") from None
         try:
             if not self._checked:  # someone else's DuckDB file is refused, for reading too
@@ -170,8 +182,17 @@ class Store:
             )
 
     def _init(self, con: Any) -> None:
+        """Create or upgrade the tables and views. A file already in this version's shape is not
+        written at all: opening it leaves it byte for byte as it was."""
         from pipeline.engine.records import sql_columns
+        from pipeline.report.views import VIEWS, create_views
 
+        shape = hashlib.sha256(json.dumps([SCHEMA, [_record_table(*t) for t in _record_tables()], VIEWS],
+                                          sort_keys=True).encode()).hexdigest()[:16]
+        if self._has_meta(con):
+            meta = dict(con.execute("SELECT key, value FROM attnbench_meta").fetchall())
+            if meta.get("schema_version") == str(SCHEMA_VERSION) and meta.get("shape") == shape:
+                return
         con.execute("BEGIN")
         con.execute(SCHEMA)
         for name, cls, key in _record_tables():
@@ -182,9 +203,8 @@ class Store:
                     [APP, str(SCHEMA_VERSION)])
         con.execute("UPDATE attnbench_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         con.execute("COMMIT")
-        from pipeline.report.views import create_views
-
         create_views(con)
+        con.execute("INSERT OR REPLACE INTO attnbench_meta VALUES ('shape', ?)", [shape])
 
     # --------------------------------------------------------------------------------------- reads
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
