@@ -105,8 +105,11 @@ def _task_metadata(task_ids: list[int]) -> tuple[dict[int, dict[str, Any]], str 
 
     if not task_ids:
         return {}, None
+    from pipeline.data.sources import network_timeout
+
     try:
-        df = openml.tasks.list_tasks(task_id=task_ids, output_format="dataframe")
+        with network_timeout():
+            df = openml.tasks.list_tasks(task_id=task_ids, output_format="dataframe")
     except Exception as err:  # the listing is a convenience: the pinned ids do not depend on it
         return {}, f"task metadata unavailable ({type(err).__name__}: {_one_line(str(err), 120)})"
     out: dict[int, dict[str, Any]] = {}
@@ -133,8 +136,11 @@ def pin_suite(suite_id: int | str, out_path: str | Path, *, lite: bool = False) 
     """Resolve OpenML suite ``suite_id`` and write a suite YAML pinning each of its tasks to ``out_path``."""
     import openml
 
+    from pipeline.data.sources import network_timeout
+
     try:
-        suite = openml.study.get_suite(suite_id)
+        with network_timeout():
+            suite = openml.study.get_suite(suite_id)
     except Exception as err:
         from pipeline.data.sources import _openml_error
 

@@ -346,3 +346,30 @@ def test_a_report_folder_that_cannot_be_written_is_refused_before_the_run(where:
     out = in_process(["run", str(path), "--db", str(db), "--reports", reports], capsys)
     assert out.returncode == 2 and f"--reports {reports}" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not db.exists()  # refused before anything ran
+
+
+def test_an_openml_server_that_never_answers_is_given_up_on(tmp_path: Path):
+    """A server that accepts the connection and then says nothing: every attempt times out
+    (ATTNBENCH_NET_TIMEOUT_S, 30 s by default) instead of waiting forever."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: [held.append(server.accept()[0]) for _ in range(16)], daemon=True).start()
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite(tmp_path, datasets=[{"openml_task": 987654321}])))
+    (tmp_path / "cache").mkdir()
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", "fetch", str(path), "--db", str(tmp_path / "r.duckdb"),
+             "--openml-server", f"http://127.0.0.1:{server.getsockname()[1]}/api/v1/xml",
+             "--openml-cache", str(tmp_path / "cache")],
+            env={**os.environ, "ATTNBENCH_NET_TIMEOUT_S": "1"}, capture_output=True, text=True, timeout=120)
+    finally:
+        server.close()
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "987654321" in out.stderr and "timed out" in out.stderr.lower(), out.stderr
+    assert held  # the client did connect: it was the silence that ended it

@@ -6,8 +6,11 @@ never contact OpenML. Each loader returns a :class:`RawDataset` that :func:`vali
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +67,31 @@ def configure_openml(cache_dir: str | None = None, server: str | None = None) ->
         openml.config.server = server
 
 
+OPENML_TIMEOUT_S = float(os.environ.get("ATTNBENCH_NET_TIMEOUT_S", "30"))
+
+
+@contextlib.contextmanager
+def network_timeout(seconds: float | None = None) -> Iterator[None]:
+    """A timeout on every connection attempt and read of the openml client, which passes none to
+    ``requests`` (a server that accepts and then says nothing would hold it forever). For the length of
+    the block, a ``requests`` call without a timeout of its own gets this one."""
+    import requests
+
+    limit = OPENML_TIMEOUT_S if seconds is None else seconds
+    plain = requests.Session.request
+
+    def request(self: requests.Session, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
+        if not args and kwargs.get("timeout") is None:  # openml passes keywords only
+            kwargs["timeout"] = limit
+        return plain(self, method, url, *args, **kwargs)
+
+    requests.Session.request = request  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        requests.Session.request = plain  # type: ignore[method-assign]
+
+
 def _openml_error(what: str, err: Exception) -> DataError:
     import openml
 
@@ -81,12 +109,13 @@ def load_openml_task(task_id: int, name: str | None = None) -> RawDataset:
     import openml
 
     try:
-        task: Any = openml.tasks.get_task(  # a supervised task: it has target_name
-            task_id, download_splits=True, download_data=True, download_qualities=False,
-            download_features_meta_data=False,
-        )
-        dataset = task.get_dataset()
-        x, y, cat_mask, names = dataset.get_data(target=task.target_name)
+        with network_timeout():
+            task: Any = openml.tasks.get_task(  # a supervised task: it has target_name
+                task_id, download_splits=True, download_data=True, download_qualities=False,
+                download_features_meta_data=False,
+            )
+            dataset = task.get_dataset()
+            x, y, cat_mask, names = dataset.get_data(target=task.target_name)
     except DataError:
         raise
     except Exception as err:  # the client raises many types (HTTP, XML, arff, cache); all mean "not loadable"
@@ -127,7 +156,8 @@ def openml_suite_tasks(suite_id: int | str) -> list[int]:
     import openml
 
     try:
-        suite = openml.study.get_suite(suite_id)
+        with network_timeout():
+            suite = openml.study.get_suite(suite_id)
     except Exception as err:  # see load_openml_task
         raise _openml_error(f"suite {suite_id}", err) from err
     return [int(t) for t in (suite.tasks or [])]
