@@ -104,9 +104,13 @@ def note(text: str) -> str:
     return f'<p class="note">{esc(text)}</p>'
 
 
+PLOTLY_JS = "plotly.min.js"  # one copy per report folder, loaded by every page with a figure
+
+
 @dataclass
 class Page:
-    """One HTML page being assembled; the first figure added carries plotly.js inline."""
+    """One HTML page being assembled. Pages with figures load plotly.js from the one copy beside them
+    (``PLOTLY_JS``, written by ``write_report``)."""
 
     file: str
     title: str
@@ -126,7 +130,7 @@ class Page:
         self.parts.append(f'<div class="card">{esc(text)}</div>')
 
     def figure(self, fig: Any, fig_id: str) -> None:
-        self.parts.append(fig.to_html(full_html=False, include_plotlyjs=self.n_figures == 0, div_id=fig_id,
+        self.parts.append(fig.to_html(full_html=False, include_plotlyjs=False, div_id=fig_id,
                                       config={"displaylogo": False, "responsive": True}))
         self.n_figures += 1
 
@@ -137,6 +141,8 @@ class Page:
         return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
                 f'<title>{esc(self.title)} · attnbench</title>'
                 '<meta name="viewport" content="width=device-width, initial-scale=1">'
-                f'<style>{CSS}</style></head><body><header><strong>attnbench</strong>{links}</header>'
+                f'<style>{CSS}</style>'
+                + (f'<script src="{PLOTLY_JS}" charset="utf-8"></script>' if self.n_figures else "")
+                + f'</head><body><header><strong>attnbench</strong>{links}</header>'
                 f'<main><h1>{esc(self.title)}</h1>{"".join(self.parts)}'
                 f'<p class="note">Generated {stamp}.</p></main></body></html>')

@@ -1,6 +1,7 @@
 """The report: self-contained HTML pages under ``reports/``, one index linking them all.
 
-Each page with figures carries plotly.js inline (no CDN, works offline over ``file://``). Every page
+Pages with figures load the one copy of plotly.js written beside them (no CDN: the folder works
+offline over ``file://``, and a report of many pages carries plotly.js once). Every page
 is built from the SQL views of :mod:`pipeline.report.views`, created here as temporary views on a
 read-only connection, so the numbers match ``attnbench query`` and ``duckdb results.duckdb``.
 Every name that comes from a dataset, a feature or a model is escaped before it reaches a page.
@@ -19,7 +20,7 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.markup import Page, cell, esc, note, num, raw, table
+from pipeline.report.markup import PLOTLY_JS, Page, cell, esc, note, num, raw, table
 from pipeline.report.views import N_SHUFFLES, create_views
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
@@ -626,6 +627,7 @@ def write_report(db: str | Path, out_dir: str | Path) -> Path:
         lambda: page_compute(data, standings), lambda: page_memory(data), lambda: page_attention(data),
         lambda: page_runs(data), lambda: page_index(data, standings),
     ]
+    _write_plotly_js(out)  # first: a page is never there before the script it loads
     for build in builders:
         page = build()
         path = out / page.file
@@ -633,3 +635,17 @@ def write_report(db: str | Path, out_dir: str | Path) -> Path:
         tmp.write_text(page.render(), encoding="utf-8")
         tmp.replace(path)
     return out / "index.html"
+
+
+def _write_plotly_js(out: Path) -> None:
+    """The one copy of plotly.js the pages load (offline, over ``file://``); rewritten only when the
+    installed plotly's differs."""
+    from plotly.offline import get_plotlyjs
+
+    text = get_plotlyjs()
+    path = out / PLOTLY_JS
+    if path.is_file() and path.stat().st_size == len(text.encode("utf-8")) and path.read_text("utf-8") == text:
+        return
+    tmp = path.with_suffix(".js.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

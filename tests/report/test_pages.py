@@ -95,16 +95,22 @@ def synth_report(synth_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return out
 
 
-def test_every_page_is_written_and_self_contained(synth_report):
+def test_every_page_is_written_and_loads_plotly_from_the_one_copy_beside_it(synth_report):
+    from plotly.offline import get_plotlyjs
+
     for name in PAGES:
         html = text(synth_report / f"{name}.html")
         assert html.startswith("<!DOCTYPE html>")
-        assert not re.search(r"""<script[^>]+src=|<link[^>]+href=["']https?:""", html), name
+        scripts = re.findall(r"""<script[^>]+src=["']([^"']+)""", html)
+        assert not re.search(r"""<link[^>]+href=["']https?:""", html), name
         n_figures = html.count('class="plotly-graph-div"')
-        # plotly.js inline exactly once on a page with figures, and nowhere else.
-        assert html.count("* plotly.js v") == (1 if n_figures else 0), name
+        # plotly.js is loaded from the folder's one copy by a page with figures, and inlined nowhere.
+        assert scripts == (["plotly.min.js"] if n_figures else []), (name, scripts)
+        assert "* plotly.js v" not in html and len(html.encode()) < 1_000_000, name
         for other in PAGES:
             assert f'href="{other}.html"' in html  # the navigation links every page
+    assert (synth_report / "plotly.min.js").read_text("utf-8") == get_plotlyjs()
+    assert sum(f.stat().st_size for f in synth_report.iterdir()) < 8_000_000
     assert not list(synth_report.glob("*.tmp"))
 
 
