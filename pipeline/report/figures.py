@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,6 +52,38 @@ def _layout(fig: go.Figure, height: int = 420, **kw: object) -> go.Figure:
     fig.update_layout(template=TEMPLATE, height=height, margin={"t": 40, "l": 60, "r": 20, "b": 50},
                       legend={"title_text": "model"}, **kw)
     return fig
+
+
+def magnitude(v: float, unit: str = "") -> str:
+    """A tick label that keeps its magnitude: 0.05, 2, 300, 5k, 1.2M (plotly's log ticks print "5"
+    for 0.5 and "2, 5" between decades)."""
+    a = abs(v)
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= size:
+            text = f"{v / size:.3g}{suffix}"
+            break
+    else:
+        text = f"{v:.3g}" if a >= 1e-3 or a == 0 else f"{v:.1e}"
+    return f"{text} {unit}".rstrip()
+
+
+def log_axis(values: Any, unit: str = "") -> dict[str, Any]:
+    """A log axis whose ticks sit at 1, 2, 5 × 10^k inside the data's range, each labelled with its
+    magnitude and unit; the range's two ends too when fewer than three such values fall inside."""
+    v = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce").dropna(), dtype=float)
+    v = v[v > 0]
+    if not len(v):
+        return {"type": "log"}
+    lo, hi = float(v.min()), float(v.max())
+    ticks = [m * 10.0 ** k for k in range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 1)
+             for m in (1, 2, 5)]
+    inside = [t for t in ticks if lo <= t <= hi]  # plotly's own range pads the data only a little
+    if len(inside) > 7:  # a wide range: the decades alone, or every other decade
+        inside = [t for t in inside if f"{t:.0e}".startswith("1")]
+        inside = inside[::2] if len(inside) > 7 else inside
+    if len(inside) < 3:  # a narrow range: its two ends as well
+        inside = sorted(set(inside) | {lo, hi})
+    return {"type": "log", "tickvals": inside, "ticktext": [magnitude(t, unit) for t in inside]}
 
 
 def _rgba(color: str, alpha: float) -> str:
@@ -200,7 +233,7 @@ def tuning_curves(summary: pd.DataFrame, style: Style, x: str, y: str = "score")
                                       f"<br>{what} %{{y:.3f}}<br>%{{customdata[2]:.0f}} cells"
                                       "<extra></extra>")
     if x == "seconds":
-        fig.update_xaxes(type="log", dtick="D2",
+        fig.update_xaxes(**log_axis(summary.seconds, "s"),
                          title_text="compute seconds spent on the search (mean per cell, log scale)")
     else:
         fig.update_xaxes(title_text="number of trials (1 = default configuration)", dtick=1 if len(summary) and
@@ -211,22 +244,35 @@ def tuning_curves(summary: pd.DataFrame, style: Style, x: str, y: str = "score")
 
 
 # -------------------------------------------------------------------------------------- compute
-def model_bars(table: pd.DataFrame, style: Style, columns: Mapping[str, str], log: bool = True) -> go.Figure:
-    """One small bar chart per column (title = the mapping's value), models on the x axis."""
+def model_bars(table: pd.DataFrame, style: Style, columns: Mapping[str, str], log: bool = True,
+               units: Mapping[str, str] | None = None) -> go.Figure:
+    """One small chart per column (title = the mapping's value), models on the x axis: bars on a linear
+    axis, or, with ``log``, dots on a log axis labelled with their values (a bar's length means
+    nothing on a log scale, where a small value looks like none)."""
     cols = [c for c in columns if c in table and table[c].notna().any()]
     fig = make_subplots(rows=1, cols=max(1, len(cols)), subplot_titles=[columns[c] for c in cols],
                         horizontal_spacing=0.07)
     names = [lab(m) for m in table.model]
     colors = [style.color(m) for m in table.model]
     for i, c in enumerate(cols, start=1):
-        fig.add_bar(x=names, y=table[c], marker_color=colors, showlegend=False, row=1, col=i,
-                    hovertemplate="%{x}<br>" + lab(columns[c]) + " %{y:.4g}<extra></extra>")
+        unit = (units or {}).get(c, "")
+        hover = "%{x}<br>" + lab(columns[c]) + " %{y:.4g}<extra></extra>"
         if log:
-            fig.update_yaxes(type="log", dtick="D2", row=1, col=i)
+            fig.add_scatter(x=names, y=table[c], mode="markers+text", showlegend=False, row=1, col=i,
+                            marker={"color": colors, "size": 12},
+                            text=[magnitude(v, unit) if pd.notna(v) else "" for v in table[c]],
+                            textposition="middle right", cliponaxis=False, hovertemplate=hover)
+            fig.update_yaxes(**log_axis(table[c], unit), row=1, col=i)
+        else:
+            fig.add_bar(x=names, y=table[c], marker_color=colors, showlegend=False, row=1, col=i,
+                        hovertemplate=hover)
+            if unit:
+                fig.update_yaxes(ticksuffix=f" {unit}", row=1, col=i)
     return _layout(fig, height=380)
 
 
-def pareto(points: pd.DataFrame, style: Style, x: str, y: str, x_title: str, y_title: str) -> go.Figure:
+def pareto(points: pd.DataFrame, style: Style, x: str, y: str, x_title: str, y_title: str,
+           x_unit: str = "") -> go.Figure:
     """Score against cost per model, log cost axis; the Pareto front (``front`` column) joined."""
     fig = go.Figure()
     front = points[points.front].sort_values(x)
@@ -241,7 +287,7 @@ def pareto(points: pd.DataFrame, style: Style, x: str, y: str, x_title: str, y_t
                                 "line": {"width": 2, "color": "#222"} if r.front else {"width": 0}},
                         hovertemplate=f"{lab(m)}<br>{lab(x_title)} %{{x:.3g}}<br>{lab(y_title)} %{{y:.3f}}"
                                       f"{'<br>on the Pareto front' if r.front else ''}<extra></extra>")
-    fig.update_xaxes(type="log", dtick="D2", title_text=x_title)
+    fig.update_xaxes(**log_axis(points[x], x_unit), title_text=x_title)
     fig.update_yaxes(title_text=y_title)
     return _layout(fig, height=420)
 
@@ -259,7 +305,7 @@ def memory_vs_features(mem: pd.DataFrame, style: Style, column: str, title: str)
                                       "<extra></extra>")
     widths = mem.n_features.dropna()
     if len(widths) and widths.max() >= 10 * max(widths.min(), 1):
-        fig.update_xaxes(type="log", dtick="D2", title_text="number of features (log scale)")
+        fig.update_xaxes(**log_axis(widths), title_text="number of features (log scale)")
     else:
         fig.update_xaxes(title_text="number of features")
     fig.update_yaxes(title_text=title)

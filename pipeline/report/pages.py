@@ -407,7 +407,8 @@ def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
     style = data.style()
     p.figure(figs.model_bars(t, style, {"fit_seconds": "train seconds", "search_seconds": "search seconds",
                                         "predict_rows_per_s": "inference rows/s", "flops_per_row": "FLOPs per row",
-                                        "n_params": "parameters"}), "fig-compute-bars")
+                                        "n_params": "parameters"},
+                                    units={"fit_seconds": "s", "search_seconds": "s"}), "fig-compute-bars")
     size = data.headline_size
     if size in standings:
         p.h2(f"Score against train time ({size_label(size)})", "pareto")
@@ -418,7 +419,8 @@ def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
         else:
             pts["front"] = agg.pareto_front(pts.fit_seconds, pts.normalized_score)
             p.figure(figs.pareto(pts, style, "fit_seconds", "normalized_score", "train seconds of the selected trial "
-                                 "(mean over datasets, log scale)", "mean normalised score"), "fig-pareto")
+                                 "(mean over datasets, log scale)", "mean normalised score", x_unit="s"),
+                     "fig-pareto")
             p.add(note("Outlined points are on the Pareto front: no other model is both faster and better."))
     return p
 
@@ -446,8 +448,8 @@ def page_memory(data: ReportData) -> Page:
     has_gpu = m.peak_gpu_mb.notna().any()
     if not has_gpu:
         p.add(note("No cell ran on a GPU: no GPU memory to show."))
-    p.figure(figs.model_bars(t, style, {"peak_cpu_mb": "peak CPU MB", "peak_gpu_mb": "peak GPU MB"}, log=False),
-             "fig-memory-bars")
+    p.figure(figs.model_bars(t, style, {"peak_cpu_mb": "peak CPU MB", "peak_gpu_mb": "peak GPU MB"}, log=False,
+                             units={"peak_cpu_mb": "MB", "peak_gpu_mb": "MB"}), "fig-memory-bars")
     p.h2("Against the number of features", "features")
     if m.n_features.nunique() < 2:
         p.add(note("All datasets have the same number of features; run wider and narrower datasets to see growth."))

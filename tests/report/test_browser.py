@@ -106,3 +106,38 @@ def test_figure_labels_escaped(browser, evil_report, name, needle):
     assert needle in svg_text, f"{needle!r} not drawn literally on {name}.html"
     # Nothing from the names became an element.
     assert browser.evaluate("document.querySelectorAll('main img, main b, svg b, svg img').length") == 0
+
+
+LOG_AXES_JS = """
+[...document.querySelectorAll('.plotly-graph-div')].flatMap(div => {
+  const out = [];
+  for (const [key, axis] of Object.entries(div._fullLayout)) {
+    if (!/^[xy]axis\\d*$/.test(key) || axis.type !== 'log') continue;
+    const ref = (key[0]) + (key.slice(5) || '');  // 'xaxis2' -> 'x2'
+    const bars = div._fullData.filter(t => t.type === 'bar' && (t[key[0] + 'axis'] || key[0]) === ref).length;
+    const drawn = [...div.querySelectorAll(`g.${ref}tick text, g.${key[0]}${key.slice(5)}tick text`)]
+      .map(t => t.textContent);
+    out.push({fig: div.id, axis: key, ticks: axis.ticktext || [], vals: axis.tickvals || [], bars, drawn});
+  }
+  return out;
+})
+"""
+
+
+@pytest.mark.parametrize("name", ["tuning", "compute", "memory"])
+def test_log_axes_keep_their_magnitudes_and_carry_no_bars(browser, evil_report, name):
+    """Every log axis is labelled with values that say their magnitude (0.5, 2 k, 10 s), not plotly's
+    bare "5" or "2, 5" between decades, and no bar is drawn on a log scale."""
+    _, reports = evil_report
+    page = browser.load((reports / f"{name}.html").as_uri())
+    assert page.problems == []
+    axes = browser.evaluate(LOG_AXES_JS)
+    if name != "memory":  # the memory page's synthetic datasets do not span a decade of widths
+        assert axes, f"no log axis on {name}.html"
+    for a in axes:
+        assert a["bars"] == 0, a
+        assert a["ticks"] and len(a["ticks"]) == len(a["vals"]), a  # our labels, not plotly's own
+        for text, value in zip(a["ticks"], a["vals"]):
+            number = text.split()[0]
+            scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(number[-1], 1)
+            assert float(number.rstrip("kMG")) * scale == pytest.approx(value, rel=0.05), a  # says its magnitude
