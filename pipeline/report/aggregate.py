@@ -317,6 +317,51 @@ def tuning_summary(tc: pd.DataFrame, level: float = 0.8) -> pd.DataFrame:
     return out.reset_index()[cols]
 
 
+# ------------------------------------------------------------------------------------ attention
+UNIFORM_TV = 0.05  # a map whose rows are this close to uniform (total variation) says nothing
+
+
+@dataclass(frozen=True)
+class Uniformity:
+    """How far an attention map is from attending to every feature alike."""
+
+    n_keys: int
+    low: float  # smallest weight
+    high: float  # largest weight
+    ratio_low: float  # smallest weight ÷ its row's uniform share
+    ratio_high: float
+    tv: float  # mean over rows of the total-variation distance to uniform (0 = uniform, → 1 = one key)
+    row_sum: float = 1.0  # mean attention a row gives the features (below 1 when a [CLS] token takes some)
+
+    @property
+    def uniform_weight(self) -> float:
+        return self.row_sum / self.n_keys
+
+    @property
+    def uniform(self) -> bool:
+        return self.tv < UNIFORM_TV
+
+
+def uniformity(mat: np.ndarray) -> Uniformity:
+    """Rows are query features, columns key features; each row is rescaled to sum to 1 (a model with a
+    [CLS] token spreads part of its attention elsewhere)."""
+    m = np.asarray(mat, dtype=float)
+    k = m.shape[1]
+    rows = m / np.where(m.sum(axis=1, keepdims=True) > 0, m.sum(axis=1, keepdims=True), 1.0)
+    ratio = rows * k
+    tv = 0.5 * np.abs(rows - 1.0 / k).sum(axis=1)
+    return Uniformity(n_keys=k, low=float(np.nanmin(m)), high=float(np.nanmax(m)), ratio_low=float(np.nanmin(ratio)),
+                      ratio_high=float(np.nanmax(ratio)), tv=float(np.nanmean(tv)),
+                      row_sum=float(np.nanmean(m.sum(axis=1))))
+
+
+def uniform_ratio(mat: np.ndarray) -> np.ndarray:
+    """Each weight as a multiple of its row's uniform share (1 = uniform)."""
+    m = np.asarray(mat, dtype=float)
+    sums = m.sum(axis=1, keepdims=True)
+    return m / np.where(sums > 0, sums, 1.0) * m.shape[1]
+
+
 # ----------------------------------------------------------------------------------- helpers
 def size_order(sizes: pd.Series | list[str]) -> list[str]:
     """Sample-size labels in increasing order, 'all' last."""

@@ -313,12 +313,18 @@ def memory_vs_features(mem: pd.DataFrame, style: Style, column: str, title: str)
 
 
 # ------------------------------------------------------------------------------------ attention
-def attention_heatmap(matrix: np.ndarray, features: Sequence[str], title: str) -> go.Figure:
-    """Mean feature-to-feature attention: row = attending feature (query), column = attended (key)."""
+def attention_heatmap(matrix: np.ndarray, features: Sequence[str], title: str,
+                      weights: np.ndarray | None = None) -> go.Figure:
+    """Feature-to-feature attention as a multiple of uniform (``matrix``: 1 = every key alike): row =
+    attending feature (query), column = attended (key). The colour scale is fixed, white at 1 and full
+    colour at 0 and at 2× or more, so a map within a few percent of uniform looks uniform."""
     names = [lab(f) for f in features]
-    fig = go.Figure(go.Heatmap(z=matrix, x=names, y=names, colorscale="Viridis",
-                               colorbar={"title": {"text": "attention"}},
-                               hovertemplate="%{y} → %{x}<br>%{z:.4f}<extra></extra>"))
+    raw_w = matrix if weights is None else weights
+    fig = go.Figure(go.Heatmap(z=matrix, x=names, y=names, colorscale="RdBu", reversescale=True, zmin=0,
+                               zmid=1, zmax=max(2.0, float(np.nanmax(matrix))), customdata=raw_w,
+                               colorbar={"title": {"text": "× uniform"}},
+                               hovertemplate="%{y} → %{x}<br>%{z:.3f} × uniform (weight %{customdata:.4f})"
+                                             "<extra></extra>"))
     fig.update_yaxes(autorange="reversed", title_text="query feature", automargin=True, dtick=1,
                      scaleanchor="x", constrain="domain")
     fig.update_xaxes(title_text="key feature", automargin=True, tickangle=-45, dtick=1, constrain="domain")

@@ -483,7 +483,10 @@ def page_attention(data: ReportData) -> Page:
     p = Page("attention.html", "Attention maps")
     p.card("Mean feature-to-feature attention of each attention model, averaged over heads, layers and test rows "
            "by the model, and here over folds and seeds at the largest training size run. Row = the attending "
-           "(query) feature, column = the attended (key) feature.")
+           "(query) feature, column = the attended (key) feature. Colour shows each weight as a multiple of "
+           "uniform attention (1/number of features): white is uniform, red more, blue less, on a fixed scale, "
+           "so a map within a few percent of uniform looks uniform. Under each map: its range of weights and "
+           "its mean distance from uniform (total variation, 0 = uniform, 1 = all attention on one feature).")
     maps = mean_maps(data.attention)
     if not maps:
         p.add(note("No attention maps recorded (no attention model finished a cell)."))
@@ -499,9 +502,17 @@ def page_attention(data: ReportData) -> Page:
                 shown = np.sort(np.argsort(-np.nansum(mat, axis=0))[:MAX_ATTENTION_FEATURES])
                 p.add(note(f"{model}: {len(feats)} features; showing the {MAX_ATTENTION_FEATURES} that receive the "
                            "most attention."))
-            p.figure(figs.attention_heatmap(mat[np.ix_(shown, shown)], [feats[k] for k in shown],
-                                            f"{model} · {size_label(size)} · mean of {n} cells"),
-                     f"fig-attention-{i}-{j}")
+            u = agg.uniformity(mat)
+            ratio = agg.uniform_ratio(mat)
+            p.figure(figs.attention_heatmap(ratio[np.ix_(shown, shown)], [feats[k] for k in shown],
+                                            f"{model} · {size_label(size)} · mean of {n} cells",
+                                            weights=mat[np.ix_(shown, shown)]), f"fig-attention-{i}-{j}")
+            verdict = (f"uniform to within {agg.UNIFORM_TV:.0%}: the model attends to every feature alike, and "
+                       "the pattern carries no information" if u.uniform else "not uniform")
+            cls = (f"; each row gives the {u.n_keys} features {u.row_sum:.3f} of its attention, the rest to "
+                   "other tokens ([CLS])" if u.row_sum < 0.999 else "")
+            p.add(note(f"{model}: weights {u.low:.4f}–{u.high:.4f} (uniform {u.uniform_weight:.4f}{cls}), "
+                       f"{u.ratio_low:.2f}×–{u.ratio_high:.2f}× uniform; distance from uniform {u.tv:.3f}: {verdict}."))
     return p
 
 

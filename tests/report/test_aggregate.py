@@ -166,3 +166,17 @@ def test_pareto_front_and_size_order():
     front = agg.pareto_front(pd.Series([1.0, 2, 3, 4]), pd.Series([0.5, 0.7, 0.6, 0.9]))
     assert front.tolist() == [True, True, False, True]
     assert agg.size_order(["all", "128", "32", "1024"]) == ["32", "128", "1024", "all"]
+
+
+def test_uniformity_tells_a_flat_map_from_a_focused_one():
+    k = 31
+    flat = np.full((k, k), 1 / k) + np.random.default_rng(0).uniform(-0.0002, 0.0002, (k, k))
+    u = agg.uniformity(flat)
+    assert u.uniform and u.tv < 0.01 and 0.99 < u.ratio_low < 1 < u.ratio_high < 1.01
+    focused = np.full((4, 4), 0.5 / 3)
+    focused[:, 0] = 0.5  # every row gives half its attention to feature 0
+    f = agg.uniformity(focused)
+    assert not f.uniform and f.tv == pytest.approx(0.25) and f.ratio_high == pytest.approx(2.0)
+    assert agg.uniform_ratio(focused)[:, 0] == pytest.approx([2.0] * 4)
+    # A row that keeps part of its attention for a [CLS] token is rescaled before comparing.
+    assert agg.uniformity(flat * 0.8).tv == pytest.approx(u.tv)

@@ -141,7 +141,11 @@ def test_other_pages_content(synth_report):
     assert "No cell ran on a GPU" in text(synth_report / "compute.html")
     assert 'id="fig-pareto"' in text(synth_report / "compute.html")
     assert 'id="fig-memory-cpu-features"' in text(synth_report / "memory.html")
-    assert 'id="fig-attention-0-0"' in text(synth_report / "attention.html")
+    attention = text(synth_report / "attention.html")
+    assert 'id="fig-attention-0-0"' in attention
+    # The synthetic maps give half of every row to feature 0: stated as a range and as not uniform.
+    assert re.search(r"\(uniform 0\.\d{4}\), [\d.]+×–[\d.]+× uniform; distance from uniform 0\.\d+: "
+                     r"not uniform", attention), attention[-3000:]
     assert "Selection reads validation only" in text(synth_report / "tuning.html")
     runs = text(synth_report / "runs.html")
     assert "RuntimeError: simulated failure in every trial" in runs
