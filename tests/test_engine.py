@@ -218,5 +218,12 @@ def test_asha_stops_a_boosting_trial_at_a_rung_and_scores_its_best_round(model):
     assert rec.epochs <= 30 and rec.accuracy > 0.85 and len(rec.curve) == 30
     assert milestones(grace_for(model))[:3] == [10, 30, 90] and milestones(grace_for("torch"))[:2] == [3, 9]
 
+    assert rec.epochs == 30 and rec.best_epoch <= 30  # rounds run, and the round kept
+
     full = run_trial(req, data, decide=lambda step, score: True)
     assert full.status == Status.OK.value and len(full.curve) == 400
+    # All 400 rounds ran (early stopping is 400 rounds too): out of budget, still improving at a slow rate.
+    assert full.epochs == 400 and full.stop_reason == "max_epochs" and full.best_epoch <= 400
+    early = run_trial(dataclasses.replace(req, asha=False, config={rounds: 400, "early_stopping_rounds": 5,
+                                                                   "learning_rate": 0.5}), data)
+    assert early.stop_reason == "early_stopping" and early.best_epoch + 5 == early.epochs < 400

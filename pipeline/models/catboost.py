@@ -82,6 +82,11 @@ class CatBoostModel:
         self.n_iterations = int(self.model.get_best_iteration() or 0) + 1
         return self
 
+    @property
+    def max_rounds(self) -> int:
+        """The round budget: training that keeps its last round was still improving when it ran out."""
+        return int(self.config["iterations"])
+
     def predict(self, part: Part) -> np.ndarray:
         x = frame(part, self.data)
         if self.data.task_type == "regression":

@@ -88,6 +88,11 @@ class XGBoostModel:
         self.n_iterations = int(self.model.best_iteration) + 1
         return self
 
+    @property
+    def max_rounds(self) -> int:
+        """The round budget: training that keeps its last round was still improving when it ran out."""
+        return int(self.config["n_estimators"])
+
     def predict(self, part: Part) -> np.ndarray:
         x = frame(part, self.data)
         if self.data.task_type == "regression":

@@ -230,14 +230,15 @@ def critical_difference(scores: pd.DataFrame, alpha: float = 0.05) -> CriticalDi
 
 
 # -------------------------------------------------------------------------------- sample size
-def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str]) -> pd.DataFrame:
+def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str],
+              best_label: str = "best attention") -> pd.DataFrame:
     """Per dataset and challenger: the training size from which it beats the best incumbent for good.
 
     ``curves`` has the columns of the ``learning_curves`` view. At each size the best incumbent is the
     incumbent (boosting) model with the highest mean score. The crossover is the smallest size where
     the challenger's mean is above it there and at every larger size where both have a score; None
     ("never") if it is not above at the largest such size. ``behind_at`` is the size just before.
-    A row ``best attention`` compares the best challenger at each size.
+    A row ``best_label`` compares the best challenger at each size (when there are several).
     """
     rows = []
     cols = ["suite", "dataset", "model", "crossover_n", "behind_at", "n_sizes", "ahead_everywhere"]
@@ -250,7 +251,7 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
         inc = wide[[m for m in incumbents if m in wide]].max(axis=1, skipna=True)
         chal = {m: wide[m] for m in challengers if m in wide}
         if len(chal) > 1:
-            chal["best attention"] = wide[list(c for c in challengers if c in wide)].max(axis=1, skipna=True)
+            chal[best_label] = wide[list(c for c in challengers if c in wide)].max(axis=1, skipna=True)
         if inc.isna().all():
             continue
         for m, s in chal.items():
@@ -273,21 +274,59 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
     return pd.DataFrame(rows, columns=cols)
 
 
-def average_curves(curves: pd.DataFrame) -> pd.DataFrame:
-    """Learning curves averaged over datasets, per metric, model and requested sample size.
+def curve_intervals(curves: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """``curves`` (the ``learning_curves`` view) with ``score_low``/``score_high``: a Student-t
+    confidence interval for the mean over the folds and subset seeds of one dataset and size, clipped
+    to the score's range; NaN where fewer than two splits finished (one split has no interval)."""
+    out = curves.copy()
+    n = out.n_ok.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = stats.t.ppf(0.5 + level / 2, n - 1) * out.score_std / np.sqrt(n)
+    half = half.where(n >= 2)
+    # Clipped to what the score can be: accuracy within [0, 1], R² at most 1.
+    floor = np.where(out.get("metric", pd.Series("accuracy", index=out.index)) == "r2", -np.inf, 0.0)
+    out["score_low"] = np.maximum(out.score_mean - half, floor)
+    out["score_high"] = np.minimum(out.score_mean + half, 1.0)
+    return out
 
-    A numeric size averages the datasets where the model has a score at it; 'all' is placed at the
-    geometric mean of the datasets' full training sizes. ``n_datasets`` is the coverage.
-    """
-    cols = ["metric", "model", "sample_size", "n_train", "score_mean", "score_std", "n_datasets", "n_expected"]
-    if curves.empty:
-        return pd.DataFrame(columns=cols)
-    g = curves.groupby(["metric", "model", "sample_size"])
-    out = g.agg(score_mean=("score_mean", "mean"), score_std=("score_mean", "std"),
-                n_datasets=("score_mean", "count"), n_expected=("dataset", "nunique"))
-    n = curves.groupby(["metric", "sample_size"]).n_train.apply(lambda s: float(np.exp(np.log(s.dropna()).mean())))
-    out = out.join(n.rename("n_train"), on=["metric", "sample_size"]).reset_index()
-    return out[cols].sort_values(["metric", "model", "n_train"], ignore_index=True)
+
+def normalized_by_size(cells: pd.DataFrame, sizes: list[str]) -> pd.DataFrame:
+    """Mean normalised score (:func:`normalized_scores`) per training size and model, over that size's
+    tasks; ``n_scored`` of ``n_tasks`` is the coverage. Sizes are labels, 'all' one of them: the
+    datasets' full sizes differ, so 'all' is not a number of rows."""
+    rows = []
+    for size in sizes:
+        scores = task_scores(cells[cells.sample_size == size])
+        if scores.empty:
+            continue
+        norm = normalized_scores(scores)
+        for m in scores.columns:
+            rows.append({"sample_size": size, "model": m, "normalized_score": float(norm[m].mean()),
+                         "n_scored": int(scores[m].notna().sum()), "n_tasks": len(scores)})
+    return pd.DataFrame(rows, columns=["sample_size", "model", "normalized_score", "n_scored", "n_tasks"])
+
+
+def improvability(scores: pd.DataFrame) -> pd.Series:
+    """Per model, the mean over tasks of how much lower the best model's error is than its own, as a
+    share of its own (TabArena's improvability; error = 1 − accuracy, or 1 − R²). 0 = best on every
+    task; a failed or missing task counts 1."""
+    err = 1.0 - scores
+    best = err.min(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        imp = err.sub(best, axis=0).div(err.where(err > 0), axis=0)
+    imp = imp.where(err > 0, 0.0).where(scores.notna(), 1.0).clip(0.0, 1.0)
+    return imp.mean()
+
+
+def wilson(wins: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a win rate (ties count ½ a win); NaN for no matches."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    p = wins / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 # ------------------------------------------------------------------------------------- tuning

@@ -81,8 +81,9 @@ def log_axis(values: Any, unit: str = "") -> dict[str, Any]:
     if len(inside) > 7:  # a wide range: the decades alone, or every other decade
         inside = [t for t in inside if f"{t:.0e}".startswith("1")]
         inside = inside[::2] if len(inside) > 7 else inside
-    if len(inside) < 3:  # a narrow range: its two ends as well
-        inside = sorted(set(inside) | {lo, hi})
+    if len(inside) < 3:  # a narrow range: its two ends as well, unless a tick already sits next to one
+        ends = [e for e in (lo, hi) if all(abs(np.log10(e / t)) > 0.1 for t in inside)]
+        inside = sorted(set(inside) | set(ends))
     return {"type": "log", "tickvals": inside, "ticktext": [magnitude(t, unit) for t in inside]}
 
 
@@ -94,8 +95,9 @@ def _rgba(color: str, alpha: float) -> str:
 
 # -------------------------------------------------------------------------------------- accuracy
 def summary_bars(summary: pd.DataFrame, style: Style) -> go.Figure:
-    """Normalised score and average rank per model, side by side; coverage in the hover text."""
-    s = summary.sort_values("normalized_score", ascending=True)
+    """Normalised score and average rank per model, side by side; coverage in the hover text. Bars in
+    the summary table's order (best average rank on top)."""
+    s = summary.iloc[::-1]  # plotly draws the first category at the bottom
     names = [lab(m) for m in s.model]
     hover = [f"{lab(m)}<br>tasks with a score: {int(a)}/{int(t)}" for m, a, t in zip(s.model, s.tasks_scored, s.tasks)]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("mean normalised score (1 = best, 0 = worst)",
@@ -178,36 +180,71 @@ def cd_diagram(cd: CriticalDifference, style: Style) -> go.Figure:
 
 
 # ---------------------------------------------------------------------------------- sample size
+def _runs(mask: np.ndarray) -> list[np.ndarray]:
+    """Index arrays of the consecutive True stretches of ``mask``."""
+    idx = np.flatnonzero(mask)
+    return [r for r in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1) if len(r)] if len(idx) else []
+
+
 def learning_curves(curves: pd.DataFrame, style: Style, metric: str, title: str | None = None,
                     reference_n: float | None = 10_000) -> go.Figure:
-    """Mean test score against training rows (log axis), one line per model, a ±1 std band."""
+    """Mean test score of one dataset against training rows (log axis), one line per model. The band is
+    the confidence interval of the mean over folds and seeds (``score_low``/``score_high``, drawn only
+    where there is one); a size where a model has no score is a gap in its line, never bridged."""
     fig = go.Figure()
+    xpos = curves.groupby("sample_size").n_train.mean()  # one x per size: the rows it trained on
     for model, g in curves.groupby("model", sort=True):
-        g = g.dropna(subset=["score_mean"]).sort_values("n_train")
-        if g.empty:
+        g = g.assign(x=g.sample_size.map(xpos)).dropna(subset=["x"]).sort_values("x")
+        if g.score_mean.isna().all():
             continue
         color = style.color(str(model))
-        std = g.score_std.fillna(0.0)
-        x = list(g.n_train)
-        fig.add_scatter(x=x + x[::-1], y=list(g.score_mean + std) + list((g.score_mean - std)[::-1]), fill="toself",
-                        fillcolor=_rgba(color, 0.15), line={"width": 0}, mode="lines", hoverinfo="skip",
-                        showlegend=False,
-                        legendgroup=lab(model))
-        cov = g.get("coverage", pd.Series([""] * len(g), index=g.index))
-        fig.add_scatter(x=x, y=g.score_mean, mode="lines+markers", name=lab(model), legendgroup=lab(model),
+        if "score_low" in g:
+            for run in _runs(g.score_low.notna().to_numpy()):
+                b = g.iloc[run]
+                x = list(b.x)
+                fig.add_scatter(x=x + x[::-1], y=list(b.score_high) + list(b.score_low[::-1]), fill="toself",
+                                fillcolor=_rgba(color, 0.15), line={"width": 0}, mode="lines", hoverinfo="skip",
+                                showlegend=False, legendgroup=lab(model))
+        cov = g.get("coverage", pd.Series([""] * len(g), index=g.index)).fillna("")
+        flag = g.get("flag", pd.Series([""] * len(g), index=g.index)).fillna("")
+        ci = [f"95% CI {lo:.3f}–{hi:.3f}" if pd.notna(lo) else "no interval (one split)"
+              for lo, hi in zip(g.get("score_low", g.score_mean * np.nan), g.get("score_high", g.score_mean * np.nan))]
+        fig.add_scatter(x=list(g.x), y=[None if pd.isna(v) else float(v) for v in g.score_mean], connectgaps=False,
+                        mode="lines+markers", name=lab(model), legendgroup=lab(model),
                         line={"color": color, "dash": style.dash(str(model))},
                         marker={"symbol": style.symbol(str(model))},
-                        customdata=np.stack([g.sample_size.map(lab), g.score_std.fillna(0), cov.map(lab)], axis=-1),
-                        hovertemplate=f"{lab(model)}<br>size %{{customdata[0]}} (%{{x:.0f}} rows)<br>{metric} "
-                                      "%{y:.3f} ± %{customdata[1]:.3f}<br>%{customdata[2]}<extra></extra>")
+                        customdata=np.stack([g.sample_size.map(lab), ci, cov.map(lab), flag.map(lab)], axis=-1),
+                        hovertemplate=f"{lab(model)}<br>size %{{customdata[0]}} (%{{x:,.0f}} rows)<br>{metric} "
+                                      "%{y:.3f}, %{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}"
+                                      "<extra></extra>")
     if reference_n and not curves.empty and curves.n_train.max() * 3 >= reference_n:
         fig.add_vline(x=reference_n, line_dash="dot", line_color="#999",
                       annotation_text=f"{reference_n:,.0f} rows", annotation_position="top left")
-    ticks = sorted({round(float(v)) for v in curves.n_train.dropna()})
+    ticks = sorted({round(float(v)) for v in xpos.dropna()})
     fig.update_xaxes(type="log", title_text="training rows (log scale)", tickvals=ticks,
                      ticktext=[f"{v:,}" for v in ticks])
     fig.update_yaxes(title_text=f"test {metric}")
     return _layout(fig, height=380, title_text=lab(title) if title else None)
+
+
+def normalized_curves(df: pd.DataFrame, style: Style, sizes: Sequence[str]) -> go.Figure:
+    """Mean normalised score against the training size as run, one line per model. The x axis is the
+    sizes' labels in order, evenly spaced: 'all' is each dataset's own full size, not a number of rows."""
+    fig = go.Figure()
+    labels = {s: ("all" if s == "all" else f"{int(s):,}") for s in sizes}
+    for model, g in df.groupby("model", sort=True):
+        g = g.set_index("sample_size").reindex(list(sizes))
+        fig.add_scatter(x=[labels[s] for s in sizes], y=[None if pd.isna(v) else float(v) for v in g.normalized_score],
+                        connectgaps=False, mode="lines+markers", name=lab(model),
+                        line={"color": style.color(str(model)), "dash": style.dash(str(model))},
+                        marker={"symbol": style.symbol(str(model))},
+                        customdata=np.stack([g.n_scored.fillna(0), g.n_tasks.fillna(0)], axis=-1),
+                        hovertemplate=f"{lab(model)}<br>%{{x}} training rows<br>mean normalised score %{{y:.3f}}"
+                                      "<br>scored on %{customdata[0]:.0f} of %{customdata[1]:.0f} tasks<extra></extra>")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=[labels[s] for s in sizes],
+                     title_text="training rows, as run ('all' = each dataset's full training part)")
+    fig.update_yaxes(title_text="mean normalised score (1 = best, 0 = worst)", range=[-0.05, 1.05])
+    return _layout(fig, height=380)
 
 
 # --------------------------------------------------------------------------------------- tuning

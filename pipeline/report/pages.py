@@ -20,12 +20,21 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.markup import PLOTLY_JS, Page, cell, esc, note, num, raw, table
+from pipeline.report.answer import (
+    FAMILIES,
+    FAMILY,
+    SizeAnswer,
+    crossover_text,
+    family_crossovers,
+    size_answer,
+    summary_sentences,
+)
+from pipeline.report.markup import PLOTLY_JS, Cell, Page, cell, esc, note, num, raw, table
 from pipeline.report.views import N_SHUFFLES, create_views
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
 MAX_ATTENTION_FEATURES = 60  # wider maps show the features that receive the most attention
-CLAIM_ROWS = 10_000  # the design notes' claim: boosting wins below about this many training rows
+REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -100,6 +109,11 @@ class ReportData:
     def task_label(self, suite: str, dataset: str) -> str:
         return f"{suite} / {dataset}" if self.multi_suite else str(dataset)
 
+    def family(self, model: str) -> str:
+        """attention, MLP or boosting."""
+        kind = self.kinds.get(model, "")
+        return FAMILY.get(kind, kind)
+
     def style(self) -> figs.Style:
         return figs.Style(self.models, self.kinds)
 
@@ -144,6 +158,17 @@ def standing(data: ReportData, size: str) -> Standing:
                             "tasks_scored": scores.notna().sum().to_numpy()})
     summary = summary.merge(elo.table.drop(columns="n_tasks"), on="model").join(cov, on="model")
     summary["kind"] = summary.model.map(data.kinds)
+    summary["improvability"] = summary.model.map(agg.improvability(scores))
+    ok = cells[cells.status == "ok"]
+    per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"))
+    per_model = per_model.join(ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean())
+    default = ok.pivot_table(index=agg.TASK, columns="model", values="default_score", aggfunc="mean")
+    tuned = ok.pivot_table(index=agg.TASK, columns="model", values="score", aggfunc="mean")
+    gain = (tuned - default.reindex_like(tuned))
+    per_model["tuning_gain"] = gain.mean()
+    per_model["tuning_helped"] = (gain > 1e-12).sum()
+    per_model["tuning_compared"] = gain.notna().sum()
+    summary = summary.join(per_model, on="model")
     return Standing(size, scores, summary.sort_values("avg_rank", ignore_index=True), wins / n.where(n > 0), n, elo,
                     agg.critical_difference(scores))
 
@@ -156,6 +181,22 @@ def coverage_text(r: pd.Series) -> str:
     return ", ".join(parts)
 
 
+def bound_text(epochs: int, search: int) -> str:
+    """The budget-bound flag of a model or cell: '' when neither budget ran out."""
+    parts = []
+    if epochs:
+        parts.append(f"⚑ last epoch ×{int(epochs)}")
+    if search:
+        parts.append(f"⚑ last trial ×{int(search)}")
+    return " · ".join(parts)
+
+
+BOUND_NOTE = ("⚑ budget-bound: 'last epoch' counts cells whose selected trial kept its last epoch (boosting: its "
+              "last round) when it ran out of epochs, rounds or time, i.e. it was still improving; 'last trial' "
+              "counts cells whose best configuration was the search's last trial. Either may rank higher with "
+              "a larger budget.")
+
+
 def summary_table(st: Standing, table_id: str) -> str:
     rows = []
     best_elo = st.summary.elo.max()
@@ -163,14 +204,27 @@ def summary_table(st: Standing, table_id: str) -> str:
         s = pd.Series(r._asdict())
         elo_txt = f"{num(r.elo, '.0f')} [{num(r.elo_low, '.0f')}, {num(r.elo_high, '.0f')}]"
         incomplete = r.tasks_ok < r.tasks
-        rows.append([cell(r.model), cell(r.kind), cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
+        gain = (f"{num(r.tuning_gain, '+.3f')} ({int(r.tuning_helped)}/{int(r.tuning_compared)} tasks)"
+                if r.tuning_compared else "—")
+        bound = bound_text(r.epochs_bound, r.search_bound)
+        rows.append([cell(r.model), cell(FAMILY.get(r.kind, r.kind)), cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
                      cell(elo_txt, "best" if r.elo == best_elo else ""),
+                     cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),
+                     cell(gain), cell(num(r.train_s_per_1k, ".3g")), cell(num(r.predict_s_per_1k, ".3g")),
+                     cell(bound or "—", "partial" if bound else ""),
                      cell(coverage_text(s), "partial" if incomplete else ""),
                      cell(f"{r.cells_ok}/{r.cells}" + (f" ({r.cells_failed} failed, {r.cells_missing} missing)"
                                                        if r.cells_ok < r.cells else ""),
                           "partial" if r.cells_ok < r.cells else "")])
-    return table(["model", "kind", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]", "coverage (tasks)",
-                  "cells ok"], rows, table_id)
+    return (table(["model", "family", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]",
+                   "improvability", "tuned − default test score", "train s / 1K rows", "predict s / 1K rows",
+                   "budget-bound", "coverage (tasks)", "cells ok"], rows, table_id)
+            + note("Sorted by average rank. Improvability: how much lower the best model's error is than this "
+                   "model's, as a share of its own, averaged over tasks (0% = best everywhere; TabArena). "
+                   "Tuned − default: mean test-score gain of the selected configuration over the default one "
+                   "(the search's first trial), with the tasks where tuning helped. Time per 1,000 rows: the "
+                   "selected trial's training time per 1,000 training rows, and prediction time per 1,000 "
+                   "rows. " + BOUND_NOTE))
 
 
 def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
@@ -195,10 +249,15 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
             std = f" ± {num(r.score_std)}" if not pd.isna(r.score_std) else ""
             cov = f" ({int(r.n_ok)}/{int(r.n_cells)})" if r.n_ok < r.n_cells else ""
             cls = "best" if r.is_best else ("partial" if cov else "")
-            row.append(cell(f"{num(r.score_mean)}{std}{cov}", cls,
-                            f"{int(r.n_ok)} ok, {int(r.n_failed)} failed, {int(r.n_missing)} missing"))
+            flag = " ⚑" if r.n_epochs_bound or r.n_search_bound else ""
+            title = f"{int(r.n_ok)} ok, {int(r.n_failed)} failed, {int(r.n_missing)} missing"
+            if flag:
+                title += "; budget-bound: " + bound_text(r.n_epochs_bound, r.n_search_bound).replace("⚑ ", "")
+            row.append(cell(f"{num(r.score_mean)}{std}{cov}{flag}", cls, title))
         rows.append(row)
-    return table(["dataset", "metric", *models], rows, table_id)
+    return (table(["dataset", "metric", *models], rows, table_id)
+            + note("Mean ± std over folds and subset seeds; bold: the best mean; ⚑: budget-bound (hover for "
+                   "which budget)."))
 
 
 def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
@@ -244,11 +303,13 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
 # ----------------------------------------------------------------------------------- sample size
 def page_sample_size(data: ReportData) -> Page:
     p = Page("sample_size.html", "Sample-size sensitivity")
-    p.card("Test score of each model against the number of training rows (log scale); bands are ±1 std over "
-           "folds and subset seeds. The crossover size is the smallest training size from which an attention "
-           "model beats the best boosting model at that size and at every larger size run. The design notes "
-           f"claim that boosting wins below about {CLAIM_ROWS:,} rows; the check below tests it on these runs.")
-    curves = data.curves.copy()
+    p.card("Test score of each model against the number of training rows. Per dataset: the mean over folds "
+           "and subset seeds, with its 95% confidence interval as a band where two or more splits finished; a "
+           "size where a model has no score is a gap in its line. The crossover size is the smallest training "
+           "size from which a network beats the best boosting model at that size and at every larger size run. "
+           f"The dotted line marks {REFERENCE_ROWS:,} rows, below which tree ensembles are often reported to "
+           "win (Grinsztajn et al., 2022).")
+    curves = agg.curve_intervals(data.curves)
     sizes = data.sizes
     if len(sizes) < 2:
         p.add(note(f"Only one training size was run ({', '.join(sizes) or 'none'}); add several to the suite's "
@@ -257,42 +318,49 @@ def page_sample_size(data: ReportData) -> Page:
     curves["coverage"] = [f"{int(o)}/{int(n)} cells ok" + (f", {int(f)} failed" if f else "") +
                           (f", {int(m)} missing" if m else "")
                           for o, n, f, m in zip(curves.n_ok, curves.n_cells, curves.n_failed, curves.n_missing)]
+    curves["flag"] = [("budget-bound: " + bound_text(e, t).replace("⚑ ", "")) if e or t else ""
+                      for e, t in zip(curves.n_epochs_bound, curves.n_search_bound)]
     style = data.style()
-    challengers = [m for m in data.models if data.kinds[m] == "attention"]
+    networks = [m for m in data.models if data.kinds[m] != "gbdt"]
     incumbents = [m for m in data.models if data.kinds[m] == "gbdt"]
 
     p.add(curve_coverage(curves, sizes))
 
-    p.h2("Crossover: attention vs the best boosting model", "crossover")
-    cross = agg.crossover(curves, challengers, incumbents)
+    p.h2("Crossover: networks vs the best boosting model", "crossover")
+    cross = agg.crossover(curves, networks, incumbents, best_label="best network")
+    cross = cross[cross.model != "best network"]
+    attention = [m for m in networks if data.kinds[m] == "attention"]
+    if len(attention) > 1:  # the best attention model at each size, as the overview reports it
+        best = agg.crossover(curves, attention, incumbents)
+        cross = pd.concat([cross, best[best.model == "best attention"]], ignore_index=True)
+        cross = cross.sort_values(["suite", "dataset", "model"], ignore_index=True)
     if cross.empty:
-        p.add(note("Needs at least one attention model and one boosting model with scores."))
+        p.add(note("Needs at least one network and one boosting model with scores."))
     else:
         rows = []
         for r in cross.itertuples(index=False):
-            if r.crossover_n is None or pd.isna(r.crossover_n):
-                txt, cls = f"never (behind at {num(r.behind_at, ',.0f')} rows)", "missing"
-            elif r.ahead_everywhere:
-                txt, cls = f"ahead at every size (from {num(r.crossover_n, ',.0f')} rows)", "best"
-            else:
-                txt, cls = f"{num(r.crossover_n, ',.0f')} rows (behind at {num(r.behind_at, ',.0f')})", ""
-            rows.append([cell(data.task_label(r.suite, r.dataset)), cell(r.model), cell(txt, cls), cell(r.n_sizes)])
-        p.add(table(["dataset", "attention model", "crossover size", "sizes compared"], rows, "table-crossover"))
-        p.add(note(claim_check(curves, challengers, incumbents)))
+            txt = crossover_text(r)
+            cls = "missing" if pd.isna(r.crossover_n) else ("best" if r.ahead_everywhere else "")
+            kind = "attention, best at each size" if r.model == "best attention" else data.family(r.model)
+            rows.append([cell(data.task_label(r.suite, r.dataset)), cell(r.model), cell(kind), cell(txt, cls),
+                         cell(r.n_sizes)])
+        p.add(table(["dataset", "model", "family", "crossover size", "sizes compared"], rows, "table-crossover"))
+        p.add(note(reference_check(curves, networks, incumbents, data.kinds)))
 
-    p.h2("Averaged over datasets", "average")
-    avg = agg.average_curves(curves)
-    for metric, g in avg.groupby("metric"):
-        g = g.assign(coverage=[f"{int(a)}/{int(b)} datasets" for a, b in zip(g.n_datasets, g.n_expected)])
-        p.figure(figs.learning_curves(g, style, str(metric), title=f"mean test {metric} over datasets"),
-                 f"fig-curve-avg-{metric}")
-    p.add(note("'all' is drawn at the geometric mean of the datasets' full training sizes; the std band here "
-               "is over datasets."))
+    p.h2("Over all datasets: mean normalised score by size", "average")
+    p.figure(figs.normalized_curves(agg.normalized_by_size(data.cells, sizes), style, sizes), "fig-curve-avg")
+    p.add(note("Per task (dataset and size) the best model scores 1 and the worst 0; each point is the mean "
+               "over that size's tasks, and a model with no score on a task gets 0 there. No band: datasets "
+               "differ in difficulty, so their spread says nothing about the models; the per-dataset bands "
+               "below are confidence intervals."))
     p.h2("Per dataset", "datasets")
     for i, ((suite, dataset), g) in enumerate(curves.groupby(["suite", "dataset"], sort=True)):
         metric = str(g.metric.iloc[0])
-        p.figure(figs.learning_curves(g, style, metric, title=f"{data.task_label(suite, dataset)} · {metric}"),
-                 f"fig-curve-{i}")
+        n_split = int(g.n_cells.max())
+        p.figure(figs.learning_curves(g, style, metric, title=f"{data.task_label(suite, dataset)} · {metric}",
+                                      reference_n=REFERENCE_ROWS), f"fig-curve-{i}")
+        if n_split < 2:
+            p.add(note(f"{data.task_label(suite, dataset)}: one split per size, so no confidence band."))
     return p
 
 
@@ -320,19 +388,24 @@ def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
             + table(["model", *[size_label(x) for x in sizes]], rows, "table-curve-coverage"))
 
 
-def claim_check(curves: pd.DataFrame, challengers: list[str], incumbents: list[str]) -> str:
-    """How often the best attention model beat the best boosting model below CLAIM_ROWS rows."""
-    below = curves[curves.n_train < CLAIM_ROWS]
+def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[str], kinds: dict[str, str]) -> str:
+    """How often the best attention model and the MLP beat the best boosting model below REFERENCE_ROWS."""
+    below = curves[curves.n_train < REFERENCE_ROWS]
     wide = below.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
-    att = wide[[m for m in challengers if m in wide]].max(axis=1)
     gb = wide[[m for m in incumbents if m in wide]].max(axis=1)
-    both = att.notna() & gb.notna()
-    n, k = int(both.sum()), int((att[both] > gb[both]).sum())
-    if n == 0:
-        return f"No (dataset, size) points below {CLAIM_ROWS:,} rows have both kinds of model."
-    verdict = "consistent with" if k == 0 else ("mostly consistent with" if k < n / 2 else "against")
-    return (f"Below {CLAIM_ROWS:,} training rows the best attention model beat the best boosting model at {k} of "
-            f"{n} (dataset, size) points: {verdict} the claim that boosting wins there.")
+    parts = []
+    for label, kind in (("the best attention model", "attention"), ("the MLP", "torch")):
+        members = [m for m in networks if kinds.get(m) == kind and m in wide]
+        if not members:
+            continue
+        best = wide[members].max(axis=1)
+        both = best.notna() & gb.notna()
+        n, k = int(both.sum()), int((best[both] > gb[both]).sum())
+        if n:
+            parts.append(f"{label} beat the best boosting model at {k} of {n} (dataset, size) points")
+    if not parts:
+        return f"No (dataset, size) point below {REFERENCE_ROWS:,} rows has both a network and a boosting model."
+    return f"Below {REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
 
 
 # ---------------------------------------------------------------------------------------- tuning
@@ -358,16 +431,20 @@ def page_tuning(data: ReportData) -> Page:
         p.figure(figs.tuning_curves(g, style, "seconds"), f"fig-tuning-seconds-{size}")
         p.figure(figs.tuning_curves(g, style, "n_trials", y="test"), f"fig-tuning-test-{size}")
         rows = []
+        at = data.cells[data.cells.sample_size == size].groupby("model").search_bound.sum()
         for model, m in g.groupby("model", sort=True):
             m = m.sort_values("n_trials")
             first, last = m.iloc[0], m.iloc[-1]
+            k = int(at.get(model, 0))
             rows.append([cell(model), cell(int(last.n_trials)), cell(num(first.score)), cell(num(last.score)),
                          cell(num(last.score - first.score, "+.3f")), cell(num(first.test)), cell(num(last.test)),
                          cell(num(last.test - first.test, "+.3f")), cell(num(last.seconds, ".1f")),
-                         cell(int(first.n_cells))])
+                         cell(int(first.n_cells)), cell(f"⚑ {k}" if k else "0", "partial" if k else "")])
         p.add(table(["model", "max trials", "val: default config", "val: after all trials", "val: gain",
                      "test: default config", "test: after all trials", "test: gain", "seconds (all trials)",
-                     "cells"], rows, f"table-tuning-{size}"))
+                     "cells", "best trial was the last"], rows, f"table-tuning-{size}"))
+        p.add(note("Best trial was the last: cells whose search found its best configuration on its final trial; "
+                   "a longer search might find better ones."))
     return p
 
 
@@ -386,42 +463,51 @@ def per_model(df: pd.DataFrame, how: dict[str, str], data: ReportData) -> pd.Dat
 def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
     p = Page("compute.html", "Compute")
     p.card("Per model, means over the (dataset, training size) rows of the compute view, cells that finished ok: "
-           "train time of the selected trial, the whole search's time (first trial start to last trial end), inference rows per second, forward FLOPs "
-           "per row (torch models; boosting has none), parameters (for boosting: tree nodes for XGBoost, leaf values for CatBoost). "
-           "GPU-hours add up the run time of every trial that ran on a CUDA device, one GPU each.")
+           "train time of the selected trial, and per 1,000 training rows; the whole search's time (first trial "
+           "start to last trial end); prediction time per 1,000 rows and rows per second; forward FLOPs per row "
+           "(torch models; boosting has none); parameters (for boosting: tree nodes for XGBoost, leaf values for "
+           "CatBoost). GPU-hours add up the run time of every trial that ran on a CUDA device, one GPU each.")
     c = data.compute
     if c.empty:
         p.add(note("No finished cells."))
         return p
     devices = c.groupby("model").devices.agg(lambda s: ",".join(sorted({d for v in s.dropna() for d in v.split(",")})))
-    t = per_model(c, {"fit_seconds": "mean", "search_seconds": "mean", "predict_rows_per_s": "mean",
-                      "flops_per_row": "mean", "n_params": "mean", "gpu_hours": "sum"}, data).join(devices, on="model")
-    rows = [[cell(r.model), cell(data.kinds.get(r.model, "")), cell(num(r.fit_seconds, ".3g")),
-             cell(num(r.search_seconds, ".3g")), cell(num(r.predict_rows_per_s, ",.0f")),
+    t = per_model(c, {"fit_seconds": "mean", "train_s_per_1k": "mean", "search_seconds": "mean",
+                      "predict_s_per_1k": "mean", "predict_rows_per_s": "mean", "flops_per_row": "mean",
+                      "n_params": "mean", "gpu_hours": "sum"}, data).join(devices, on="model")
+    rows = [[cell(r.model), cell(data.family(r.model)), cell(num(r.fit_seconds, ".3g")),
+             cell(num(r.train_s_per_1k, ".3g")), cell(num(r.search_seconds, ".3g")),
+             cell(num(r.predict_s_per_1k, ".3g")), cell(num(r.predict_rows_per_s, ",.0f")),
              cell(num(r.flops_per_row, ".3g", "n/a")), cell(num(r.n_params, ",.0f")), cell(r.devices),
              cell(num(r.gpu_hours, ".4f")), cell(r.n_tasks), cell(r.coverage)] for r in t.itertuples(index=False)]
-    p.add(table(["model", "kind", "train s (selected trial)", "search s", "inference rows/s", "FLOPs/row", "parameters",
-                 "devices", "GPU-hours", "tasks", "coverage"], rows, "table-compute"))
+    p.add(table(["model", "family", "train s (selected trial)", "train s / 1K rows", "search s", "predict s / 1K rows",
+                 "inference rows/s", "FLOPs/row", "parameters", "devices", "GPU-hours", "tasks", "coverage"], rows,
+                "table-compute"))
     if not (t.gpu_hours > 0).any():
         p.add(note("No cell ran on a GPU: GPU-hours are 0."))
     style = data.style()
-    p.figure(figs.model_bars(t, style, {"fit_seconds": "train seconds", "search_seconds": "search seconds",
-                                        "predict_rows_per_s": "inference rows/s", "flops_per_row": "FLOPs per row",
+    p.figure(figs.model_bars(t, style, {"train_s_per_1k": "train s per 1K rows", "search_seconds": "search seconds",
+                                        "predict_s_per_1k": "predict s per 1K rows", "flops_per_row": "FLOPs per row",
                                         "n_params": "parameters"},
-                                    units={"fit_seconds": "s", "search_seconds": "s"}), "fig-compute-bars")
+                             units={"train_s_per_1k": "s", "search_seconds": "s", "predict_s_per_1k": "s"}),
+             "fig-compute-bars")
     size = data.headline_size
     if size in standings:
-        p.h2(f"Score against train time ({size_label(size)})", "pareto")
-        fit = c[c.sample_size == size].groupby("model").fit_seconds.mean().rename("fit_seconds")
-        pts = standings[size].summary[["model", "normalized_score"]].join(fit, on="model").dropna()
-        if pts.empty:
-            p.add(note("No model has both a score and a train time at this size."))
-        else:
-            pts["front"] = agg.pareto_front(pts.fit_seconds, pts.normalized_score)
-            p.figure(figs.pareto(pts, style, "fit_seconds", "normalized_score", "train seconds of the selected trial "
-                                 "(mean over datasets, log scale)", "mean normalised score", x_unit="s"),
-                     "fig-pareto")
-            p.add(note("Outlined points are on the Pareto front: no other model is both faster and better."))
+        at = c[c.sample_size == size].groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
+        pts = standings[size].summary[["model", "normalized_score"]].join(at, on="model")
+        for col, what, fig_id in (("train_s_per_1k", "train", "fig-pareto"),
+                                  ("predict_s_per_1k", "predict", "fig-pareto-predict")):
+            p.h2(f"Score against {what} time ({size_label(size)})", fig_id.removeprefix("fig-"))
+            sub = pts[["model", "normalized_score", col]].dropna()
+            if sub.empty:
+                p.add(note(f"No model has both a score and a {what} time at this size."))
+                continue
+            sub = sub.assign(front=agg.pareto_front(sub[col], sub.normalized_score))
+            p.figure(figs.pareto(sub, style, col, "normalized_score",
+                                 f"{what} seconds per 1,000 rows (mean over datasets, log scale)",
+                                 "mean normalised score", x_unit="s"), fig_id)
+            p.add(note(f"Outlined points are on the Pareto front: no other model both {what}s faster and scores "
+                       "better."))
     return p
 
 
@@ -438,11 +524,11 @@ def page_memory(data: ReportData) -> Page:
         return p
     t = per_model(m, {"peak_cpu_mb": "mean", "peak_cpu_mb_max": "max", "peak_gpu_mb": "mean", "peak_gpu_mb_max": "max"},
                   data)
-    rows = [[cell(r.model), cell(data.kinds.get(r.model, "")), cell(num(r.peak_cpu_mb, ",.1f")),
+    rows = [[cell(r.model), cell(data.family(r.model)), cell(num(r.peak_cpu_mb, ",.1f")),
              cell(num(r.peak_cpu_mb_max, ",.1f")), cell(num(r.peak_gpu_mb, ",.1f", "n/a")),
              cell(num(r.peak_gpu_mb_max, ",.1f", "n/a")), cell(r.n_tasks), cell(r.coverage)]
             for r in t.itertuples(index=False)]
-    p.add(table(["model", "kind", "peak CPU MB (mean)", "peak CPU MB (max)", "peak GPU MB (mean)",
+    p.add(table(["model", "family", "peak CPU MB (mean)", "peak CPU MB (max)", "peak GPU MB (mean)",
                  "peak GPU MB (max)", "tasks", "coverage"], rows, "table-memory"))
     style = data.style()
     has_gpu = m.peak_gpu_mb.notna().any()
@@ -595,6 +681,79 @@ DESCRIPTIONS = {
 }
 
 
+def family_cell(a: SizeAnswer, family: str) -> Cell:
+    lead = a.leaders.get(family)
+    if lead is None:
+        return cell("not run", "missing")
+    flag = " ⚑" if lead.epochs_bound or lead.search_bound else ""
+    title = f"scored on {lead.tasks_scored} of {lead.n_tasks} tasks"
+    if flag:
+        title += "; budget-bound: " + bound_text(lead.epochs_bound, lead.search_bound).replace("⚑ ", "")
+    return cell(f"{lead.model} {lead.normalized_score:.3f}{flag}", "best" if a.leader == family else "", title)
+
+
+def h2h_cell(a: SizeAnswer, family: str) -> Cell:
+    h = a.vs_boosting.get(family)
+    if h is None or not h.n:
+        return cell("—")
+    cls = "best" if h.low > 0.5 else ("missing" if h.high < 0.5 else "")
+    return cell(f"{h.wins:g}/{h.n} = {h.rate:.0%} [{h.low:.0%}, {h.high:.0%}]", cls,
+                f"{a.leaders[family].model} vs {a.leaders['boosting'].model}, task by task; Wilson 95% interval")
+
+
+def overview_answer(p: Page, data: ReportData) -> None:
+    """The per-size answer: family leaders, head-to-head win rates, costs, crossovers, in words first."""
+    c = data.cells
+    answers = [size_answer(s, c[c.sample_size == s], data.kinds) for s in data.sizes]
+    crossovers = family_crossovers(data.curves, data.kinds)
+    splits = c.groupby(["suite", "dataset", "sample_size"])[["repeat", "fold", "seed"]].apply(
+        lambda g: len(g.drop_duplicates()))
+    coverage = {"datasets": int(c[["suite", "dataset"]].drop_duplicates().shape[0]), "sizes": len(data.sizes),
+                "splits": int(splits.max()) if len(splits) else 0, "cells": len(c),
+                "cells_ok": int((c.status == "ok").sum())}
+    p.h2("Attention, MLP or boosting: the answer by training size", "answer")
+    p.add('<div class="card" id="answer-summary">' + "".join(f"<p>{esc(t)}</p>" for t in
+                                                          summary_sentences(answers, crossovers, coverage)) + "</div>")
+    rows = [[cell(size_label(a.size)), cell(a.n_tasks), *(family_cell(a, f) for f in FAMILIES),
+             cell(a.leader or "—"), h2h_cell(a, "attention"), h2h_cell(a, "MLP")] for a in answers]
+    p.add(table(["training size", "tasks", "best attention (normalised score)", "best MLP", "best boosting",
+                 "leader", "attention vs boosting: wins [95% CI]", "MLP vs boosting: wins [95% CI]"], rows,
+                "table-answer"))
+    p.add(note("Each family's best model at each size by mean normalised score over that size's tasks (1 = best "
+               "model on a task, 0 = worst; test scores of the configurations validation selected). Wins: tasks on "
+               "which the family's best model beat the best boosting model (ties ½), with a Wilson 95% interval; "
+               "green where it is above an even match, red where below. " + BOUND_NOTE))
+    p.h3("Cost per 1,000 rows")
+    rows = []
+    for a in answers:
+        row = [cell(size_label(a.size))]
+        for f in FAMILIES:
+            lead = a.leaders.get(f)
+            row += ([cell(num(lead.train_s_per_1k, ".3g")), cell(num(lead.predict_s_per_1k, ".3g"))] if lead
+                    else [cell("—"), cell("—")])
+        rows.append(row)
+    p.add(table(["training size", *[f"{f} {w} s / 1K rows" for f in FAMILIES for w in ("train", "predict")]], rows,
+                "table-answer-cost"))
+    p.add(note("Seconds of the family leader's selected trial: training per 1,000 training rows, prediction per "
+               "1,000 rows; means over its cells at that size."))
+    if len(data.sizes) > 1:
+        p.figure(figs.normalized_curves(agg.normalized_by_size(c, data.sizes), data.style(), data.sizes),
+                 "fig-index-sizes")
+    if not crossovers.empty:
+        p.h3("Crossover size per dataset")
+        wide = crossovers.assign(text=[crossover_text(r) for r in crossovers.itertuples(index=False)])
+        rows = []
+        for (suite, dataset), g in wide.groupby(["suite", "dataset"], sort=True):
+            by = g.set_index("family")
+            rows.append([cell(data.task_label(suite, dataset)),
+                         *(cell(by.text.get(f, "—"), "missing" if f in by.index and pd.isna(by.crossover_n[f]) else "")
+                           for f in ("attention", "MLP"))])
+        p.add(table(["dataset", "attention overtakes boosting from", "MLP overtakes boosting from"], rows,
+                    "table-index-crossover"))
+        p.add(note("The smallest training size from which the family's best model beats the best boosting model "
+                   "there and at every larger size run; 'never' when it is behind at the largest."))
+
+
 def page_index(data: ReportData, standings: dict[str, Standing]) -> Page:
     from pipeline.report.markup import NAV
 
@@ -616,6 +775,7 @@ def page_index(data: ReportData, standings: dict[str, Standing]) -> Page:
     if size is None or size not in standings:
         p.add(note("No results yet: run `attnbench run` to fill the database."))
     else:
+        overview_answer(p, data)
         st = standings[size]
         p.h2(f"Leaderboard ({size_label(size)}, {len(st.scores)} tasks)", "leaderboard")
         p.add(summary_table(st, "table-headline"))

@@ -22,13 +22,32 @@ VIEWS: dict[str, str] = {
         SELECT r.*, d.n_rows, d.n_features, d.n_categorical, d.n_classes
         FROM results r LEFT JOIN datasets d USING (dataset)
     """,
-    # The headline score of a cell, higher is better: accuracy, or R² for regression.
+    # The headline score of a cell, higher is better: accuracy, or R² for regression. default_score is
+    # the test score of the search's first trial, the model's default configuration. Budget flags:
+    # epochs_bound when the selected trial kept its last epoch (boosting: round) and stopped for lack
+    # of budget (max epochs or rounds, time limit, or ASHA's cut), i.e. it was still improving;
+    # search_bound when the selected trial was the search's last (of more than one). Time per 1,000
+    # rows: train_s_per_1k over the cell's training rows, predict_s_per_1k at its measured speed.
     "scores": """
-        SELECT suite, dataset, task_type, model, model_name, sample_size, repeat, fold, seed, status,
-               CASE WHEN task_type = 'regression' THEN r2 ELSE accuracy END AS score,
-               CASE WHEN task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
-               n_train, fit_seconds, predict_rows_per_s, peak_cpu_mb, peak_gpu_mb, n_params, device, cell_id
-        FROM results
+        WITH last AS (SELECT cell_id, max(trial_index) AS last_index FROM trials GROUP BY cell_id),
+        dflt AS (SELECT cell_id, arg_min(CASE WHEN status IN ('ok', 'stopped') THEN coalesce(r2, accuracy) END,
+                                         trial_index) AS s FROM trials GROUP BY cell_id)
+        SELECT r.suite, r.dataset, r.task_type, r.model, r.model_name, r.sample_size, r.repeat, r.fold, r.seed,
+               r.status,
+               CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END AS score,
+               CASE WHEN r.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
+               CASE WHEN r.status = 'ok' THEN dflt.s END AS default_score,
+               r.n_train, r.fit_seconds, r.predict_rows_per_s, r.peak_cpu_mb, r.peak_gpu_mb, r.n_params, r.device,
+               r.epochs, r.best_epoch, r.stop_reason, r.n_trials,
+               coalesce(r.status = 'ok' AND r.best_epoch >= r.epochs
+                        AND r.stop_reason IN ('max_epochs', 'time_limit', 'pruned'), false) AS epochs_bound,
+               coalesce(r.status = 'ok' AND r.n_trials > 1 AND b.trial_index = last.last_index, false)
+                   AS search_bound,
+               1000 * r.fit_seconds / nullif(r.n_train, 0) AS train_s_per_1k,
+               1000 / nullif(r.predict_rows_per_s, 0) AS predict_s_per_1k,
+               r.cell_id
+        FROM results r LEFT JOIN trials b ON b.trial_id = r.best_trial
+        LEFT JOIN last ON last.cell_id = r.cell_id LEFT JOIN dflt ON dflt.cell_id = r.cell_id
     """,
     # Every expected cell (each split of a suite × each model of that suite); status 'missing' where
     # no result was written. The coverage of every aggregate is counted from here.
@@ -42,6 +61,10 @@ VIEWS: dict[str, str] = {
                coalesce(c.status, 'missing') AS status,
                CASE WHEN c.status = 'ok' THEN c.score END AS score,
                CASE WHEN s.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
+               c.default_score, coalesce(c.epochs_bound, false) AS epochs_bound,
+               coalesce(c.search_bound, false) AS search_bound,
+               CASE WHEN c.status = 'ok' THEN c.train_s_per_1k END AS train_s_per_1k,
+               CASE WHEN c.status = 'ok' THEN c.predict_s_per_1k END AS predict_s_per_1k,
                c.n_train, c.cell_id
         FROM splits s JOIN models m USING (suite)
         LEFT JOIN scores c USING (suite, dataset, sample_size, repeat, fold, seed, model)
@@ -55,7 +78,10 @@ VIEWS: dict[str, str] = {
                    count(*) FILTER (WHERE status = 'ok') AS n_ok,
                    count(*) AS n_cells,
                    count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
-                   count(*) FILTER (WHERE status = 'missing') AS n_missing
+                   count(*) FILTER (WHERE status = 'missing') AS n_missing,
+                   count(*) FILTER (WHERE epochs_bound) AS n_epochs_bound,
+                   count(*) FILTER (WHERE search_bound) AS n_search_bound,
+                   avg(default_score) AS default_mean
             FROM expected_cells GROUP BY ALL
         )
         SELECT g.*, coalesce(g.score_mean = max(g.score_mean) OVER (PARTITION BY suite, dataset, sample_size),
@@ -75,14 +101,15 @@ VIEWS: dict[str, str] = {
                min(score) AS score_min, max(score) AS score_max,
                count(*) FILTER (WHERE status = 'ok') AS n_ok, count(*) AS n_cells,
                count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
-               count(*) FILTER (WHERE status = 'missing') AS n_missing
+               count(*) FILTER (WHERE status = 'missing') AS n_missing,
+               count(*) FILTER (WHERE epochs_bound) AS n_epochs_bound,
+               count(*) FILTER (WHERE search_bound) AS n_search_bound
         FROM expected_cells GROUP BY ALL
     """,
     # Best validation score after the first n_trials trials of a cell, for N_SHUFFLES trial orders:
     # shuffle 0 is the order the run used; the others are seeded random orders of the random trials,
     # each starting from the default configuration (trial_index 0). best_val_norm rescales the
     # validation score per split between the worst and best trial of any model (0 = worst, 1 = best).
-    # Trials have no test scores, so these are validation scores.
     "tuning_curves": f"""
         WITH t AS (
             SELECT r.suite, r.dataset, r.task_type, r.sample_size, r.repeat, r.fold, r.seed, r.model,
@@ -137,6 +164,8 @@ VIEWS: dict[str, str] = {
                any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train,
                count(*) AS n_ok,
                avg(r.fit_seconds) AS fit_seconds, avg(r.search_seconds) AS search_seconds,
+               avg(1000 * r.fit_seconds / nullif(r.n_train, 0)) AS train_s_per_1k,
+               avg(1000 / nullif(r.predict_rows_per_s, 0)) AS predict_s_per_1k,
                avg(r.predict_rows_per_s) AS predict_rows_per_s, avg(r.flops_per_row) AS flops_per_row,
                avg(r.n_params) AS n_params,
                string_agg(DISTINCT r.device, ',' ORDER BY r.device) AS devices,

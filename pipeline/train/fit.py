@@ -92,9 +92,11 @@ def fit_and_score(name: str, config: dict[str, Any], data: FoldData, ctx: Contex
             model = cls(data=data, config=full, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
                         on_round=on_round).fit()
         predict_fn = model.predict
-        if model.pruned:
-            out["stop_reason"] = "pruned"
-        out.update(epochs=model.n_iterations, best_epoch=model.n_iterations, device=model.device,
+        # epochs: the rounds run; best_epoch: the round kept (early stopping keeps the best round).
+        rounds = len(model.curve) or model.n_iterations
+        out["stop_reason"] = ("pruned" if model.pruned else
+                              "early_stopping" if rounds < model.max_rounds else "max_epochs")
+        out.update(epochs=rounds, best_epoch=model.n_iterations, device=model.device,
                    n_params=model.n_params, curve=[{"iteration": i + 1, "val_loss": float(v)}
                                                    for i, v in enumerate(model.curve)])
     out.update(fit_seconds=m.usage.seconds, peak_cpu_mb=m.usage.peak_cpu_mb, peak_gpu_mb=m.usage.peak_gpu_mb)

@@ -120,13 +120,46 @@ def test_crossover_sizes():
     assert ("overtakes", "best attention") not in out.index  # one challenger there: no extra row
 
 
-def test_average_curves_put_all_at_the_geometric_mean():
-    curves = pd.DataFrame(curve_rows("d1", "m", [0.5, 0.6, 0.7], n=(32, 128, 100))
-                          + curve_rows("d2", "m", [0.7, 0.8, 0.9], n=(32, 128, 400)))
-    avg = agg.average_curves(curves).set_index("sample_size")
-    assert avg.loc["all", "n_train"] == pytest.approx(200)  # √(100·400)
-    assert avg.loc["32", "score_mean"] == pytest.approx(0.6)
-    assert avg.loc["all", "n_datasets"] == 2
+def test_curve_intervals_are_t_intervals_within_a_dataset():
+    curves = pd.DataFrame({"score_mean": [0.8, 0.7, 0.6, 0.98, 0.1], "score_std": [0.1, 0.2, NAN, 0.02, 0.2],
+                           "n_ok": [4, 2, 1, 3, 3], "metric": ["accuracy"] * 4 + ["r2"]})
+    out = agg.curve_intervals(curves)
+    assert out.score_high[3] == 1.0 and out.score_low[3] < 0.98  # accuracy never drawn above 1
+    assert out.score_low[4] < 0 < out.score_high[4] < 1  # R² may be negative
+    # t(0.975, 3) = 3.182: 0.8 ± 3.182 · 0.1 / 2; t(0.975, 1) = 12.706: 0.7 ± 12.706 · 0.2 / √2 = ± 1.80
+    assert out.score_low[0] == pytest.approx(0.8 - 3.1824 * 0.05, abs=1e-4)
+    assert out.score_low[1] == 0.0  # 0.7 − 1.80 clipped at 0
+    assert out.score_high[1] == 1.0  # 0.7 + 1.80 clipped
+    assert math.isnan(out.score_low[2]) and math.isnan(out.score_high[2])  # one split: no interval
+
+
+def test_normalized_by_size_keeps_all_a_label_and_counts_failures_as_zero():
+    rows = []
+    for size in ("32", "all"):
+        for ds, scores in (("d1", {"a": 0.9, "b": 0.7}), ("d2", {"a": 0.6, "b": None})):
+            for m, v in scores.items():
+                rows.append({"suite": "s", "dataset": ds, "sample_size": size, "model": m, "repeat": 0, "fold": 0,
+                             "seed": 0, "status": "ok" if v is not None else "error", "score": v})
+    out = agg.normalized_by_size(pd.DataFrame(rows), ["32", "all"]).set_index(["sample_size", "model"])
+    assert list(out.index.get_level_values(0).unique()) == ["32", "all"]  # no number of rows for 'all'
+    assert out.loc[("all", "a"), "normalized_score"] == 1.0
+    assert out.loc[("all", "b"), "normalized_score"] == 0.0  # worst on d1, failed on d2
+    assert out.loc[("32", "b"), ["n_scored", "n_tasks"]].tolist() == [1, 2]
+
+
+def test_improvability_is_the_error_gap_as_a_share_of_own_error():
+    s = matrix([[0.9, 0.8, 1.0], [0.5, 0.75, NAN]])
+    imp = agg.improvability(s)
+    # t0: best error 0 → a (0.1 − 0)/0.1 = 1, b 1, c 0; t1: best error 0.25 → a (0.5 − 0.25)/0.5, b 0, c failed 1
+    assert imp.to_dict() == pytest.approx({"a": 0.75, "b": 0.5, "c": 0.5})
+
+
+def test_wilson_interval():
+    low, high = agg.wilson(8, 10)
+    assert (low, high) == pytest.approx((0.4902, 0.9433), abs=1e-4)  # the textbook 8/10 case
+    low, high = agg.wilson(0, 4)
+    assert low == 0.0 and high == pytest.approx(0.4899, abs=1e-4)
+    assert all(math.isnan(v) for v in agg.wilson(0, 0))
 
 
 def test_task_scores_and_coverage():

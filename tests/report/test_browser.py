@@ -17,13 +17,14 @@ from synthetic import EVIL_DATASET, EVIL_FEATURE, EVIL_MODEL
 
 SIZES = ("all", "128", "32")
 EXPECTED: dict[str, tuple[list[str], list[str]]] = {  # page → (figure ids, table ids)
-    "index": (["fig-index-elo"], ["table-headline"]),
+    "index": (["fig-index-elo", "fig-index-sizes"],
+              ["table-answer", "table-answer-cost", "table-index-crossover", "table-headline"]),
     "accuracy": ([f"fig-{f}-{s}" for s in SIZES for f in ("summary", "winrate", "elo", "cd")],
                  [f"table-{t}-{s}" for s in SIZES for t in ("datasets", "summary")]),
-    "sample_size": (["fig-curve-avg-accuracy", "fig-curve-avg-r2", "fig-curve-0", "fig-curve-1", "fig-curve-2"],
+    "sample_size": (["fig-curve-avg", "fig-curve-0", "fig-curve-1", "fig-curve-2"],
                     ["table-crossover"]),
     "tuning": ([f"fig-tuning-{x}-{s}" for s in SIZES for x in ("trials", "seconds", "test")], [f"table-tuning-{s}" for s in SIZES]),
-    "compute": (["fig-compute-bars", "fig-pareto"], ["table-compute"]),
+    "compute": (["fig-compute-bars", "fig-pareto", "fig-pareto-predict"], ["table-compute"]),
     "memory": (["fig-memory-bars", "fig-memory-cpu-features"], ["table-memory"]),
     # 3 datasets; the HTML-named one has two attention models (ft_transformer and the evil label).
     "attention": (["fig-attention-0-0", "fig-attention-0-1", "fig-attention-1-0", "fig-attention-1-1",
@@ -141,3 +142,43 @@ def test_log_axes_keep_their_magnitudes_and_carry_no_bars(browser, evil_report, 
             number = text.split()[0]
             scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(number[-1], 1)
             assert float(number.rstrip("kMG")) * scale == pytest.approx(value, rel=0.05), a  # says its magnitude
+
+
+def test_overview_leads_with_the_answer(loads):
+    text = loads["index"].dom["text"]
+    answer, leaderboard = text.index("the answer by training size"), text.index("Leaderboard (")
+    assert answer < leaderboard  # the answer comes first
+    summary = text[answer:leaderboard]
+    for needle in ("Based on 3 datasets at 3 training sizes", "At 32 training rows (3 tasks)",
+                   "At all training rows (3 tasks)", "95% interval", "Cost per 1,000 rows",
+                   "Crossover size per dataset", "kept its last epoch or round"):
+        assert needle in summary, needle
+
+
+CURVES_JS = """
+[...document.querySelectorAll('.plotly-graph-div')].filter(d => d.id.startsWith('fig-curve')).map(div => ({
+  id: div.id, title: (div._fullLayout.title || {}).text || '',
+  traces: div._fullData.map(t => ({name: t.name, fill: t.fill, y: Array.from(t.y || []), gaps: t.connectgaps,
+                                   legend: t.showlegend})),
+  xtype: div._fullLayout.xaxis.type, xticks: div._fullLayout.xaxis.ticktext || [],
+  categories: Array.from(div._fullLayout.xaxis._categories || []),
+}))
+"""
+
+
+def test_learning_curves_leave_gaps_and_draw_no_band_across_datasets(browser, evil_report):
+    _, reports = evil_report
+    page = browser.load((reports / "sample_size.html").as_uri())
+    assert page.problems == []
+    figs = {f["id"]: f for f in browser.evaluate(CURVES_JS)}
+    avg = figs["fig-curve-avg"]
+    assert avg["xtype"] == "category" and avg["categories"] == ["32", "128", "all"]  # 'all' is not a number of rows
+    assert all(t["fill"] in (None, "none") for t in avg["traces"]), avg  # no spread across datasets
+    alpha = next(f for f in figs.values() if f["title"].startswith("alpha"))
+    mlp = next(t for t in alpha["traces"] if t["name"] == "mlp" and t["legend"] is not False)
+    assert mlp["y"][1] is None and mlp["y"][0] is not None and mlp["y"][2] is not None, mlp  # 128 rows missing
+    assert mlp["gaps"] is False  # the missing point is a gap, not bridged
+    assert alpha["xticks"] == ["32", "128", "800"]  # real row counts with their magnitude
+    # Two folds per point: each band is a confidence interval within the dataset, around its own line.
+    bands = [t for t in alpha["traces"] if t["fill"] == "toself"]
+    assert bands and all(len(b["y"]) % 2 == 0 for b in bands)

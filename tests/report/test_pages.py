@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html as html_lib
+import json
 import math
 import re
 import threading
@@ -133,8 +135,10 @@ def test_sample_size_page_crossover(synth_report):
     html = text(synth_report / "sample_size.html")
     assert "800 rows (behind at 128)" in html  # alpha: FT-Transformer 0.9025 > CatBoost 0.8936 at 800 rows
     assert "never (behind at 320 rows)" in html  # beta: 0.8563 < 0.8704
-    assert "at 1 of 6 (dataset, size) points" in html
-    assert 'id="fig-curve-avg-accuracy"' in html and 'id="fig-curve-avg-r2"' in html
+    assert "the best attention model beat the best boosting model at 1 of 6 (dataset, size) points" in html
+    assert "the MLP beat the best boosting model at 0 of 6" in html  # the MLP is shown beside attention
+    assert 'id="fig-curve-avg"' in html
+    assert "design notes" not in html  # page text for users, not notes to ourselves
 
 
 def test_other_pages_content(synth_report):
@@ -265,3 +269,57 @@ def test_serve_without_a_report_says_so(tmp_path):
 
     with pytest.raises(AttnbenchError, match=r"no index\.html"):
         make_server(tmp_path, port=0)
+
+
+def table_rows(html: str, table_id: str) -> list[list[str]]:
+    """The cells of a table's body rows, as text."""
+    seg = html[html.index(f'id="{table_id}"'):]
+    seg = seg[:seg.index("</table>")]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r, flags=re.S) for r in re.findall(r"<tr>(.*?)</tr>", seg, flags=re.S)]
+    return [[html_lib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in r] for r in rows if r]
+
+
+def test_overview_answers_by_training_size_with_costs(synth_report):
+    html = html_lib.unescape(text(synth_report / "index.html"))
+    # The generated summary states its coverage first, then one sentence per size.
+    assert "Based on 2 datasets at 3 training sizes, up to 2 splits (folds × seeds) each; 46 of 48 cells finished." in html
+    assert "With fewer than 10 datasets per size" in html
+    assert ("At 32 training rows (2 tasks), boosting leads on mean normalised score: attention (ft_transformer) 0.00, "
+            "MLP (mlp) 0.15, boosting (catboost) 1.00.") in html
+    assert "At all training rows (2 tasks), attention leads" in html
+    assert "ft_transformer beat catboost on 1 of 2 tasks (50%, 95% interval 9%–91%)" in html  # Wilson, by hand
+    assert "on 1 of 2 datasets, at 800 training rows; never on 1." in html  # alpha crosses at 'all', beta never
+    assert "ft_transformer kept its last epoch or round in 12 of 12 cells" in html
+    answer = {r[0]: r for r in table_rows(html, "table-answer")}
+    assert list(answer) == ["32 training rows", "128 training rows", "all training rows"]
+    assert answer["32 training rows"][2:6] == ["ft_transformer 0.000 ⚑", "mlp 0.148", "catboost 1.000", "boosting"]
+    assert answer["all training rows"][5:7] == ["attention", "1/2 = 50% [9%, 91%]"]
+    # Train seconds per 1,000 rows: fit = base · n / 32 → 1000 · base / 32; predict: 1000 / (1000 / base).
+    cost = {r[0]: r[1:] for r in table_rows(html, "table-answer-cost")}
+    assert cost["all training rows"] == ["62.5", "2", "31.2", "1", "6.25", "0.2"]
+    cross = {r[0]: r[1:] for r in table_rows(html, "table-index-crossover")}
+    assert cross["alpha"] == ["800 rows (behind at 128)", "never (behind at 800 rows)"]
+    assert 'id="fig-index-sizes"' in html
+
+
+def test_tabarena_columns_and_budget_flags(synth_report):
+    html = text(synth_report / "accuracy.html")
+    rows = {r[0]: r for r in table_rows(html, "table-summary-all")}
+    assert list(rows) == ["catboost", "ft_transformer", "xgboost", "mlp"]  # by average rank
+    # Improvability at 'all': ft is best on alpha (0) and on beta (1 − 0.8613 − (1 − 0.8748)) / (1 − 0.8613).
+    ft = rows["ft_transformer"]
+    assert ft[5] == "4.9%" and ft[6] == "+0.050 (2/2 tasks)" and ft[7:9] == ["62.5", "2"]
+    assert ft[9] == "⚑ last epoch ×4 · ⚑ last trial ×4" and rows["catboost"][9] == "—"
+    # The rank bars are drawn in the table's order (best on top: plotly lists them bottom-up).
+    fig = re.search(r'id="fig-summary-all".*?Plotly.newPlot\(\s*"fig-summary-all",\s*(\[.*?\]),\s*\{', html, re.S)
+    assert fig is not None
+    first = json.loads(fig.group(1))[0]
+    assert first["y"][::-1] == list(rows)
+    alpha = next(r for r in table_rows(html, "table-datasets-all") if r[0] == "alpha")  # catboost, ft, mlp, xgboost
+    assert alpha[3].endswith("⚑") and "⚑" not in alpha[2]
+    tuning = {r[0]: r for r in table_rows(text(synth_report / "tuning.html"), "table-tuning-all")}
+    assert tuning["ft_transformer"][-1] == "⚑ 4" and tuning["catboost"][-1] == "0"
+    compute = text(synth_report / "compute.html")
+    assert 'id="fig-pareto"' in compute and 'id="fig-pareto-predict"' in compute
+    comp = {r[0]: r for r in table_rows(compute, "table-compute")}
+    assert comp["ft_transformer"][3] == "62.5" and comp["ft_transformer"][5] == "2"

@@ -1,0 +1,186 @@
+"""The overview's answer: per training size, the best model of each family (attention, MLP, boosting),
+how often the attention and MLP leaders beat the boosting leader, what each costs per 1,000 rows, and
+a few generated sentences that say all of that with its coverage.
+
+A family's representative at a size is its model with the highest mean normalised score over that
+size's tasks (test scores of the configurations validation selected). Head-to-head win rates compare
+representatives task by task, with Wilson intervals; a model with no score on a task loses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.report import aggregate as agg
+
+FAMILY = {"attention": "attention", "torch": "MLP", "gbdt": "boosting"}  # model kind → family
+FAMILIES = ("attention", "MLP", "boosting")
+FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
+
+
+@dataclass(frozen=True)
+class Leader:
+    """A family's best model at one size."""
+
+    model: str
+    normalized_score: float
+    tasks_scored: int
+    n_tasks: int
+    train_s_per_1k: float  # mean over its ok cells at this size
+    predict_s_per_1k: float
+    epochs_bound: int  # cells whose selected trial kept its last epoch or round
+    search_bound: int  # cells whose selected trial was the search's last
+    n_cells: int
+
+
+@dataclass(frozen=True)
+class HeadToHead:
+    """A family leader against the boosting leader, task by task (ties count ½)."""
+
+    wins: float
+    n: int
+    low: float
+    high: float
+
+    @property
+    def rate(self) -> float:
+        return self.wins / self.n if self.n else float("nan")
+
+
+@dataclass
+class SizeAnswer:
+    size: str
+    n_tasks: int
+    leaders: dict[str, Leader] = field(default_factory=dict)  # family → leader
+    vs_boosting: dict[str, HeadToHead] = field(default_factory=dict)  # 'attention' / 'MLP' → record
+
+    @property
+    def leader(self) -> str | None:
+        """The family whose representative has the highest mean normalised score."""
+        if not self.leaders:
+            return None
+        return max(self.leaders, key=lambda f: self.leaders[f].normalized_score)
+
+
+def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAnswer:
+    """``cells``: rows of the ``expected_cells`` view at this size."""
+    scores = agg.task_scores(cells)
+    out = SizeAnswer(size, len(scores))
+    if scores.empty:
+        return out
+    norm = agg.normalized_scores(scores).mean()
+    ok = cells[cells.status == "ok"]
+    cost = ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
+    bound = cells.groupby("model")[["epochs_bound", "search_bound"]].sum()
+    n_cells = cells.groupby("model").size()
+    for family in FAMILIES:
+        members = [m for m in scores.columns if FAMILY.get(kinds.get(m, "torch")) == family]
+        if not members:
+            continue
+        best = max(members, key=lambda m: (norm[m], m))
+        out.leaders[family] = Leader(
+            best, float(norm[best]), int(scores[best].notna().sum()), len(scores),
+            float(cost.train_s_per_1k.get(best, np.nan)), float(cost.predict_s_per_1k.get(best, np.nan)),
+            int(bound.epochs_bound.get(best, 0)), int(bound.search_bound.get(best, 0)), int(n_cells.get(best, 0)))
+    if "boosting" in out.leaders:
+        wins, n = agg.pairwise_wins(scores)
+        b = out.leaders["boosting"].model
+        for family in ("attention", "MLP"):
+            if family in out.leaders:
+                m = out.leaders[family].model
+                w, k = float(wins.loc[m, b]), int(n.loc[m, b])
+                out.vs_boosting[family] = HeadToHead(w, k, *agg.wilson(w, k))
+    return out
+
+
+def family_crossovers(curves: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    """Per dataset, the size from which the best attention model and the best MLP (each the best of
+    its family at every size) beat the best boosting model for good: columns suite, dataset, family,
+    crossover_n, behind_at, n_sizes, ahead_everywhere."""
+    boosting = [m for m, k in kinds.items() if k == "gbdt"]
+    parts = []
+    for family, kind in (("attention", "attention"), ("MLP", "torch")):
+        members = sorted(m for m, k in kinds.items() if k == kind)
+        if not members:
+            continue
+        label = f"best {family}"
+        c = agg.crossover(curves, members, boosting, best_label=label)
+        c = c[c.model == (members[0] if len(members) == 1 else label)]
+        parts.append(c.assign(family=family))
+    if not parts:
+        return pd.DataFrame(columns=["suite", "dataset", "family", "crossover_n", "behind_at", "n_sizes",
+                                     "ahead_everywhere"])
+    return pd.concat(parts, ignore_index=True).drop(columns="model")
+
+
+def crossover_text(r: Any) -> str:
+    """A crossover row (of :func:`family_crossovers` or :func:`pipeline.report.aggregate.crossover`) in words."""
+    cross, behind = r.crossover_n, r.behind_at
+    if cross is None or pd.isna(cross):
+        return f"never (behind at {behind:,.0f} rows)"
+    if r.ahead_everywhere:
+        return f"ahead at every size (from {cross:,.0f} rows)"
+    return f"{cross:,.0f} rows (behind at {behind:,.0f})"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, coverage: dict[str, int]) -> list[str]:
+    """A few plain sentences: coverage first, then one per size, then the crossovers and the caveats.
+
+    ``coverage`` has datasets, sizes, splits (per dataset and size, most), cells, cells_ok."""
+    out = [f"Based on {coverage['datasets']} dataset{'s' if coverage['datasets'] != 1 else ''} at "
+           f"{coverage['sizes']} training size{'s' if coverage['sizes'] != 1 else ''}, up to {coverage['splits']} "
+           f"split{'s' if coverage['splits'] != 1 else ''} (folds × seeds) each; {coverage['cells_ok']} of "
+           f"{coverage['cells']} cells finished."]
+    if answers and max(a.n_tasks for a in answers) < FEW_TASKS:
+        out.append(f"With fewer than {FEW_TASKS} datasets per size the answer below describes these datasets, "
+                   "not tabular data in general: the intervals are wide.")
+    for a in answers:
+        if not a.leaders:
+            continue
+        lead = a.leader
+        parts = [f"{fam} ({a.leaders[fam].model}) {a.leaders[fam].normalized_score:.2f}" for fam in FAMILIES
+                 if fam in a.leaders]
+        text = (f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''}), {lead} leads on mean "
+                f"normalised score: {', '.join(parts)}.")
+        for fam, h in a.vs_boosting.items():
+            if not h.n:
+                continue
+            side = ("better than" if h.low > 0.5 else "worse than" if h.high < 0.5 else "not distinguishable from")
+            text += (f" {a.leaders[fam].model} beat {a.leaders['boosting'].model} on {h.wins:g} of {h.n} tasks ({_pct(h.rate)}, 95% "
+                     f"interval {_pct(h.low)}–{_pct(h.high)}): {side} an even match.")
+        out.append(text)
+    for family, g in crossovers.groupby("family", sort=False):
+        never = int(g.crossover_n.isna().sum())
+        found = g.crossover_n.dropna()
+        text = f"Crossover ({family} beats boosting from some size on, and at every larger size): "
+        if found.empty:
+            text += f"none on any of {len(g)} datasets."
+        else:
+            where = (f"{found.min():,.0f}" if found.min() == found.max() else f"{found.min():,.0f}–{found.max():,.0f}")
+            text += (f"on {len(found)} of {len(g)} datasets, at {where} training rows"
+                     + (f"; never on {never}." if never else "."))
+        out.append(text)
+    bound: dict[str, list[int]] = {}
+    for a in answers:
+        for best in a.leaders.values():
+            k = bound.setdefault(best.model, [0, 0])
+            k[0] += best.epochs_bound
+            k[1] += best.n_cells
+    bound = {m: k for m, k in bound.items() if k[0]}
+    if bound:
+        out.append("Budget-bound: " + "; ".join(f"{m} kept its last epoch or round in {k} of {n} cells"
+                                                for m, (k, n) in sorted(bound.items()))
+                   + ". Such a model was still improving when training stopped: it may rank higher with more epochs.")
+    return out
+
+
+def _size(size: str) -> str:
+    return "all training rows" if size == "all" else f"{int(size):,} training rows"
