@@ -97,7 +97,7 @@ def requests(suite_file: Path, db: Path) -> list[TrialRequest]:
         r = p.spec.resources
         out.append(TrialRequest(
             cell_id=t.cell_id, trial_id=t.trial_id, trial_index=int(t.trial_index), suggestion=int(t.suggestion),
-            attempt=1, model_name=p.spec.name, config=json.loads(t.config) if isinstance(t.config, str) else t.config,
+            attempt=1, model=p.model, config=json.loads(t.config) if isinstance(t.config, str) else t.config,
             seed=p.seed, data_key=p.data_key, cpus=r.cpus, gpus=r.gpus, workers=r.workers, backend=r.backend,
             trial_timeout_s=p.spec.trial_timeout_s, attention=p.attention))
     return out
@@ -123,7 +123,7 @@ class PlainWorker:
     def __init__(self) -> None:
         import xgboost  # noqa: F401
 
-        import pipeline.train.fit  # noqa: F401
+        import pipeline.learners.trial  # noqa: F401
 
         self.folds: dict[str, Any] = {}
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from pipeline.data.store import Store
 from pipeline.errors import AttnbenchError
+from pipeline.report.views import temporary_views
 
 
 def run_query(db: str | Path, sql: str, *, out: str | None = None, max_rows: int = 200) -> pd.DataFrame:
@@ -27,7 +28,7 @@ def run_query(db: str | Path, sql: str, *, out: str | None = None, max_rows: int
             raise AttnbenchError(f"--out {out}: the directory {path.parent} does not exist")
     store = Store(db, create=False)
     try:
-        df = store.query(sql)
+        df = store.query(sql, prepare=temporary_views)
     except duckdb.PermissionException as err:
         raise AttnbenchError(f"query refused: attnbench query reads the results file only, no other file, "
                              f"extension or setting ({str(err).splitlines()[0]})") from None

@@ -38,6 +38,7 @@ from pipeline.data.preprocess import FoldData, build_fold
 from pipeline.data.store import Store
 from pipeline.engine.records import MODEL_FAILURES, CellResult
 from pipeline.errors import AttnbenchError
+from pipeline.report.views import install as install_views
 from pipeline.spec import SuiteSpec, dataset_label
 
 log = logging.getLogger(__name__)
@@ -116,9 +117,7 @@ def expand(suite: SuiteSpec, store: Store, datasets: list[ingest_mod.StoredDatas
         dropped: set[int] = set()
         fewest = None
         key = ingest_mod.split_key(p, suite.seed, ds.checksum, ds.has_official_folds)
-        folds = store.query(
-            "SELECT repeat, fold, count(*) FILTER (WHERE role = 'train') AS n_train FROM splits "
-            "WHERE dataset = ? AND split_key = ? GROUP BY ALL ORDER BY repeat, fold", [ds.name, key])
+        folds = store.fold_sizes(ds.name, key)
         if p.max_repeats:
             folds = folds[folds.repeat < p.max_repeats]
         if p.max_folds:
@@ -208,21 +207,19 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader, pending: list
                attempts: dict[str, int], run_id: str) -> list[Any]:
     """The engine's view of each pending cell: keys, model entry, data key, committed trials."""
     from pipeline.engine.scheduler import CellPlan
-    from pipeline.models.registry import get
+    from pipeline.learners.resolve import resolve
 
-    specs = {m.key: m for m in suite.models}
+    models = {m.key: resolve(m) for m in suite.models}  # once per run; each cell carries its entry
     hashes = {m.key: suite.model_hash(m.key) for m in suite.models}
     prior = store.committed_trials({cell.cell_id: attempts.get(cell.cell_id, 0) + 1 for cell, _, _ in pending})
     plans = []
     for cell, ds, split_key in pending:
-        spec = specs[cell.model]
-        info = get(spec.name)
+        model = models[cell.model]
         base = CellResult(cell_id=cell.cell_id, run_id=run_id, suite=suite.name, dataset=cell.dataset,
                           task_type=ds.task_type, repeat=cell.repeat, fold=cell.fold, sample_size=cell.sample_size,
-                          seed=cell.seed, model=cell.model, model_name=spec.name, spec_hash=hashes[cell.model],
+                          seed=cell.seed, model=cell.model, model_name=model.name, spec_hash=hashes[cell.model],
                           attempts=attempts.get(cell.cell_id, 0) + 1, n_train=cell.n_train)
-        plans.append(CellPlan(base=base, spec=spec, family=info.family, attention=info.attention,
-                              seed=suite.seed * 1000 + cell.seed, data_key=loader.key(cell, ds, split_key),
+        plans.append(CellPlan(base=base, model=model, seed=suite.seed * 1000 + cell.seed, data_key=loader.key(cell, ds, split_key),
                               n_features=int(ds.features.shape[1]), label=_describe(cell),
                               prior=prior.get(cell.cell_id, [])))
     return plans
@@ -285,6 +282,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
                "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
                "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped}
     store.upsert_run(run_row)
+    install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
     loader = FoldLoader(store, suite)
     plans = plan_cells(suite, store, loader, pending, attempts, run_id)
     resumed = sum(bool(p.prior) for p in plans)

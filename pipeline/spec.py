@@ -6,6 +6,7 @@ Unknown keys are errors, and every error names the file, the key and what is all
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -191,9 +192,10 @@ class ModelSpec(_Strict):
 
     @model_validator(mode="after")
     def _keys(self) -> ModelSpec:
+        from pipeline.learners.resolve import check_keys
         from pipeline.models.registry import REGISTRY
 
-        REGISTRY[self.name].check_space_keys(self.space, self.fixed)
+        check_keys(REGISTRY[self.name], self.space, self.fixed)
         return self
 
 
@@ -238,17 +240,23 @@ class SuiteSpec(_Strict):
             raise ValueError(f"dataset names repeat: {sorted(dup)} (give each a distinct 'name')")
         return self
 
+    @functools.cached_property
+    def models_by_key(self) -> dict[str, ModelSpec]:
+        return {m.key: m for m in self.models}
+
     def model(self, key: str) -> ModelSpec:
-        return next(m for m in self.models if m.key == key)
+        return self.models_by_key[key]
+
+    @functools.cached_property
+    def model_hashes(self) -> dict[str, str]:
+        """A short hash per model entry of everything that decides its search: re-running with another
+        budget re-runs."""
+        protocol = self.protocol.model_dump(mode="json")
+        return {m.key: hashlib.sha256(json.dumps({"m": m.model_dump(mode="json"), "p": protocol, "seed": self.seed},
+                                                 sort_keys=True).encode()).hexdigest()[:12] for m in self.models}
 
     def model_hash(self, key: str) -> str:
-        """A short hash of everything that decides a model's search: re-running with another budget re-runs."""
-        m = self.model(key)
-        blob = json.dumps(
-            {"m": m.model_dump(mode="json"), "p": self.protocol.model_dump(mode="json"), "seed": self.seed},
-            sort_keys=True,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        return self.model_hashes[key]
 
 
 # ------------------------------------------------------------------------------------------ loading

@@ -13,6 +13,7 @@ from pipeline.engine import faults
 from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.records import CellResult, Status, TrialRecord, sql_columns
 from pipeline.engine.searchers import CellSearch, Rungs, concurrency_cap, default_point, grace_for, milestones
+from pipeline.learners.resolve import resolve, resolve_name
 from pipeline.spec import ModelSpec
 from pipeline.train.loop import Diverged
 
@@ -38,21 +39,21 @@ def record(i: int, config: dict, score: float | None = 0.7, status: str = "ok", 
 @pytest.mark.parametrize("kind", ["random", "tpe", "asha"])
 def test_every_search_tries_the_defaults_first_then_seeded_distinct_samples(kind):
     s = spec(search=kind, fixed={"n_estimators": 50})
-    first = draws(CellSearch(s, seed=3), 6)
-    assert first[0][1] == default_point(s)
+    first = draws(CellSearch(resolve(s), seed=3), 6)
+    assert first[0][1] == default_point(resolve(s))
     assert [i for i, _ in first] == list(range(6))
     assert all(c["n_estimators"] == 50 for _, c in first)  # fixed values travel with every suggestion
     assert len({tuple(sorted(c.items())) for _, c in first}) == 6
-    assert draws(CellSearch(s, seed=3), 6) == first  # the same seed, the same search
-    assert draws(CellSearch(s, seed=4), 6)[1:] != first[1:]
+    assert draws(CellSearch(resolve(s), seed=3), 6) == first  # the same seed, the same search
+    assert draws(CellSearch(resolve(s), seed=4), 6)[1:] != first[1:]
 
 
 def test_a_resumed_random_search_reruns_what_was_lost_and_continues_the_same_sequence():
     s = spec()
-    whole = draws(CellSearch(s, seed=0), 6)
+    whole = draws(CellSearch(resolve(s), seed=0), 6)
     # Suggestions 0, 1 and 3 were committed; 2 was running when the run stopped.
     done = [record(i, whole[i][1]) for i in (0, 1, 3)]
-    resumed = CellSearch(s, seed=0, done=done)
+    resumed = CellSearch(resolve(s), seed=0, done=done)
     assert resumed.suggest() == whole[2]
     assert resumed.suggest() == whole[4]
     assert resumed.suggest() == whole[5]
@@ -60,22 +61,22 @@ def test_a_resumed_random_search_reruns_what_was_lost_and_continues_the_same_seq
 
 def test_a_resumed_tpe_search_learns_from_the_history_and_does_not_repeat_it():
     s = spec(search="tpe", trials=20)
-    history = draws(CellSearch(s, seed=0), 5)
+    history = draws(CellSearch(resolve(s), seed=0), 5)
     done = [record(i, c, score=0.5 + 0.05 * i) for i, c in history]
     done.append(record(5, {**history[0][1], "max_depth": 2}, score=None, status="error"))  # a failure is history too
-    resumed = CellSearch(s, seed=0, done=done)
+    resumed = CellSearch(resolve(s), seed=0, done=done)
     i, config = resumed.suggest()
     assert i == 6
-    assert config != default_point(s)  # the defaults were tried already
+    assert config != default_point(resolve(s))  # the defaults were tried already
     assert config not in [c for _, c in history]
 
 
 def test_an_infra_loss_and_its_retry_are_one_suggestion():
     s = spec()
-    whole = draws(CellSearch(s, seed=1), 3)
+    whole = draws(CellSearch(resolve(s), seed=1), 3)
     done = [record(0, whole[0][1]), record(1, whole[1][1], status="infra", score=None),
             record(1, whole[1][1], attempt=2)]
-    assert CellSearch(s, seed=1, done=done).suggest() == whole[2]
+    assert CellSearch(resolve(s), seed=1, done=done).suggest() == whole[2]
 
 
 def test_tpe_runs_a_few_trials_of_a_cell_at_a_time_and_the_others_are_not_capped():
@@ -86,10 +87,10 @@ def test_tpe_runs_a_few_trials_of_a_cell_at_a_time_and_the_others_are_not_capped
 
 
 def test_a_model_without_a_space_is_suggested_its_fixed_configuration():
-    s = spec(space={k: v for k, v in default_point(spec()).items()})
-    search = CellSearch(s, seed=0)
+    s = spec(space={k: v for k, v in default_point(resolve(spec())).items()})
+    search = CellSearch(resolve(s), seed=0)
     assert search.searcher is None
-    assert draws(search, 2) == [(0, default_point(s)), (1, default_point(s))]
+    assert draws(search, 2) == [(0, default_point(resolve(s))), (1, default_point(resolve(s)))]
 
 
 def test_asha_keeps_the_top_third_at_each_rung_and_ignores_other_epochs():
@@ -201,7 +202,7 @@ def test_asha_stops_a_boosting_trial_at_a_rung_and_scores_its_best_round(model):
     ids = np.random.default_rng(0).permutation(len(y))
     data = build_fold(x, y.astype(str), "binary", ["0", "1"], ids[:300], ids[300:400], ids[400:])
     rounds = "n_estimators" if model == "xgboost" else "iterations"
-    req = TrialRequest(cell_id="c", trial_id="t", trial_index=0, suggestion=0, attempt=1, model_name=model,
+    req = TrialRequest(cell_id="c", trial_id="t", trial_index=0, suggestion=0, attempt=1, model=resolve_name(model),
                        config={rounds: 400, "early_stopping_rounds": 400, "learning_rate": 0.02}, seed=0,
                        data_key="k", cpus=1, gpus=0, workers=1, backend="auto", trial_timeout_s=60,
                        attention=False, asha=True)

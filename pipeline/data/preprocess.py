@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -59,6 +59,14 @@ class FoldData:
     @property
     def d_out(self) -> int:
         return 1 if self.task_type == "regression" else self.n_classes
+
+    def without_parts(self) -> FoldData:
+        """What prediction needs (task, classes, features, target scale) with empty parts: a fitted
+        learner keeps this, not the training arrays."""
+        def empty(p: Part) -> Part:
+            return Part(p.x_num[:0], p.x_cat[:0], p.y[:0])
+
+        return replace(self, train=empty(self.train), valid=empty(self.valid), test=empty(self.test))
 
 
 @dataclass

@@ -92,7 +92,8 @@ def network_timeout(seconds: float | None = None) -> Iterator[None]:
         requests.Session.request = plain  # type: ignore[method-assign]
 
 
-def _openml_error(what: str, err: Exception) -> DataError:
+def openml_error(what: str, err: Exception) -> DataError:
+    """An OpenML failure as one line: what the server said, or that it is unreachable and not cached."""
     import openml
 
     text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -119,7 +120,7 @@ def load_openml_task(task_id: int, name: str | None = None) -> RawDataset:
     except DataError:
         raise
     except Exception as err:  # the client raises many types (HTTP, XML, arff, cache); all mean "not loadable"
-        raise _openml_error(f"task {task_id}", err) from err
+        raise openml_error(f"task {task_id}", err) from err
     x = pd.DataFrame(x, columns=names)
     for c, is_cat in zip(names, cat_mask):
         if is_cat and not isinstance(x[c].dtype, pd.CategoricalDtype):
@@ -159,7 +160,7 @@ def openml_suite_tasks(suite_id: int | str) -> list[int]:
         with network_timeout():
             suite = openml.study.get_suite(suite_id)
     except Exception as err:  # see load_openml_task
-        raise _openml_error(f"suite {suite_id}", err) from err
+        raise openml_error(f"suite {suite_id}", err) from err
     return [int(t) for t in (suite.tasks or [])]
 
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,10 @@ class Store:
 
     # --------------------------------------------------------------------------------- connections
     @contextlib.contextmanager
-    def connect(self, read_only: bool = False, wait_s: float = 30.0, views: bool = True) -> Iterator[Any]:
+    def connect(self, read_only: bool = False, wait_s: float = 30.0,
+                prepare: Callable[[Any], None] | None = None) -> Iterator[Any]:
+        """A connection to the file. A read-only one is sealed (see ``SEAL``) after ``prepare(con)``
+        has run on it (the report's temporary views, say): it reads this file and nothing else."""
         import duckdb
 
         deadline = time.monotonic() + wait_s
@@ -144,13 +147,9 @@ class Store:
             if not self._checked:  # someone else's DuckDB file is refused, for reading too
                 self._check(con)
                 self._checked = bool(self._has_meta(con))  # once a file is ours, it stays ours
-            if read_only and views and self._has_meta(con):
-                from pipeline.report.views import create_views
-
-                # This version's views, for this connection only: a file written by an older
-                # attnbench answers the same queries as the pages.
-                create_views(con, temporary=True)
-            if read_only and views:
+            if read_only and prepare is not None and self._has_meta(con):
+                prepare(con)
+            if read_only:
                 _seal(con)
             yield con
         finally:
@@ -182,12 +181,11 @@ class Store:
             )
 
     def _init(self, con: Any) -> None:
-        """Create or upgrade the tables and views. A file already in this version's shape is not
-        written at all: opening it leaves it byte for byte as it was."""
+        """Create or upgrade the tables. A file already in this version's shape is not written at all:
+        opening it leaves it byte for byte as it was. (The views are the report's: it installs them.)"""
         from pipeline.engine.records import sql_columns
-        from pipeline.report.views import VIEWS, create_views
 
-        shape = hashlib.sha256(json.dumps([SCHEMA, [_record_table(*t) for t in _record_tables()], VIEWS],
+        shape = hashlib.sha256(json.dumps([SCHEMA, [_record_table(*t) for t in _record_tables()]],
                                           sort_keys=True).encode()).hexdigest()[:16]
         if self._has_meta(con):
             meta = dict(con.execute("SELECT key, value FROM attnbench_meta").fetchall())
@@ -203,13 +201,18 @@ class Store:
                     [APP, str(SCHEMA_VERSION)])
         con.execute("UPDATE attnbench_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         con.execute("COMMIT")
-        create_views(con)
         con.execute("INSERT OR REPLACE INTO attnbench_meta VALUES ('shape', ?)", [shape])
 
     # --------------------------------------------------------------------------------------- reads
-    def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
-        """Read-only SQL over the tables and views, sealed (see ``SEAL``): it reads this file, nothing else."""
-        with self.connect(read_only=True) as con:
+    def meta(self, con: Any, key: str) -> str | None:
+        row = con.execute("SELECT value FROM attnbench_meta WHERE key = ?", [key]).fetchone()
+        return None if row is None else str(row[0])
+
+    def query(self, sql: str, params: list[Any] | None = None,
+              prepare: Callable[[Any], None] | None = None) -> pd.DataFrame:
+        """Read-only SQL over the file, sealed (see ``SEAL``): it reads this file, nothing else.
+        ``prepare`` runs first (the report's views, made for this connection)."""
+        with self.connect(read_only=True, prepare=prepare) as con:
             res = con.execute(sql, params or [])
             return res.df() if res is not None and res.description else pd.DataFrame()
 
@@ -217,7 +220,7 @@ class Store:
         """A read of the tables alone (no views): the driver's own reads. They open the file as its
         writes do, because DuckDB refuses a read-only connection in a process that has a writing one
         open (the engine commits on a writer thread while the driver reads the next fold)."""
-        with self.connect(views=False) as con:
+        with self.connect() as con:
             return con.execute(sql, params or []).df()
 
     def has_dataset(self, name: str, checksum: str | None = None) -> bool:
@@ -227,9 +230,14 @@ class Store:
     def done_cells(self) -> pd.DataFrame:
         return self.read("SELECT cell_id, status, attempts FROM results")
 
+    def fold_sizes(self, dataset: str, split_key: str) -> pd.DataFrame:
+        """One row per stored fold of a dataset's split: repeat, fold and its training rows (n_train)."""
+        return self.query("SELECT repeat, fold, count(*) FILTER (WHERE role = 'train') AS n_train FROM splits "
+                          "WHERE dataset = ? AND split_key = ? GROUP BY ALL ORDER BY repeat, fold", [dataset, split_key])
+
     def fold_rows(self, dataset: str, split_key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Every fold's split roles and every training order of one dataset, in one read (see ``read``)."""
-        with self.connect(views=False) as con:
+        with self.connect() as con:
             parts = con.execute("SELECT repeat, fold, row_id, role FROM splits WHERE dataset = ? AND split_key = ?",
                                 [dataset, split_key]).df()
             orders = con.execute("SELECT repeat, fold, seed, row_id FROM train_order WHERE dataset = ? AND "

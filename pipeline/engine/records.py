@@ -13,7 +13,10 @@ import types
 import typing
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.learners.resolve import ResolvedModel
 
 
 class Status(str, enum.Enum):
@@ -47,8 +50,8 @@ class TrialRequest:
     trial_index: int
     suggestion: int  # the searcher's sequence number; a re-queued trial keeps it
     attempt: int  # 1, or 2 when a lost trial is re-queued
-    model_name: str  # the registered model
-    config: dict[str, Any]
+    model: ResolvedModel  # the suite's model entry, resolved once per run
+    config: dict[str, Any]  # the searcher's suggestion (the searched keys and the suite's fixed values)
     seed: int
     data_key: str  # which cached fold arrays to use
     cpus: float

@@ -33,6 +33,7 @@ from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.records import CARRIED, MODEL_FAILURES, CellResult, Status, TrialRecord, TrialRequest
 from pipeline.engine.searchers import CellSearch, concurrency_cap, grace_for
 from pipeline.engine.worker import utcnow
+from pipeline.learners.resolve import ResolvedModel
 from pipeline.spec import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -53,14 +54,24 @@ class CellPlan:
     """One cell to run, as the runner hands it over: keys, the model entry, where its data is."""
 
     base: CellResult  # the result's keys, filled in
-    spec: ModelSpec
-    family: str
-    attention: bool
+    model: ResolvedModel  # the suite's model entry, resolved once per run
     seed: int
     data_key: str
     n_features: int
     label: str  # how progress lines name the cell
     prior: list[TrialRecord] = field(default_factory=list)  # committed trials of this attempt (resume)
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.model.spec
+
+    @property
+    def family(self) -> str:
+        return self.model.family
+
+    @property
+    def attention(self) -> bool:
+        return self.model.attention
 
     @property
     def shape(self) -> Shape:
@@ -144,7 +155,7 @@ class CellState:
         self.next_index += 1
         return TrialRequest(
             cell_id=p.base.cell_id, trial_id=f"{p.base.cell_id}-{p.base.attempts}-{index}", trial_index=index,
-            suggestion=suggestion, attempt=attempt, model_name=self.spec.name, config=config, seed=p.seed,
+            suggestion=suggestion, attempt=attempt, model=p.model, config=config, seed=p.seed,
             data_key=p.data_key, cpus=r.cpus, gpus=r.gpus, workers=r.workers, backend=r.backend,
             trial_timeout_s=self.spec.trial_timeout_s, attention=p.attention, asha=self.spec.search == "asha")
 
@@ -321,7 +332,7 @@ class Scheduler:
         base = cell.plan.base
         base.task_type, base.n_train, base.n_valid, base.n_test = (data.task_type, len(data.train), len(data.valid),
                                                                    len(data.test))
-        cell.search = CellSearch(cell.spec, cell.plan.seed, cell.final_records)
+        cell.search = CellSearch(cell.plan.model, cell.plan.seed, cell.final_records)
         if self.board is not None and cell.spec.search == "asha" and cell.plan.prior:
             self.board.replay.remote(base.cell_id, [t.curve for t in cell.plan.prior], grace_for(cell.plan.family))
         self.counts.cells_running += 1

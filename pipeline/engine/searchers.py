@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.engine.records import TrialRecord
-from pipeline.models.registry import get
+from pipeline.learners.resolve import ResolvedModel
 from pipeline.spec import ModelSpec
 
 GRACE_EPOCHS = 3  # torch models: the first rung, in epochs
@@ -43,13 +43,12 @@ def milestones(grace: int, reduction_factor: int = REDUCTION_FACTOR, max_t: int 
     return out
 
 
-def tune_space(spec: ModelSpec) -> dict[str, Any]:
+def tune_space(model: ResolvedModel) -> dict[str, Any]:
     """The model's space with the suite's overrides, as Ray Tune domains; fixed values stay constants."""
     from ray import tune
 
-    info = get(spec.name)
-    space: dict[str, Any] = {**info.full_space, **spec.space}
     out: dict[str, Any] = {}
+    space = model.space
     for key, dom in space.items():
         if not isinstance(dom, dict):
             out[key] = dom
@@ -65,20 +64,19 @@ def tune_space(spec: ModelSpec) -> dict[str, Any]:
             out[key] = tune.randint(int(arg[0]), int(arg[1]) + 1)
         elif kind == "logint":
             out[key] = tune.lograndint(int(arg[0]), int(arg[1]) + 1)
-    out.update(spec.fixed)
+    out.update(model.spec.fixed)
     return out
 
 
-def default_point(spec: ModelSpec) -> dict[str, Any]:
+def default_point(model: ResolvedModel) -> dict[str, Any]:
     """The defaults, restricted to the searched keys, with the suite's fixed values.
 
     Where a suite narrows a domain so that the default falls outside it, the default is moved
     into the domain (clipped to the range, or the first choice).
     """
-    info = get(spec.name)
-    defaults = {**info.all_defaults, **{k: v for k, v in spec.space.items() if not isinstance(v, dict)}, **spec.fixed}
+    spec, defaults = model.spec, model.defaults
     point = {}
-    for k in tune_space(spec):
+    for k in tune_space(model):
         v, dom = defaults[k], spec.space.get(k)
         if isinstance(dom, dict) and k not in spec.fixed:
             (kind, arg), = dom.items()
@@ -102,16 +100,17 @@ def concurrency_cap(spec: ModelSpec) -> int:
 class CellSearch:
     """The searcher of one cell: hands out numbered suggestions and hears how each ended."""
 
-    def __init__(self, spec: ModelSpec, seed: int, done: list[TrialRecord] | None = None) -> None:
+    def __init__(self, model: ResolvedModel, seed: int, done: list[TrialRecord] | None = None) -> None:
         import optuna
         from ray.tune.search.optuna import OptunaSearch
         from ray.tune.search.sample import Domain
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        space = tune_space(spec)
+        spec = model.spec
+        space = tune_space(model)
         self.constants = {k: v for k, v in space.items() if not isinstance(v, Domain)}
         self.domains = {k: v for k, v in space.items() if isinstance(v, Domain)}
-        defaults = {k: v for k, v in default_point(spec).items() if k in self.domains}
+        defaults = {k: v for k, v in default_point(model).items() if k in self.domains}
         done = [r for r in (done or []) if r.attempt == 1 or r.status != "infra"]  # one per suggestion
         by_suggestion = {r.suggestion: r for r in done}
         self.redo: list[tuple[int, dict[str, Any]]] = []

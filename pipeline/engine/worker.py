@@ -40,19 +40,16 @@ def utcnow() -> datetime:
 def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float], bool] | None = None,
               data_ref: Any = None) -> TrialRecord:
     """Fit and score one trial; ``decide(epoch or round, score)`` is ASHA's word on going on."""
-    from pipeline.train.workers import run_fit
+    from pipeline.engine.launch import run_fit
 
     rec = TrialRecord(cell_id=req.cell_id, trial_id=req.trial_id, trial_index=req.trial_index,
                       suggestion=req.suggestion, attempt=req.attempt, config=dict(req.config), started_at=utcnow())
     t0 = time.perf_counter()
-    on_epoch = None
-    if decide is not None:
-        def on_epoch(point: dict[str, float]) -> bool:
-            return decide(int(point["epoch"]), float(point["val_score"]))
     resources = Resources(cpus=req.cpus, gpus=req.gpus, workers=req.workers, backend=req.backend)  # type: ignore[arg-type]
     try:
-        out = run_fit(req.model_name, req.config, data, resources, seed=req.seed, max_seconds=req.trial_timeout_s,
-                      score_test=True, attention=req.attention, on_epoch=on_epoch, data_ref=data_ref)
+        out = run_fit(req.model.info, req.model.config(req.config), data, resources, seed=req.seed,
+                      max_seconds=req.trial_timeout_s, score_test=True, attention=req.attention, on_step=decide,
+                      data_ref=data_ref)
     except Exception as err:  # the model's failure is the trial's record, never the engine's exception
         rec.status = classify(err).value
         rec.error = "".join(traceback.format_exception(err))[-4000:]
@@ -86,7 +83,7 @@ class TrialWorker:
         if "gbdt" in families:
             import catboost  # noqa: F401
             import xgboost  # noqa: F401
-        import pipeline.train.fit  # noqa: F401
+        import pipeline.learners.trial  # noqa: F401
 
         self.where = {"node": ray.get_runtime_context().get_node_id(), "worker": f"{socket.gethostname()}:{os.getpid()}"}
         return self.where
@@ -110,9 +107,8 @@ class TrialWorker:
         decide = None
         if req.asha and board is not None:
             from pipeline.engine.searchers import grace_for, milestones
-            from pipeline.models.registry import get
 
-            grace = grace_for(get(req.model_name).family)
+            grace = grace_for(req.model.family)
             rungs = set(milestones(grace))
 
             def decide(epoch: int, score: float) -> bool:  # the board is asked at its rungs only

@@ -24,9 +24,8 @@ INFO = {
         "ffn_factor": 1.3333333333333333,
         "ffn_dropout": 0.1,
         "residual_dropout": 0.0,
-        "lr": 1e-4,
-        "weight_decay": 1e-5,
     },
+    "training": {"lr": 1e-4, "weight_decay": 1e-5},  # the paper's defaults for its recipe
     "space": {
         "d_token": {"choice": [64, 96, 128, 192]},
         "n_blocks": {"int": [1, 3]},

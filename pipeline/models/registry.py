@@ -1,11 +1,15 @@
 """The model registry: light metadata, defaults and search spaces; heavy code loads lazily.
 
-Each model module registers itself here with a :class:`ModelInfo`. This file imports no torch,
-so ``import pipeline`` and suite validation stay fast. A duplicate name is an error, never an
+A torch model is one module of this package declaring ``INFO`` beside its ``nn.Module``; a boosting
+baseline is one module of :mod:`pipeline.learners` declaring ``INFO`` beside its learner. The INFO
+dicts are read with ``ast``, so this file imports no torch, no boosting library and nothing of the
+harness: ``import pipeline`` and suite validation stay fast. A duplicate name is an error, never an
 overwrite.
 
-Search spaces are plain data (``{"lr": {"loguniform": [1e-4, 1e-2]}}``) so that suites can override
-them in YAML and the harness turns them into Ray Tune domains.
+``defaults`` are the builder's own arguments (a torch model's architecture, a boosting library's
+parameters); ``training`` overrides the torch training recipe's defaults for one model (the recipe
+itself lives with the training loop, in train/recipe.py). Search spaces are plain data
+(``{"lr": {"loguniform": [1e-4, 1e-2]}}``) so that suites can override them in YAML.
 """
 
 from __future__ import annotations
@@ -19,22 +23,6 @@ from typing import Any, Literal
 
 Family = Literal["torch", "gbdt"]
 
-# The training recipe shared by every torch model (pipeline.train.loop); each can be searched.
-TORCH_TRAINING_DEFAULTS: dict[str, Any] = {
-    "lr": 1e-3,
-    "weight_decay": 1e-5,
-    "batch_size": 256,
-    "max_epochs": 100,
-    "patience": 8,
-    "warmup_frac": 0.05,
-    "clip_norm": 1.0,
-    "amp": "auto",  # bf16 on GPUs that support it, fp16 with a scaler on older ones, off on CPU
-}
-TORCH_TRAINING_SPACE: dict[str, Any] = {
-    "lr": {"loguniform": [1e-4, 3e-3]},
-    "weight_decay": {"loguniform": [1e-6, 1e-3]},
-}
-
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -42,36 +30,15 @@ class ModelInfo:
     display_name: str
     family: Family
     description: str
-    builder: str  # "module:attribute" — a torch nn.Module class or a gbdt adapter, imported on use
+    builder: str  # "module:attribute" — a torch nn.Module class or a boosting learner, imported on use
     defaults: Mapping[str, Any]
     space: Mapping[str, Any]
+    training: Mapping[str, Any] = field(default_factory=dict)  # torch: this model's recipe defaults
     attention: bool = False
     gpu: bool = True
     paper: str = ""
     notes: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def all_defaults(self) -> dict[str, Any]:
-        """Architecture defaults plus, for torch models, the training recipe's."""
-        base = dict(TORCH_TRAINING_DEFAULTS) if self.family == "torch" else {}
-        base.update(self.defaults)
-        return base
-
-    @property
-    def full_space(self) -> dict[str, Any]:
-        base = dict(TORCH_TRAINING_SPACE) if self.family == "torch" else {}
-        base.update(self.space)
-        return base
-
-    def check_space_keys(self, space: Mapping[str, Any], fixed: Mapping[str, Any]) -> None:
-        known = self.all_defaults
-        for where, keys in (("space", space), ("fixed", fixed)):
-            unknown = sorted(set(keys) - set(known))
-            if unknown:
-                raise ValueError(
-                    f"model {self.name!r}: unknown {where} key(s) {unknown}; allowed: {', '.join(sorted(known))}"
-                )
 
     def load(self) -> Any:
         module, attr = self.builder.split(":")
@@ -84,11 +51,14 @@ _INFO_KEYS = {f for f in ModelInfo.__dataclass_fields__ if f != "builder"} | {"c
 
 
 def register(info: ModelInfo) -> ModelInfo:
-    """Add a model; a duplicate name or a search key without a default is an error."""
+    """Add a model; a duplicate name is an error, and so is a search key without a default (the
+    torch recipe's shared keys are checked where the recipe is known: :mod:`pipeline.learners`)."""
     if info.name in REGISTRY:
         raise ValueError(f"model {info.name!r} is registered twice")
-    unknown = set(info.space) - set(info.all_defaults)
-    if unknown:
+    if info.family == "gbdt" and info.training:
+        raise ValueError(f"model {info.name!r}: 'training' defaults are for torch models")
+    unknown = set(info.space) - set(info.defaults) - set(info.training)
+    if info.family == "gbdt" and unknown:
         raise ValueError(f"model {info.name!r}: space keys without a default: {sorted(unknown)}")
     REGISTRY[info.name] = info
     return info
@@ -118,13 +88,16 @@ def _read_info(path: Path) -> dict[str, Any] | None:
 
 
 def _discover() -> None:
-    """Register every module of this package that declares ``INFO``: a new model is one new module."""
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        info = _read_info(path)
-        if info is None:
-            continue
-        cls = info.pop("class")
-        register(ModelInfo(builder=f"pipeline.models.{path.stem}:{cls}", **info))
+    """Register every module that declares ``INFO``: the torch models of this package and the
+    boosting learners of :mod:`pipeline.learners`. A new model is one new module."""
+    root = Path(__file__).parent.parent
+    for package in ("models", "learners"):
+        for path in sorted((root / package).glob("*.py")):
+            info = _read_info(path)
+            if info is None:
+                continue
+            cls = info.pop("class")
+            register(ModelInfo(builder=f"pipeline.{package}.{path.stem}:{cls}", **info))
 
 
 _discover()

@@ -30,7 +30,7 @@ from pipeline.report.answer import (
     summary_sentences,
 )
 from pipeline.report.markup import PLOTLY_JS, Cell, Page, cell, esc, note, num, raw, table
-from pipeline.report.views import N_SHUFFLES, create_views
+from pipeline.report.views import N_SHUFFLES, temporary_views
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
 MAX_ATTENTION_FEATURES = 60  # wider maps show the features that receive the most attention
@@ -59,8 +59,7 @@ class ReportData:
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
         store = Store(db, create=False)
-        with store.connect(read_only=True) as con:
-            create_views(con, temporary=True)
+        with store.connect(read_only=True, prepare=temporary_views) as con:
 
             def q(sql: str) -> pd.DataFrame:
                 return con.execute(sql).df()

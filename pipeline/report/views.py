@@ -1,6 +1,8 @@
 """SQL views the pages are built from; ``duckdb results.duckdb`` and ``attnbench query`` see the same.
 
-A view is recreated on every write-open of the database, so an upgraded attnbench brings its views.
+Every run installs them in the results file (:func:`install`: once per version of the views); the
+pages and ``attnbench query`` make them for their own connection (:func:`temporary_views`), so an
+upgraded attnbench reads an older file with its own views.
 docs/QUERIES.md documents each view with example queries.
 
 Vocabulary: a *split* is one (suite, dataset, sample_size, repeat, fold, seed); a *cell* is a split
@@ -11,7 +13,12 @@ dropped. The headline score is accuracy for classification and R² for regressio
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.data.store import Store
 
 # How many random trial orders `tuning_curves` draws per cell (order 0 is the run's own).
 N_SHUFFLES = 10
@@ -193,6 +200,25 @@ VIEWS: dict[str, str] = {
         FROM trials t JOIN results r USING (cell_id) WHERE t.status NOT IN ('ok', 'stopped')
     """,
 }
+
+
+VIEWS_HASH = hashlib.sha256(json.dumps(VIEWS, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def install(store: Store) -> None:
+    """Write this version's views into the results file, so that ``duckdb results.duckdb`` sees them;
+    a file that has them already is not written."""
+    with store.connect() as con:
+        if store.meta(con, "views") == VIEWS_HASH:
+            return
+        create_views(con)
+        con.execute("INSERT OR REPLACE INTO attnbench_meta VALUES ('views', ?)", [VIEWS_HASH])
+
+
+def temporary_views(con: Any) -> None:
+    """This version's views for one connection only (it may be read-only): a file written by an older
+    attnbench answers the same queries as the pages. For ``Store.connect(prepare=...)``."""
+    create_views(con, temporary=True)
 
 
 def create_views(con: Any, temporary: bool = False) -> None:

@@ -22,29 +22,13 @@ from torch import nn
 
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.metrics import score
+from pipeline.train.recipe import Recipe
+
+__all__ = ["Diverged", "Recipe", "TrainResult", "predict", "to_tensors", "train", "warmup_cosine"]
 
 
 class Diverged(RuntimeError):
     """The training loss became NaN or infinite."""
-
-
-@dataclass
-class Recipe:
-    lr: float = 1e-3
-    weight_decay: float = 1e-5
-    batch_size: int = 256
-    max_epochs: int = 100
-    patience: int = 8
-    warmup_frac: float = 0.05
-    clip_norm: float = 1.0
-    amp: str = "auto"  # auto | off | bf16 | fp16
-    max_seconds: float = math.inf
-    seed: int = 0
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any], **extra: Any) -> Recipe:
-        keys = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in {**config, **extra}.items() if k in keys})
 
 
 @dataclass

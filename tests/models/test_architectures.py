@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pipeline.models.embeddings import POSITIONS
-from pipeline.models.registry import REGISTRY, TORCH_TRAINING_DEFAULTS
+from pipeline.models.registry import REGISTRY
 
 TORCH_MODELS = sorted(name for name, info in REGISTRY.items() if info.family == "torch")
 ATTENTION_MODELS = [name for name in TORCH_MODELS if REGISTRY[name].attention]
@@ -20,7 +20,7 @@ B = 6
 
 
 def arch_defaults(name: str) -> dict:
-    return {k: v for k, v in REGISTRY[name].defaults.items() if k not in TORCH_TRAINING_DEFAULTS}
+    return dict(REGISTRY[name].defaults)  # the architecture alone: training keys are the recipe's
 
 
 def build(name: str, kind: str = "mixed", d_out: int = 2, **overrides):
@@ -138,7 +138,7 @@ def _sample(spec: dict, rng: random.Random, where: str | None = None):
 @pytest.mark.parametrize("name", TORCH_MODELS)
 def test_search_space_configs_build_and_run(name):
     info = REGISTRY[name]
-    arch_space = {k: v for k, v in info.space.items() if k not in TORCH_TRAINING_DEFAULTS}
+    arch_space = {k: v for k, v in info.space.items() if k in info.defaults}
     rng = random.Random(0)
     configs = [{k: _sample(s, rng, where) for k, s in arch_space.items()} for where in ("lo", "hi")]
     configs += [{k: _sample(s, rng) for k, s in arch_space.items()} for _ in range(4)]

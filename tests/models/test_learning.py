@@ -26,17 +26,18 @@ from sklearn.preprocessing import OneHotEncoder
 from torch import nn
 
 from pipeline.data.preprocess import FoldData, Part, build_fold
-from pipeline.metrics import score
-from pipeline.models.compression import (
+from pipeline.learners.compression import (
     fit_pca,
     linear_pairs,
     measure_compression,
     prune_neurons,
     quantize,
 )
-from pipeline.models.estimator import TabularClassifier, TabularRegressor
+from pipeline.learners.estimator import TabularClassifier, TabularRegressor
+from pipeline.learners.resolve import model_defaults
+from pipeline.learners.torch import TorchLearner
+from pipeline.metrics import score
 from pipeline.models.registry import REGISTRY
-from pipeline.train.fit import build_torch
 from pipeline.train.loop import Diverged, Recipe, predict, train, warmup_cosine
 
 OPENML = Path(__file__).parents[2].parent / "shared" / "data" / "openml"
@@ -44,6 +45,11 @@ TORCH_MODELS = sorted(name for name, info in REGISTRY.items() if info.family == 
 ATTENTION_MODELS = [name for name in TORCH_MODELS if REGISTRY[name].attention]
 # FT-Transformer's defaults (d_token 96, lr 1e-4) are sized for real runs; the tests take a small one.
 SMALL = {"ft_transformer": {"d_token": 32, "n_blocks": 2, "n_heads": 4}}
+
+
+def build(name: str, config: dict, data: FoldData) -> nn.Module:
+    """The registered module for ``data`` with ``config``'s architecture arguments (untrained)."""
+    return TorchLearner(REGISTRY[name], config).build(data)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -164,9 +170,9 @@ def random_fold(n_train: int = 256, n_valid: int = 64, seed: int = 0, signal: bo
 
 
 def fit_small(name: str, data: FoldData, **recipe) -> tuple[nn.Module, object]:
-    config = {**REGISTRY[name].all_defaults, **SMALL.get(name, {}), **recipe}
+    config = {**model_defaults(REGISTRY[name]), **SMALL.get(name, {}), **recipe}
     torch.manual_seed(config.get("seed", 0))
-    res = train(build_torch(name, config, data), data, Recipe.from_config(config))
+    res = train(build(name, config, data), data, Recipe.from_config(config))
     return res.model, res
 
 
@@ -206,8 +212,8 @@ def test_huge_learning_rate_raises_diverged():
 
 def test_nan_weights_raise_diverged():
     data = random_fold()
-    config = {**REGISTRY["ft_transformer"].all_defaults, **SMALL["ft_transformer"], "max_epochs": 2}
-    model = build_torch("ft_transformer", config, data)
+    config = {**model_defaults(REGISTRY["ft_transformer"]), **SMALL["ft_transformer"], "max_epochs": 2}
+    model = build("ft_transformer", config, data)
     with torch.no_grad():
         model.head[-1].bias.fill_(math.nan)
     with pytest.raises(Diverged):
@@ -321,7 +327,7 @@ def test_structural_pruning_equals_zeroing(name):
     """Cutting neurons out computes exactly what zeroing them does (ReLU/GELU send 0 on): the pairing
     of outputs with the next layer's inputs is right, on every model."""
     data = random_fold(8, 8)
-    model = build_torch(name, {**REGISTRY[name].all_defaults, **SMALL.get(name, {})}, data).eval()
+    model = build(name, {**model_defaults(REGISTRY[name]), **SMALL.get(name, {})}, data).eval()
     cut, removed = prune_neurons(model, 0.4)
     zeroed, zeroed_count = prune_neurons(model, 0.4, structural=False)
     widths = [seq[i].out_features for seq, i, _ in linear_pairs(model)]
@@ -336,9 +342,9 @@ def test_structural_pruning_equals_zeroing(name):
 
 def test_pairs_are_the_unambiguous_ones():
     data = random_fold(8, 8)
-    ft = build_torch("ft_transformer", {**REGISTRY["ft_transformer"].all_defaults, "n_blocks": 3}, data)
+    ft = build("ft_transformer", {**model_defaults(REGISTRY["ft_transformer"]), "n_blocks": 3}, data)
     assert len(list(linear_pairs(ft))) == 3  # one FFN per block; attention projections untouched
-    mlp = build_torch("mlp", {**REGISTRY["mlp"].all_defaults, "n_blocks": 3}, data)
+    mlp = build("mlp", {**model_defaults(REGISTRY["mlp"]), "n_blocks": 3}, data)
     assert len(list(linear_pairs(mlp))) == 2  # block → block; the head sits outside the Sequential
 
 

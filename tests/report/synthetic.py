@@ -19,6 +19,7 @@ from typing import Any
 
 from pipeline.data.store import Store
 from pipeline.engine.records import CellResult, TrialRecord
+from pipeline.report.views import install
 
 SUITE = "synth"
 EVIL_DATASET = "<script>alert(1)</script>"
@@ -105,6 +106,7 @@ def build(path: Path, synth: Synth | None = None) -> Path:
         store.save()
     finally:
         store.close()
+    install(Store(path))  # as a run does: the views in the file, for duckdb and the documented queries
     return path
 
 

@@ -323,3 +323,20 @@ def test_tabarena_columns_and_budget_flags(synth_report):
     assert 'id="fig-pareto"' in compute and 'id="fig-pareto-predict"' in compute
     comp = {r[0]: r for r in table_rows(compute, "table-compute")}
     assert comp["ft_transformer"][3] == "62.5" and comp["ft_transformer"][5] == "2"
+
+
+def test_views_are_the_reports_installed_once_and_made_per_connection(tmp_path):
+    from pipeline.report.views import VIEWS, install, temporary_views
+
+    db = tmp_path / "results.duckdb"
+    store = Store(db)  # the store makes tables only: the views are the report's
+    with store.connect() as con:
+        assert not con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0]
+    assert len(store.query("SELECT * FROM leaderboard", prepare=temporary_views).columns) > 5  # made for one read
+    install(store)
+    once = db.read_bytes()
+    install(Store(db))  # this version's views are there: nothing is written
+    assert db.read_bytes() == once
+    with store.connect() as con:
+        names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert names == set(VIEWS)

@@ -1,4 +1,4 @@
-"""Compression for the compute leaderboard: neuron pruning, dynamic quantization, PCA of numeric inputs.
+"""Compression of a trained torch model: neuron pruning, dynamic quantization, PCA of numeric inputs.
 
 - :func:`prune_neurons`: structured L2-norm pruning. In every ``nn.Sequential`` where a Linear layer
   feeds the next Linear layer through element-wise modules only (activations, dropout), the pairing
@@ -246,17 +246,17 @@ def train_pca(data: FoldData, n_components: int | float, *, name: str, config: d
               seed: int = 0, device: torch.device | None = None) -> tuple[PCAInput, float]:
     """A registered model trained on the principal components of ``data``'s numerics, wrapped so that it
     takes the original inputs; and the explained variance ratio kept."""
+    from pipeline.learners.resolve import model_defaults
+    from pipeline.learners.torch import TorchLearner
     from pipeline.models.registry import get
-    from pipeline.train.fit import build_torch
-    from pipeline.train.loop import Recipe, train
 
     mean, projection, explained = fit_pca(data.train.x_num, n_components, seed)
     reduced = pca_fold(data, mean, projection)
-    full = {**get(name).all_defaults, **(config or {})}
-    torch.manual_seed(seed)
-    net = build_torch(name, full, reduced)
-    res = train(net, reduced, Recipe.from_config(full, seed=seed), device=device)
-    wrapped = PCAInput(res.model, torch.as_tensor(mean), torch.as_tensor(projection)).to(device or "cpu")
+    info = get(name)
+    learner = TorchLearner(info, {**model_defaults(info), **(config or {})}, threads=torch.get_num_threads(),
+                           use_gpu=device is not None and torch.device(device).type == "cuda", seed=seed)
+    learner.fit(reduced)
+    wrapped = PCAInput(learner.module, torch.as_tensor(mean), torch.as_tensor(projection)).to(device or "cpu")
     return wrapped, explained
 
 

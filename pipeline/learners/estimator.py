@@ -11,7 +11,8 @@ at ``fit`` that names the key and the allowed ones.
 
 ``fit`` carves a seeded, stratified validation part from the training rows unless ``X_valid`` and
 ``y_valid`` are given, fits the :class:`~pipeline.data.preprocess.Preprocessor` on the training part
-only, and trains with the shared recipe of :mod:`pipeline.train.loop` (early stopping on the
+only, and trains through :class:`~pipeline.learners.torch.TorchLearner`, the shared recipe of
+:mod:`pipeline.train.loop` (early stopping on the
 validation part, best weights restored). Pandas 'category', object, string and boolean columns are
 categorical; everything else is numeric. NumPy arrays are numeric unless they hold objects.
 """
@@ -31,6 +32,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from pipeline.data.preprocess import FoldData, Part, Preprocessor
+from pipeline.learners.resolve import model_defaults
 from pipeline.models.registry import get
 
 _OWN_PARAMS = ("model", "random_state", "validation_fraction", "device", "n_jobs", "max_seconds")
@@ -113,7 +115,7 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
             raise ValueError(f"model {self.model!r} is a {info.family} model; "
                              "these estimators wrap torch models")
         hyper = {k: getattr(self, k) for k in self._hyperparam_names()}
-        allowed = info.all_defaults
+        allowed = model_defaults(info)
         unknown = sorted(set(hyper) - set(allowed))
         if unknown:
             raise ValueError(f"model {self.model!r}: unknown hyperparameter(s) {unknown}; "
@@ -179,8 +181,7 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         """Train on (X, y); early stopping on (X_valid, y_valid), or on a seeded stratified share of X."""
         import torch
 
-        from pipeline.train.fit import build_torch
-        from pipeline.train.loop import Recipe, pick_device, train
+        from pipeline.learners.torch import TorchLearner
 
         config = self._config()
         if (X_valid is None) != (y_valid is None):
@@ -205,17 +206,20 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         data = self._meta()
         data.train = Part(*pre.transform(self._typed(train_x)), train_y)
         data.valid = Part(*pre.transform(self._typed(valid_x)), valid_y)
-        device = pick_device(True) if self.device == "auto" else torch.device(self.device)
+        if self.device not in ("cpu", "cuda", "auto"):
+            raise ValueError(f"device={self.device!r}: use 'cpu', 'cuda' or 'auto' (CUDA when there is one)")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device='cuda', but torch sees no CUDA device here; use 'auto' to fall back to the CPU")
         max_seconds = float("inf") if self.max_seconds is None else self.max_seconds
-        recipe = Recipe.from_config(config, seed=self.random_state, max_seconds=max_seconds)
         with _torch_threads(self.n_jobs):
-            torch.manual_seed(self.random_state)
-            net = build_torch(self.model, config, data)
-            result = train(net, data, recipe, device=device)
-        self.module_ = result.model
-        self.device_ = device
-        self.n_epochs_, self.best_epoch_ = result.epochs, result.best_epoch
-        self.curve_, self.stop_reason_ = result.curve, result.stop_reason
+            learner = TorchLearner(get(self.model), config, threads=torch.get_num_threads(),
+                                   use_gpu=self.device != "cpu", seed=self.random_state, max_seconds=max_seconds)
+            report = learner.fit(data)
+        self.learner_ = learner
+        self.module_ = learner.module
+        self.device_ = learner.device
+        self.n_epochs_, self.best_epoch_ = report.iterations, report.best_iteration
+        self.curve_, self.stop_reason_ = report.curve, report.stop_reason
         return self
 
     def _typed(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -234,11 +238,9 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         return Part(xn, xc, np.zeros(len(frame)))
 
     def _raw_predict(self, X: Any) -> np.ndarray:
-        from pipeline.train.loop import predict
-
         check_is_fitted(self, "module_")
         with _torch_threads(self.n_jobs):
-            return predict(self.module_, self._meta(), self._part(X), self.device_)
+            return self.learner_.predict(self._part(X))
 
     # ------------------------------------------------------------------------------ inspection
     def _has_attention(self) -> bool:
@@ -250,13 +252,10 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
 
         Features are in the model's token order (numeric, then categorical), named as in ``X``.
         """
-        from pipeline.train.loop import to_tensors
-
         check_is_fitted(self, "module_")
-        x_num, x_cat = to_tensors(self._part(X), self.device_)
-        module: Any = self.module_  # feature_attention is not part of nn.Module's type
+        part = self._part(X)
         with _torch_threads(self.n_jobs):
-            fa = module.feature_attention(x_num, x_cat).float().cpu().numpy()
+            fa = self.learner_.feature_attention(part, rows=len(part))
         names = self.preprocessor_.num_names + self.preprocessor_.cat_names
         return pd.DataFrame(fa, index=names, columns=names)
 

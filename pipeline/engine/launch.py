@@ -19,32 +19,33 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.data.preprocess import FoldData
-from pipeline.models.registry import get
+from pipeline.learners.base import OnStep
+from pipeline.learners.trial import Context, fit_and_score
+from pipeline.models.registry import ModelInfo
 from pipeline.spec import Resources
-from pipeline.train.fit import Context, fit_and_score
 
 OUTCOME = "outcome.json"
 
 
-def uses_ray_train(name: str, resources: Resources) -> bool:
-    if get(name).family != "torch":
+def uses_ray_train(info: ModelInfo, resources: Resources) -> bool:
+    if info.family != "torch":
         return False
     if resources.backend == "train":
         return True
     return resources.backend == "auto" and resources.workers > 1
 
 
-def run_fit(name: str, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
+def run_fit(info: ModelInfo, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
             max_seconds: float = math.inf, score_test: bool = False, attention: bool = False,
-            on_epoch: Any = None, data_ref: Any = None) -> dict[str, Any]:
-    """Fit and score one configuration on the path ``resources`` asks for. On Ray Train the workers
-    run every epoch they are given (early stopping only): ASHA's rungs apply to in-worker trials."""
-    if uses_ray_train(name, resources):
-        return _fit_on_ray_train(name, config, data, resources, seed=seed, max_seconds=max_seconds,
+            on_step: OnStep | None = None, data_ref: Any = None) -> dict[str, Any]:
+    """Fit and score one whole configuration on the path ``resources`` asks for. On Ray Train the
+    workers run every epoch they are given (early stopping only): ASHA's rungs apply to in-worker trials."""
+    if uses_ray_train(info, resources):
+        return _fit_on_ray_train(info, config, data, resources, seed=seed, max_seconds=max_seconds,
                                  score_test=score_test, attention=attention, data_ref=data_ref)
     ctx = Context(threads=max(1, int(resources.cpus)), use_gpu=resources.gpus > 0, seed=seed,
-                  max_seconds=max_seconds, on_epoch=on_epoch)
-    return fit_and_score(name, config, data, ctx, score_test=score_test, attention=attention)
+                  max_seconds=max_seconds, on_step=on_step)
+    return fit_and_score(info, config, data, ctx, score_test=score_test, attention=attention)
 
 
 def _worker_loop(cfg: dict[str, Any]) -> None:
@@ -58,7 +59,7 @@ def _worker_loop(cfg: dict[str, Any]) -> None:
 
     ctx = Context(threads=cfg["threads"], use_gpu=cfg["use_gpu"], seed=cfg["seed"], max_seconds=cfg["max_seconds"],
                   shard=(rank, world), wrap=ray.train.torch.prepare_model if world > 1 else None)
-    out = fit_and_score(cfg["name"], cfg["config"], data, ctx, score_test=cfg["score_test"],
+    out = fit_and_score(cfg["info"], cfg["config"], data, ctx, score_test=cfg["score_test"],
                         attention=cfg["attention"])
     # Ray Train keeps only metrics that come with a checkpoint: rank 0 writes the outcome as JSON.
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,7 +70,7 @@ def _worker_loop(cfg: dict[str, Any]) -> None:
         ray.train.report({"status": "final", "val_score": out["val_score"]}, checkpoint=checkpoint)
 
 
-def _fit_on_ray_train(name: str, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
+def _fit_on_ray_train(info: ModelInfo, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
                       max_seconds: float, score_test: bool, attention: bool, data_ref: Any = None) -> dict[str, Any]:
     import ray
     from ray.train import RunConfig, ScalingConfig
@@ -79,7 +80,7 @@ def _fit_on_ray_train(name: str, config: dict[str, Any], data: FoldData, resourc
     trainer = TorchTrainer(
         _worker_loop,
         train_loop_config={
-            "data_ref": data_ref if data_ref is not None else ray.put(data), "name": name, "config": config, "seed": seed,
+            "data_ref": data_ref if data_ref is not None else ray.put(data), "info": info, "config": config, "seed": seed,
             "threads": max(1, int(resources.cpus)), "use_gpu": resources.gpus > 0, "max_seconds": max_seconds,
             "score_test": score_test, "attention": attention,
         },

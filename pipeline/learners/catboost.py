@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from pipeline.data.preprocess import FoldData, Part
+from pipeline.learners.base import FitReport, Learner, OnStep, rounds_report
 
 INFO = {
     "name": "catboost",
     "display_name": "CatBoost",
     "family": "gbdt",
-    "class": "CatBoostModel",
+    "class": "CatBoostLearner",
     "description": "Oblivious gradient-boosted trees with ordered boosting and native categoricals.",
     "paper": "https://arxiv.org/abs/1706.09516",
     "defaults": {
@@ -45,22 +45,20 @@ def frame(part: Part, data: FoldData) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-class CatBoostModel:
-    """``on_round(round, val_loss)`` is asked after each boosting round; False stops training there
-    (ASHA's rung cut), keeping the best round so far. CatBoost takes no callbacks in its GPU mode, so
-    there a trial runs to its end or to early stopping."""
+class CatBoostLearner(Learner):
+    """``on_step`` is asked after each boosting round with minus the validation loss; False stops
+    training there (ASHA's rung cut), keeping the best round so far. CatBoost takes no callbacks in
+    its GPU mode, so there a trial runs to its end or to early stopping."""
 
-    def __init__(self, *, data: FoldData, config: dict[str, Any], threads: int = 1, use_gpu: bool = False,
-                 seed: int = 0, on_round: Callable[[int, float], bool] | None = None) -> None:
-        self.data, self.config, self.threads, self.use_gpu, self.seed = data, config, threads, use_gpu, seed
-        self.device = "cuda" if use_gpu else "cpu"
-        self.on_round = None if use_gpu else on_round
-        self.pruned = False
+    on_step: OnStep | None = None
+    pruned = False
 
-    def fit(self) -> CatBoostModel:
+    def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         import catboost as cb
 
-        d, c = self.data, self.config
+        self.data, self.pruned = data.without_parts(), False
+        self.on_step = None if self.use_gpu else on_step
+        d, c = data, self.config
         cat_features = [f"c{j}" for j in range(len(d.cat_cardinalities))]
         params: dict[str, Any] = dict(
             iterations=int(c["iterations"]), early_stopping_rounds=int(c["early_stopping_rounds"]),
@@ -75,42 +73,33 @@ class CatBoostModel:
             self.model = cb.CatBoostClassifier(loss_function="Logloss" if d.n_classes == 2 else "MultiClass", **params)
         train = cb.Pool(frame(d.train, d), d.train.y, cat_features=cat_features)
         valid = cb.Pool(frame(d.valid, d), d.valid.y, cat_features=cat_features)
-        callbacks = [_RungCallback(self)] if self.on_round is not None else None
+        callbacks = [_RungCallback(self)] if self.on_step is not None else None
         self.model.fit(train, eval_set=valid, use_best_model=True, callbacks=callbacks)
         history = self.model.get_evals_result().get("validation", {})
-        self.curve = list(next(iter(history.values()), []))
-        self.n_iterations = int(self.model.get_best_iteration() or 0) + 1
-        return self
-
-    @property
-    def max_rounds(self) -> int:
-        """The round budget: training that keeps its last round was still improving when it ran out."""
-        return int(self.config["iterations"])
+        # Leaf values over all trees (oblivious trees of depth d have 2^d leaves).
+        leaves = int(self.model.tree_count_ * 2 ** int(c["depth"]))
+        return rounds_report(list(next(iter(history.values()), [])), int(self.model.get_best_iteration() or 0) + 1,
+                             int(c["iterations"]), self.pruned, leaves, "cuda" if self.use_gpu else "cpu")
 
     def predict(self, part: Part) -> np.ndarray:
         x = frame(part, self.data)
         if self.data.task_type == "regression":
-            return self.model.predict(x)
+            return np.asarray(self.model.predict(x))
         proba = self.model.predict_proba(x)
         full = np.zeros((len(part), self.data.n_classes))
         full[:, np.asarray(self.model.classes_).astype(int)] = proba
         return full
 
-    @property
-    def n_params(self) -> int:
-        """Leaf values over all trees (oblivious trees of depth d have 2^d leaves)."""
-        return int(self.model.tree_count_ * 2 ** int(self.config["depth"]))
-
 
 class _RungCallback:
     """CatBoost's callback protocol: ``after_iteration(info)`` returns False to stop."""
 
-    def __init__(self, owner: CatBoostModel) -> None:
+    def __init__(self, owner: CatBoostLearner) -> None:
         self.owner = owner
 
     def after_iteration(self, info: Any) -> bool:
         losses: list[float] = next(iter(info.metrics.get("validation", {}).values()), [])
-        if not losses or self.owner.on_round is None:
+        if not losses or self.owner.on_step is None:
             return True
-        self.owner.pruned = not self.owner.on_round(int(info.iteration), float(losses[-1]))
+        self.owner.pruned = not self.owner.on_step(int(info.iteration), -float(losses[-1]))
         return not self.owner.pruned

@@ -1,0 +1,72 @@
+"""The learner contract: what the engine, the scikit-learn estimators and compression ask of a model.
+
+A learner is built from a model's registry entry and one whole configuration; :meth:`Learner.fit`
+trains on a fold's train part with early stopping on its valid part and reports what the training
+cost (:class:`FitReport`); :meth:`Learner.predict` gives probabilities (N × classes) or values in the
+target's units for any part. Torch models share one learner (:class:`pipeline.learners.torch.TorchLearner`);
+each boosting library has its own.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pipeline.data.preprocess import FoldData, Part
+from pipeline.models.registry import ModelInfo
+
+# Asked after each epoch (torch) or boosting round with (iteration, validation score, higher is
+# better); returning False stops training there, keeping the best iteration so far (ASHA's rungs).
+OnStep = Callable[[int, float], bool]
+
+
+@dataclass
+class FitReport:
+    """What one fit did: iterations are epochs (torch) or boosting rounds."""
+
+    iterations: int  # run
+    best_iteration: int  # kept (early stopping restores or keeps the best)
+    stop_reason: str  # early_stopping | max_epochs (the iteration budget ran out) | time_limit | pruned
+    n_params: int  # torch: parameters; boosting: tree nodes (XGBoost) or leaf values (CatBoost)
+    device: str
+    curve: list[dict[str, float]] = field(default_factory=list)  # one point per iteration
+
+
+class Learner(abc.ABC):
+    """Fit on a fold, predict any part, report the cost. ``config`` is the whole configuration
+    (defaults with the trial's suggestion on top: :meth:`pipeline.learners.resolve.ResolvedModel.config`)."""
+
+    def __init__(self, info: ModelInfo, config: Mapping[str, Any], *, threads: int = 1, use_gpu: bool = False,
+                 seed: int = 0, max_seconds: float = math.inf) -> None:
+        self.info, self.config = info, dict(config)
+        self.threads, self.use_gpu, self.seed, self.max_seconds = max(1, threads), use_gpu, seed, max_seconds
+
+    @abc.abstractmethod
+    def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
+        """Train on ``data.train``, early-stopping on ``data.valid``."""
+
+    @abc.abstractmethod
+    def predict(self, part: Part) -> np.ndarray:
+        """Class probabilities (N × n_classes), or predictions in the target's original units (N)."""
+
+    def flops_per_row(self, part: Part) -> float | None:
+        """Forward FLOPs per row on ``part``, where the learner can count them."""
+        return None
+
+    def feature_attention(self, part: Part) -> np.ndarray | None:
+        """Mean feature-to-feature attention (F × F) on ``part``, for attention models."""
+        return None
+
+
+def rounds_report(losses: list[float], best_round: int, max_rounds: int, pruned: bool, n_params: int,
+                  device: str) -> FitReport:
+    """A boosting fit's report from its validation losses per round and the round it kept."""
+    run = len(losses) or best_round
+    stop = "pruned" if pruned else ("early_stopping" if run < max_rounds else "max_epochs")
+    return FitReport(iterations=run, best_iteration=best_round, stop_reason=stop, n_params=n_params, device=device,
+                     curve=[{"iteration": i + 1, "val_loss": float(v)} for i, v in enumerate(losses)])

@@ -1,0 +1,78 @@
+"""The one learner of every torch model: builds the registered ``nn.Module`` and trains it with the
+shared recipe of :mod:`pipeline.train.loop`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pipeline.data.preprocess import FoldData, Part
+from pipeline.learners.base import FitReport, Learner, OnStep
+
+
+class TorchLearner(Learner):
+    """``shard=(rank, world)`` and ``wrap`` (Ray Train's ``prepare_model``) train one DDP worker's share.
+
+    After :meth:`fit`, ``module`` is the trained network (best epoch restored) and ``device`` where it is.
+    """
+
+    module: Any = None
+    device: Any = None
+
+    def __init__(self, *args: Any, shard: tuple[int, int] = (0, 1), wrap: Callable[[Any], Any] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.shard, self.wrap = shard, wrap
+        self.meta: FoldData | None = None
+
+    def build(self, data: FoldData) -> Any:
+        """The registered module for ``data``'s features and target, with this configuration's
+        architecture arguments."""
+        arch = {k: v for k, v in self.config.items() if k in self.info.defaults}
+        return self.info.load()(n_num=len(data.num_names), cat_cardinalities=data.cat_cardinalities,
+                                d_out=data.d_out, **arch)
+
+    def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
+        import torch
+
+        from pipeline.cost import n_params
+        from pipeline.train.loop import Recipe, pick_device, train
+
+        torch.set_num_threads(self.threads)
+        device = pick_device(self.use_gpu)
+        torch.manual_seed(self.seed)
+        module = self.build(data)
+        recipe = Recipe.from_config(self.config, seed=self.seed, max_seconds=self.max_seconds)
+        on_epoch = None
+        if on_step is not None:
+            step = on_step
+
+            def on_epoch(point: dict[str, float]) -> bool:
+                return step(int(point["epoch"]), float(point["val_score"]))
+        res = train(module, data, recipe, device=device, on_epoch=on_epoch, shard=self.shard, wrap=self.wrap)
+        self.module, self.device, self.meta = res.model, device, data.without_parts()
+        return FitReport(iterations=res.epochs, best_iteration=res.best_epoch, stop_reason=res.stop_reason,
+                         n_params=n_params(res.model), device=res.device, curve=res.curve)
+
+    def predict(self, part: Part) -> np.ndarray:
+        from pipeline.train.loop import predict
+
+        assert self.meta is not None, "fit first"
+        return predict(self.module, self.meta, part, self.device)
+
+    def flops_per_row(self, part: Part) -> float | None:
+        from pipeline.cost import flops_per_row
+        from pipeline.train.loop import to_tensors
+
+        xn, xc = to_tensors(part, self.device)
+        return flops_per_row(self.module, xn, xc)
+
+    def feature_attention(self, part: Part, rows: int = 512) -> np.ndarray | None:
+        from pipeline.train.loop import to_tensors
+
+        if not hasattr(self.module, "feature_attention"):
+            return None
+        xn, xc = to_tensors(part, self.device)
+        return np.asarray(self.module.feature_attention(xn[:rows], xc[:rows]).float().cpu().numpy())

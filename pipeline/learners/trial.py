@@ -1,0 +1,70 @@
+"""Fit one model with one configuration on one fold, and score it: the unit every trial runs.
+
+Every trial of the engine scores validation and test (selection reads validation only). Knows
+nothing of Ray: it runs the same in a test, a notebook or a worker.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.cost import Measure
+from pipeline.data.preprocess import FoldData
+from pipeline.learners import make_learner
+from pipeline.learners.base import OnStep
+from pipeline.metrics import score
+from pipeline.models.registry import ModelInfo
+
+
+@dataclass
+class Context:
+    threads: int = 1
+    use_gpu: bool = False
+    seed: int = 0
+    max_seconds: float = math.inf
+    on_step: OnStep | None = None
+    shard: tuple[int, int] = (0, 1)
+    wrap: Callable[[Any], Any] | None = None
+
+
+def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: Context, *,
+                  score_test: bool = False, attention: bool = False) -> dict[str, Any]:
+    """Train with the whole ``config``, then score on validation (and test when asked). Returns
+    metrics, cost and the curve."""
+    extra = {"shard": ctx.shard, "wrap": ctx.wrap} if info.family == "torch" else {}
+    learner = make_learner(info, config, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
+                           max_seconds=ctx.max_seconds, **extra)
+    with Measure(gpu=ctx.use_gpu and _cuda()) as m:
+        report = learner.fit(data, ctx.on_step)
+    out: dict[str, Any] = {
+        "epochs": report.iterations, "best_epoch": report.best_iteration, "stop_reason": report.stop_reason,
+        "device": report.device, "n_params": report.n_params, "curve": report.curve,
+        "fit_seconds": m.usage.seconds, "peak_cpu_mb": m.usage.peak_cpu_mb, "peak_gpu_mb": m.usage.peak_gpu_mb,
+    }
+    val = score(data.task_type, data.valid.y, learner.predict(data.valid), data.n_classes)
+    out["val_score"], out["val_loss"] = val["score"], val["loss"]
+    if score_test:
+        t0 = time.perf_counter()
+        pred = learner.predict(data.test)
+        seconds = time.perf_counter() - t0
+        test = score(data.task_type, data.test.y, pred, data.n_classes)
+        test.pop("score"), test.pop("loss")
+        out.update(test, predict_seconds=seconds, predict_rows_per_s=len(data.test) / max(seconds, 1e-9))
+        flops = learner.flops_per_row(data.test)
+        if flops is not None:
+            out["flops_per_row"] = flops
+        if attention:
+            fa = learner.feature_attention(data.test)
+            if fa is not None:
+                out["attention"] = {"features": data.feature_names, "map": fa.tolist()}
+    return out
+
+
+def _cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
