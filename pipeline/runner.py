@@ -292,6 +292,9 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     finished = [0]
 
     def on_cell(res: CellResult) -> None:
+        if res.variant is not None:  # a compressed variant of the cell just above
+            lines.line(f"  {' ' * len(f'[{finished[0]}/{len(pending)}]')} {_label(res)}: {_outcome(res)}")
+            return
         finished[0] += 1
         lines.line(f"  [{finished[0]}/{len(pending)}] {_label(res)}: {_outcome(res)}")
 

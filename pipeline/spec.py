@@ -168,6 +168,11 @@ class ModelSpec(_Strict):
     fixed: dict[str, Any] = Field(default_factory=dict)
     resources: Resources = Resources()
     label: str | None = Field(default=None, description="name in results; defaults to the model name")
+    compress: list[Literal["prune", "quantize", "pca"]] = Field(
+        default_factory=list, description="torch models: also score compressed variants of each trial's model, "
+        "each stored as a model of its own (<key>+prune: 30% of each hidden layer's neurons removed; "
+        "<key>+quantize: int8 dynamic quantization, on the CPU; <key>+pca: retrained on the principal "
+        "components that keep 90% of the numeric variance)")
 
     @property
     def key(self) -> str:
@@ -196,6 +201,11 @@ class ModelSpec(_Strict):
         from pipeline.models.registry import REGISTRY
 
         check_keys(REGISTRY[self.name], self.space, self.fixed)
+        if self.compress and REGISTRY[self.name].family != "torch":
+            raise ValueError(f"model {self.name!r}: compress applies to torch models (pruning, quantization and "
+                             "PCA act on a network's layers and inputs)")
+        if len(set(self.compress)) != len(self.compress):
+            raise ValueError(f"compress lists a method twice: {self.compress}")
         return self
 
 
@@ -252,8 +262,14 @@ class SuiteSpec(_Strict):
         """A short hash per model entry of everything that decides its search: re-running with another
         budget re-runs."""
         protocol = self.protocol.model_dump(mode="json")
-        return {m.key: hashlib.sha256(json.dumps({"m": m.model_dump(mode="json"), "p": protocol, "seed": self.seed},
-                                                 sort_keys=True).encode()).hexdigest()[:12] for m in self.models}
+        out = {}
+        for m in self.models:
+            entry = m.model_dump(mode="json")
+            if not entry["compress"]:  # added later: an entry without it keeps its cells' ids
+                del entry["compress"]
+            out[m.key] = hashlib.sha256(json.dumps({"m": entry, "p": protocol, "seed": self.seed},
+                                                   sort_keys=True).encode()).hexdigest()[:12]
+        return out
 
     def model_hash(self, key: str) -> str:
         return self.model_hashes[key]

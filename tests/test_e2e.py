@@ -3,10 +3,12 @@ interruption with nothing lost or duplicated, failing trials recorded while the 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pipeline import runner
@@ -128,3 +130,36 @@ def test_torch_with_two_workers_trains_on_ray_train_with_ddp(ray_local, tmp_path
     assert res.accuracy[0] > 0.8 and res.n_params[0] > 0 and res.epochs[0] >= 1
     trials = store.query("SELECT status, curve FROM trials")
     assert trials.status.tolist() == ["ok"] and "val_loss" in trials.curve[0]
+
+
+def test_compressed_variants_are_models_of_their_own(ray_local, tmp_path: Path):
+    """A suite's `compress` option scores each trial's pruned, quantized and PCA variants; the selected
+    trial's become rows of their own (mlp+prune, ...), and a failed cell's variants are failed rows."""
+    suite = parse_suite({
+        "name": "compress", "datasets": [{"sklearn": "breast_cancer"}], "protocol": {"folds": 3, "max_folds": 1},
+        "models": [{"name": "mlp", "trials": 1, "fixed": {"max_epochs": 15, "d_block": 64},
+                    "compress": ["prune", "quantize", "pca"]},
+                   {"name": "mlp", "label": "broken", "trials": 1, "fixed": {"d_block": 0, "max_epochs": 2},
+                    "compress": ["prune"]}],
+    })
+    summary = runner.run(suite, tmp_path / "r.duckdb", progress=lambda _: None)
+    assert (summary.n_cells, summary.n_done, summary.n_failed) == (2, 1, 1)  # variants are not cells
+    store = Store(tmp_path / "r.duckdb")
+    res = store.query("SELECT * FROM results").set_index("model")
+    assert sorted(res.index) == ["broken", "broken+prune", "mlp", "mlp+pca", "mlp+prune", "mlp+quantize"]
+    ok = res.loc[["mlp", "mlp+prune", "mlp+quantize", "mlp+pca"]]
+    assert (ok.status == "ok").all() and (ok.accuracy > 0.8).all(), ok[["status", "error"]]
+    assert ok.variant.tolist()[1:] == ["prune", "quantize", "pca"] and ok.variant.isna().tolist()[0]
+    assert res.loc["mlp+prune", "n_params"] < 0.9 * res.loc["mlp", "n_params"]  # 30% of the hidden neurons go
+    assert res.loc["mlp+prune", "fit_seconds"] >= res.loc["mlp", "fit_seconds"]  # it needs the trained model first
+    assert res.loc["mlp+quantize", "device"] == "cpu" and pd.isna(res.loc["mlp+quantize", "flops_per_row"])
+    assert pd.isna(res.loc["mlp+pca", "epochs"])  # a model trained anew on the components
+    assert res.loc["mlp+prune", "best_trial"] == res.loc["mlp", "best_trial"]  # the same configuration
+    variants = store.query("SELECT variants FROM trials WHERE cell_id = ?", [res.loc["mlp", "cell_id"]]).variants[0]
+    assert set(json.loads(variants)) == {"prune", "quantize", "pca"}
+    assert res.loc["broken+prune", "status"] == "error" and "d_block=0" in res.loc["broken+prune", "error"]
+    # The report shows them beside the rest.
+    from pipeline.report.pages import write_report
+
+    compute = (write_report(tmp_path / "r.duckdb", tmp_path / "reports").parent / "compute.html").read_text()
+    assert "mlp+prune" in compute and "mlp+quantize" in compute

@@ -102,6 +102,8 @@ class TrialRecord:
     finished_at: datetime | None = None
     error: str | None = None
     curve: list[dict[str, Any]] | None = None
+    # The suite's `compress` option: method → the compressed variant's scores and cost (or its error).
+    variants: dict[str, Any] | None = None
     attention: dict[str, Any] | None = field(default=None, metadata={"stored": False})
 
 
@@ -151,6 +153,7 @@ class CellResult:
     best_epoch: int | None = None
     stop_reason: str | None = None
     finished_at: datetime | None = None
+    variant: str | None = None  # a compressed variant's method (prune, quantize, pca); NULL for the model as trained
 
 
 # The selected trial's fields that become the cell's (its test metrics and its cost).

@@ -17,6 +17,7 @@ its committed trials.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -110,6 +111,7 @@ class CellState:
         self.next_index = max((r.trial_index for r in plan.prior), default=-1) + 1
         self.spent = sum(r.seconds or 0.0 for r in plan.prior)
         self.search: CellSearch | None = None
+        self.selected: TrialRecord | None = None  # the trial validation selected, once the search ended
         self.first_start: float | None = None
         self.data: FoldData | None = None
 
@@ -183,7 +185,34 @@ class CellState:
         res.best_config, res.best_trial = best.config, best.trial_id
         for key in CARRIED:
             setattr(res, key, getattr(best, key))
+        self.selected = best
         return res, best.attention
+
+    def variants(self, res: CellResult) -> list[CellResult]:
+        """The suite's ``compress`` option: one result per method, from the selected trial's variant (the
+        same configuration, compressed), stored as the model ``<key>+<method>``. Where the cell or the
+        variant failed, the variant's row says so."""
+        out = []
+        best = self.selected
+        for method in self.spec.compress:
+            v = dataclasses.replace(res, cell_id=f"{res.cell_id}+{method}", model=f"{res.model}+{method}",
+                                    variant=method)
+            got = ((best.variants or {}).get(method) if best is not None and res.status == Status.OK.value
+                   else None)
+            if got is None or "error" in got:
+                v.status = res.status if res.status != Status.OK.value else Status.ERROR.value
+                v.error = (got or {}).get("error") or res.error or f"no {method} variant was recorded"
+                for key in CARRIED:
+                    setattr(v, key, None)
+            else:
+                for key in CARRIED:
+                    if key in got:
+                        setattr(v, key, got[key])
+                if method == "pca":  # a model of its own, trained anew: the base's epochs are not its
+                    v.epochs = v.best_epoch = None
+                    v.stop_reason = None
+            out.append(v)
+        return out
 
 
 class Scheduler:
@@ -428,7 +457,9 @@ class Scheduler:
             if not (cell.started and cell.done(now)):
                 left.append(cell)
                 continue
-            self.to_commit.append(cell.result())
+            res, attention = cell.result()
+            self.to_commit.append((res, attention))
+            self.to_commit.extend((v, None) for v in cell.variants(res))
             self.counts.cells_running -= 1
             key = cell.plan.data_key
             self.users[key] -= 1
@@ -448,8 +479,9 @@ class Scheduler:
         if not force and time.monotonic() - self.last_flush < FLUSH_EVERY_S:
             return
         trials, cells = self.to_write, self.to_commit
-        n_ok = sum(res.status == Status.OK.value for res, _ in cells)
-        run_row = {**self.run_row, "n_done": self.n_done + n_ok, "n_failed": self.n_failed + len(cells) - n_ok}
+        base = [res for res, _ in cells if res.variant is None]  # a compressed variant is not a cell of its own
+        n_ok = sum(res.status == Status.OK.value for res in base)
+        run_row = {**self.run_row, "n_done": self.n_done + n_ok, "n_failed": self.n_failed + len(base) - n_ok}
         self.to_write, self.to_commit = [], []
         self.writing = (self.writer.submit(self.store.commit, trials, cells, run_row), cells, run_row)
         if force:

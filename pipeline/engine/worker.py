@@ -30,7 +30,7 @@ from pipeline.spec import Resources
 CACHED_FOLDS = 3  # fold arrays a worker keeps; the scheduler runs one fold's cells together
 FIELDS = ("val_score", "val_loss", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "epochs",
           "best_epoch", "stop_reason", "fit_seconds", "predict_seconds", "predict_rows_per_s", "peak_cpu_mb",
-          "peak_gpu_mb", "n_params", "flops_per_row", "device", "curve", "attention")
+          "peak_gpu_mb", "n_params", "flops_per_row", "device", "curve", "attention", "variants")
 
 
 def utcnow() -> datetime:
@@ -49,7 +49,7 @@ def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float
     try:
         out = run_fit(req.model.info, req.model.config(req.config), data, resources, seed=req.seed,
                       max_seconds=req.trial_timeout_s, score_test=True, attention=req.attention, on_step=decide,
-                      data_ref=data_ref)
+                      data_ref=data_ref, compress=tuple(req.model.spec.compress))
     except Exception as err:  # the model's failure is the trial's record, never the engine's exception
         rec.status = classify(err).value
         rec.error = "".join(traceback.format_exception(err))[-4000:]

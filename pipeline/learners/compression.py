@@ -16,7 +16,9 @@
   anew on the reduced inputs, so it has fewer numeric tokens.
 
 :func:`measure_compression` reports size (parameters and bytes of the saved state_dict), inference
-rows/s and score, before and after.
+rows/s and score, before and after. :func:`variant` is a suite's ``compress`` option: the compressed
+variant of a trial's fitted learner, scored and costed like the trial, which the results store as a
+model of its own (``mlp+prune``), so the accuracy, compute and memory pages show it beside the rest.
 """
 
 from __future__ import annotations
@@ -337,4 +339,52 @@ def measure_compression(model: nn.Module, data: FoldData, method: str, *, part: 
     out["size_ratio"] = after["bytes"] / before["bytes"]
     out["speedup"] = after["rows_per_s"] / before["rows_per_s"]
     out["model"] = compressed
+    return out
+
+
+# -------------------------------------------------------------------------------------- run option
+PRUNE_AMOUNT = 0.3  # a suite's `compress: [prune]` drops this share of each hidden layer's neurons
+PCA_VARIANCE = 0.9  # `compress: [pca]` keeps the components that explain this share of the variance
+
+
+def variant(learner: Any, data: FoldData, method: str) -> dict[str, Any]:
+    """A fitted :class:`~pipeline.learners.torch.TorchLearner`'s compressed variant (a suite's
+    ``compress`` option), scored and costed as a trial is: validation and test scores, prediction
+    time, parameters, FLOPs, and what compressing cost (``compress_seconds``: for ``pca``, training
+    the model anew on the components). ``prune`` and ``quantize`` start from the trained model;
+    ``quantize`` runs on the CPU."""
+    from pipeline.cost import Measure, flops_per_row
+    from pipeline.metrics import score as scores
+    from pipeline.train.loop import predict, to_tensors
+
+    if method not in ("prune", "quantize", "pca"):
+        raise ValueError(f"{method=} must be prune, quantize or pca")
+    device = torch.device("cpu") if method == "quantize" else learner.device
+    meta = learner.meta
+    details: dict[str, Any] = {"method": method}
+    with Measure(gpu=device.type == "cuda") as m:
+        if method == "prune":
+            module, removed = prune_neurons(learner.module, PRUNE_AMOUNT, structural=True)
+            details.update(amount=PRUNE_AMOUNT, neurons_removed=removed)
+        elif method == "quantize":
+            module = quantize(learner.module)
+        else:
+            module, explained = train_pca(data, PCA_VARIANCE, name=learner.info.name, config=learner.config,
+                                          seed=learner.seed, device=device)
+            details.update(n_components=module.components, n_num=len(data.num_names), explained_variance=explained)
+    module = module.eval()
+    val = scores(data.task_type, data.valid.y, predict(module, meta, data.valid, device), data.n_classes)
+    t0 = time.perf_counter()
+    pred = predict(module, meta, data.test, device)
+    seconds = time.perf_counter() - t0
+    test = scores(data.task_type, data.test.y, pred, data.n_classes)
+    xn, xc = to_tensors(data.test, device)
+    out: dict[str, Any] = {k: v for k, v in test.items() if k not in ("score", "loss")}
+    flops = None if method == "quantize" else flops_per_row(module, xn, xc)  # int8 kernels are not counted
+    out.update(val_score=val["score"], val_loss=val["loss"], predict_seconds=seconds,
+               predict_rows_per_s=len(data.test) / max(seconds, 1e-9), compress_seconds=m.usage.seconds,
+               peak_cpu_mb=m.usage.peak_cpu_mb, peak_gpu_mb=m.usage.peak_gpu_mb,
+               # int8 packed weights are not parameters: count the numbers stored for the quantized model
+               n_params=n_stored(module) if method == "quantize" else sum(p.numel() for p in module.parameters()),
+               bytes=state_bytes(module), flops_per_row=flops, device=str(device), details=details)
     return out

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +33,10 @@ class Context:
 
 
 def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: Context, *,
-                  score_test: bool = False, attention: bool = False) -> dict[str, Any]:
+                  score_test: bool = False, attention: bool = False, compress: Sequence[str] = ()) -> dict[str, Any]:
     """Train with the whole ``config``, then score on validation (and test when asked). Returns
-    metrics, cost and the curve."""
+    metrics, cost and the curve; with ``compress`` (and ``score_test``), ``variants``: each compressed
+    variant's scores and cost, or the error that stopped it."""
     extra = {"shard": ctx.shard, "wrap": ctx.wrap} if info.family == "torch" else {}
     learner = make_learner(info, config, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
                            max_seconds=ctx.max_seconds, **extra)
@@ -61,7 +63,27 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
             fa = learner.feature_attention(data.test)
             if fa is not None:
                 out["attention"] = {"features": data.feature_names, "map": fa.tolist()}
+        if compress:
+            out["variants"] = {method: _variant(learner, data, method, out) for method in compress}
     return out
+
+
+def _variant(learner: Any, data: FoldData, method: str, base: dict[str, Any]) -> dict[str, Any]:
+    """One compressed variant, its cost counted from the start: pruning and quantization need the
+    trained model (its training time and memory come first); PCA trains a model of its own. A
+    variant that fails is recorded with its error; the trial it came from stands."""
+    from pipeline.learners.compression import variant
+
+    try:
+        v = variant(learner, data, method)
+    except Exception as err:  # recorded in the variant's row, never raised past the trial
+        return {"error": "".join(traceback.format_exception(err))[-4000:]}
+    if method != "pca":
+        v["fit_seconds"] = base["fit_seconds"] + v["compress_seconds"]
+        v["peak_cpu_mb"] = max(base["peak_cpu_mb"] or 0.0, v["peak_cpu_mb"] or 0.0)
+    else:
+        v["fit_seconds"] = v["compress_seconds"]
+    return v
 
 
 def _cuda() -> bool:

@@ -168,6 +168,8 @@ def standing(data: ReportData, size: str) -> Standing:
     per_model["tuning_helped"] = (gain > 1e-12).sum()
     per_model["tuning_compared"] = gain.notna().sum()
     summary = summary.join(per_model, on="model")
+    counts = ["epochs_bound", "search_bound", "tuning_helped", "tuning_compared"]  # none where nothing finished
+    summary[counts] = summary[counts].fillna(0).astype(int)
     return Standing(size, scores, summary.sort_values("avg_rank", ignore_index=True), wins / n.where(n > 0), n, elo,
                     agg.critical_difference(scores))
 

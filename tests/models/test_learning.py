@@ -8,6 +8,7 @@ learn; the bars were set from measurements (quoted beside each) with margin.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from pathlib import Path
@@ -387,3 +388,31 @@ def test_pca_reduces_the_numeric_inputs(trained, credit_fold):
     assert r["score_after"] >= r["score_before"] - 0.05
     with pytest.raises(ValueError, match="numeric"):
         fit_pca(np.zeros((10, 0)), 2)
+
+
+def test_a_trials_compressed_variants_and_a_variant_that_fails(credit_fold):
+    """fit_and_score with a suite's `compress`: each variant is scored like the trial; one that cannot be
+    made (PCA of a fold with no numeric feature) is recorded with its error and the trial stands."""
+    from pipeline.learners.resolve import model_defaults
+    from pipeline.learners.trial import Context, fit_and_score
+
+    info = REGISTRY["mlp"]
+    config = {**model_defaults(info), "max_epochs": 5, "d_block": 64}
+    out = fit_and_score(info, config, credit_fold, Context(seed=0), score_test=True,
+                        compress=("prune", "quantize", "pca"))
+    v = out["variants"]
+    assert set(v) == {"prune", "quantize", "pca"} and not any("error" in x for x in v.values()), v
+    assert v["prune"]["n_params"] < out["n_params"] and v["prune"]["details"]["neurons_removed"] > 0
+    assert v["quantize"]["device"] == "cpu" and v["quantize"]["flops_per_row"] is None  # int8 kernels: not counted
+    assert v["pca"]["details"]["n_components"] < v["pca"]["details"]["n_num"] == 7
+    for x in v.values():
+        assert 0.5 < x["accuracy"] <= 1 and x["fit_seconds"] > 0 and x["predict_rows_per_s"] > 0
+    assert v["prune"]["fit_seconds"] >= out["fit_seconds"]  # the trained model comes first
+    cats = dataclasses.replace(credit_fold, num_names=[], train=part_without_numerics(credit_fold.train),
+                               valid=part_without_numerics(credit_fold.valid), test=part_without_numerics(credit_fold.test))
+    out = fit_and_score(info, config, cats, Context(seed=0), score_test=True, compress=("pca",))
+    assert out["accuracy"] > 0.5 and "PCA needs numeric features" in out["variants"]["pca"]["error"]
+
+
+def part_without_numerics(part: Part) -> Part:
+    return Part(part.x_num[:, :0], part.x_cat, part.y)

@@ -192,6 +192,14 @@ def test_gpu_hours_and_fully_failed_cells(tmp_path):
     assert "failed (2/2)" in text(tmp_path / "r" / "accuracy.html")
 
 
+def test_a_model_that_failed_everywhere_still_has_its_row(tmp_path):
+    s = Synth(sizes=("all",), failed={(d, "all", f, "mlp") for d in ("alpha", "beta") for f in (0, 1)})
+    write_report(synthetic.build(tmp_path / "r.duckdb", s), tmp_path / "r")
+    rows = {r[0]: r for r in table_rows(text(tmp_path / "r" / "accuracy.html"), "table-summary-all")}
+    assert rows["mlp"][5] == "100.0%" and rows["mlp"][6] == "—" and rows["mlp"][-1].startswith("0/4")
+    assert "mlp 0.000" in html_lib.unescape(text(tmp_path / "r" / "index.html"))  # the MLP family, scored 0
+
+
 def test_names_are_escaped_in_html(evil_report):
     _, reports = evil_report
     for name in PAGES:
