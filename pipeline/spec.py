@@ -250,17 +250,15 @@ class SuiteSpec(_Strict):
             raise ValueError(f"dataset names repeat: {sorted(dup)} (give each a distinct 'name')")
         return self
 
-    @functools.cached_property
-    def models_by_key(self) -> dict[str, ModelSpec]:
-        return {m.key: m for m in self.models}
-
     def model(self, key: str) -> ModelSpec:
-        return self.models_by_key[key]
+        return {m.key: m for m in self.models}[key]
 
     @functools.cached_property
     def model_hashes(self) -> dict[str, str]:
         """A short hash per model entry of everything that decides its search: re-running with another
-        budget re-runs."""
+        budget re-runs. Computed once, from the suite as written: a copy the runner adapts to its
+        cluster (GPUs asked for but absent) keeps these, so a cell's id does not depend on the
+        hardware it ran on."""
         protocol = self.protocol.model_dump(mode="json")
         out = {}
         for m in self.models:

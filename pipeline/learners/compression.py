@@ -245,7 +245,7 @@ def _registry_name(model: nn.Module) -> str:
 
 
 def train_pca(data: FoldData, n_components: int | float, *, name: str, config: dict[str, Any] | None = None,
-              seed: int = 0, device: torch.device | None = None) -> tuple[PCAInput, float]:
+              seed: int = 0, device: torch.device | None = None, max_seconds: float = math.inf) -> tuple[PCAInput, float]:
     """A registered model trained on the principal components of ``data``'s numerics, wrapped so that it
     takes the original inputs; and the explained variance ratio kept."""
     from pipeline.learners.resolve import model_defaults
@@ -256,7 +256,7 @@ def train_pca(data: FoldData, n_components: int | float, *, name: str, config: d
     reduced = pca_fold(data, mean, projection)
     info = get(name)
     learner = TorchLearner(info, {**model_defaults(info), **(config or {})}, threads=torch.get_num_threads(),
-                           use_gpu=device is not None and torch.device(device).type == "cuda", seed=seed)
+                           seed=seed, max_seconds=max_seconds, device=device)
     learner.fit(reduced)
     wrapped = PCAInput(learner.module, torch.as_tensor(mean), torch.as_tensor(projection)).to(device or "cpu")
     return wrapped, explained
@@ -347,7 +347,7 @@ PRUNE_AMOUNT = 0.3  # a suite's `compress: [prune]` drops this share of each hid
 PCA_VARIANCE = 0.9  # `compress: [pca]` keeps the components that explain this share of the variance
 
 
-def variant(learner: Any, data: FoldData, method: str) -> dict[str, Any]:
+def variant(learner: Any, data: FoldData, method: str, *, max_seconds: float = math.inf) -> dict[str, Any]:
     """A fitted :class:`~pipeline.learners.torch.TorchLearner`'s compressed variant (a suite's
     ``compress`` option), scored and costed as a trial is: validation and test scores, prediction
     time, parameters, FLOPs, and what compressing cost (``compress_seconds``: for ``pca``, training
@@ -370,7 +370,7 @@ def variant(learner: Any, data: FoldData, method: str) -> dict[str, Any]:
             module = quantize(learner.module)
         else:
             module, explained = train_pca(data, PCA_VARIANCE, name=learner.info.name, config=learner.config,
-                                          seed=learner.seed, device=device)
+                                          seed=learner.seed, device=device, max_seconds=max_seconds)
             details.update(n_components=module.components, n_num=len(data.num_names), explained_variance=explained)
     module = module.eval()
     val = scores(data.task_type, data.valid.y, predict(module, meta, data.valid, device), data.n_classes)

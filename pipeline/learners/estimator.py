@@ -206,14 +206,11 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         data = self._meta()
         data.train = Part(*pre.transform(self._typed(train_x)), train_y)
         data.valid = Part(*pre.transform(self._typed(valid_x)), valid_y)
-        if self.device not in ("cpu", "cuda", "auto"):
-            raise ValueError(f"device={self.device!r}: use 'cpu', 'cuda' or 'auto' (CUDA when there is one)")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ValueError("device='cuda', but torch sees no CUDA device here; use 'auto' to fall back to the CPU")
+        device = None if self.device == "auto" else torch.device(self.device)  # any torch device, or auto
         max_seconds = float("inf") if self.max_seconds is None else self.max_seconds
         with _torch_threads(self.n_jobs):
-            learner = TorchLearner(get(self.model), config, threads=torch.get_num_threads(),
-                                   use_gpu=self.device != "cpu", seed=self.random_state, max_seconds=max_seconds)
+            learner = TorchLearner(get(self.model), config, threads=torch.get_num_threads(), use_gpu=True,
+                                   device=device, seed=self.random_state, max_seconds=max_seconds)
             report = learner.fit(data)
         self.learner_ = learner
         self.module_ = learner.module

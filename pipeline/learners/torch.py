@@ -13,7 +13,8 @@ from pipeline.learners.base import FitReport, Learner, OnStep
 
 
 class TorchLearner(Learner):
-    """``shard=(rank, world)`` and ``wrap`` (Ray Train's ``prepare_model``) train one DDP worker's share.
+    """``shard=(rank, world)`` and ``wrap`` (Ray Train's ``prepare_model``) train one DDP worker's share;
+    ``device`` names the torch device to train on (default: CUDA when ``use_gpu`` and there is one).
 
     After :meth:`fit`, ``module`` is the trained network (best epoch restored) and ``device`` where it is.
     """
@@ -22,9 +23,10 @@ class TorchLearner(Learner):
     device: Any = None
 
     def __init__(self, *args: Any, shard: tuple[int, int] = (0, 1), wrap: Callable[[Any], Any] | None = None,
-                 **kwargs: Any) -> None:
+                 device: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.shard, self.wrap = shard, wrap
+        self.device = device  # a torch device (or its name) to train on; None: CUDA when use_gpu and present
         self.meta: FoldData | None = None
 
     def build(self, data: FoldData) -> Any:
@@ -41,7 +43,7 @@ class TorchLearner(Learner):
         from pipeline.train.loop import Recipe, pick_device, train
 
         torch.set_num_threads(self.threads)
-        device = pick_device(self.use_gpu)
+        device = torch.device(self.device) if self.device is not None else pick_device(self.use_gpu)
         torch.manual_seed(self.seed)
         module = self.build(data)
         recipe = Recipe.from_config(self.config, seed=self.seed, max_seconds=self.max_seconds)

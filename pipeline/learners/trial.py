@@ -37,6 +37,7 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
     """Train with the whole ``config``, then score on validation (and test when asked). Returns
     metrics, cost and the curve; with ``compress`` (and ``score_test``), ``variants``: each compressed
     variant's scores and cost, or the error that stopped it."""
+    t_start = time.perf_counter()
     extra = {"shard": ctx.shard, "wrap": ctx.wrap} if info.family == "torch" else {}
     learner = make_learner(info, config, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
                            max_seconds=ctx.max_seconds, **extra)
@@ -64,23 +65,27 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
             if fa is not None:
                 out["attention"] = {"features": data.feature_names, "map": fa.tolist()}
         if compress:
-            out["variants"] = {method: _variant(learner, data, method, out) for method in compress}
+            out["variants"] = {method: _variant(learner, data, method, out, ctx.max_seconds - (time.perf_counter() - t_start))
+                               for method in compress}
     return out
 
 
-def _variant(learner: Any, data: FoldData, method: str, base: dict[str, Any]) -> dict[str, Any]:
+def _variant(learner: Any, data: FoldData, method: str, base: dict[str, Any], seconds_left: float) -> dict[str, Any]:
     """One compressed variant, its cost counted from the start: pruning and quantization need the
-    trained model (its training time and memory come first); PCA trains a model of its own. A
-    variant that fails is recorded with its error; the trial it came from stands."""
+    trained model (its training time and memory come first); PCA trains a model of its own, within
+    what is left of the trial's time limit. A variant that fails is recorded with its error; the
+    trial it came from stands."""
     from pipeline.learners.compression import variant
 
     try:
-        v = variant(learner, data, method)
+        v = variant(learner, data, method, max_seconds=max(1.0, seconds_left))
     except Exception as err:  # recorded in the variant's row, never raised past the trial
         return {"error": "".join(traceback.format_exception(err))[-4000:]}
     if method != "pca":
         v["fit_seconds"] = base["fit_seconds"] + v["compress_seconds"]
-        v["peak_cpu_mb"] = max(base["peak_cpu_mb"] or 0.0, v["peak_cpu_mb"] or 0.0)
+        for key in ("peak_cpu_mb", "peak_gpu_mb"):
+            if base.get(key) is not None or v.get(key) is not None:
+                v[key] = max(base.get(key) or 0.0, v.get(key) or 0.0)
     else:
         v["fit_seconds"] = v["compress_seconds"]
     return v

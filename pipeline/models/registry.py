@@ -51,8 +51,9 @@ _INFO_KEYS = {f for f in ModelInfo.__dataclass_fields__ if f != "builder"} | {"c
 
 
 def register(info: ModelInfo) -> ModelInfo:
-    """Add a model; a duplicate name is an error, and so is a search key without a default (the
-    torch recipe's shared keys are checked where the recipe is known: :mod:`pipeline.learners`)."""
+    """Add a model; a duplicate name is an error, and so is a boosting model's search key without a
+    default (a torch model's space may name the recipe's keys, which this file does not know: the
+    tests check those against the recipe, tests/models/test_architectures.py)."""
     if info.name in REGISTRY:
         raise ValueError(f"model {info.name!r} is registered twice")
     if info.family == "gbdt" and info.training:

@@ -258,3 +258,14 @@ def test_default_sizes_are_small():
     for name in NEW_MODELS:
         model, _ = build(name, "mixed")
         assert sum(p.numel() for p in model.parameters()) < 200_000, name
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_searched_key_has_a_default(name):
+    """The registry cannot see the torch recipe's keys (models/ knows nothing of training), so this is
+    where a model's space is checked against its defaults, recipe included."""
+    from pipeline.learners.resolve import model_defaults, model_space
+
+    info = REGISTRY[name]
+    assert set(model_space(info)) <= set(model_defaults(info))
+    assert not set(info.training) & set(info.defaults), "a key is either the builder's or the recipe's"
