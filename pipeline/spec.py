@@ -70,12 +70,24 @@ class SklearnDataset(_Strict):
     name: str | None = None
 
 
+class SyntheticDataset(_Strict):
+    """A seeded binary task whose informative features are known (pipeline/data/synthetic.py): an
+    interaction of two numeric features, of a numeric and a categorical one, or the additive control."""
+
+    synthetic: Literal["interaction", "num_cat_interaction", "additive"]
+    n_rows: int = Field(default=2000, ge=50, le=10_000_000)
+    n_noise: int = Field(default=6, ge=0, le=10_000, description="uninformative numeric features")
+    n_cat_noise: int = Field(default=0, ge=0, le=10_000, description="uninformative categorical features (4 levels)")
+    seed: int = Field(default=0, ge=0)
+    name: str | None = None
+
+
 def _dataset_kind(v: Any) -> str | None:
     if isinstance(v, BaseModel):
         return type(v).__name__
     if isinstance(v, dict):
         for key, tag in (("openml_task", "OpenMLTask"), ("openml_suite", "OpenMLSuite"),
-                         ("file", "LocalFile"), ("sklearn", "SklearnDataset")):
+                         ("file", "LocalFile"), ("sklearn", "SklearnDataset"), ("synthetic", "SyntheticDataset")):
             if key in v and not (key == "openml_task" and "file" in v):
                 return tag
     return None
@@ -85,11 +97,13 @@ DatasetSpec = Annotated[
     Annotated[OpenMLTask, Tag("OpenMLTask")]
     | Annotated[OpenMLSuite, Tag("OpenMLSuite")]
     | Annotated[LocalFile, Tag("LocalFile")]
-    | Annotated[SklearnDataset, Tag("SklearnDataset")],
+    | Annotated[SklearnDataset, Tag("SklearnDataset")]
+    | Annotated[SyntheticDataset, Tag("SyntheticDataset")],
     Discriminator(
         _dataset_kind,
         custom_error_type="dataset_kind",
-        custom_error_message="a dataset needs one of the keys openml_task, openml_suite, file (+ target) or sklearn",
+        custom_error_message="a dataset needs one of the keys openml_task, openml_suite, file (+ target), sklearn "
+                             "or synthetic",
     ),
 ]
 
@@ -104,7 +118,15 @@ def dataset_label(d: DatasetSpec) -> str:
         return f"openml-suite-{d.openml_suite}"
     if isinstance(d, LocalFile):
         return Path(d.file).stem
+    if isinstance(d, SyntheticDataset):  # e.g. interaction-2000r-6n-s0, num_cat_interaction-2000r-6n-2c-s0
+        return f"{d.synthetic}-{d.n_rows}r-{d.n_noise}n" + (f"-{d.n_cat_noise}c" if d.n_cat_noise else "") + f"-s{d.seed}"
     return d.sklearn
+
+
+def synthetic_source(d: SyntheticDataset) -> str:
+    """A synthetic entry's source: its kind and every parameter that decides its rows."""
+    return (f"synthetic:{d.synthetic}?n_rows={d.n_rows}&n_noise={d.n_noise}&n_cat_noise={d.n_cat_noise}"
+            f"&seed={d.seed}")
 
 
 # ----------------------------------------------------------------------------------------- protocol

@@ -177,3 +177,54 @@ def test_sklearn_dataset_matches_openml_1510(shared_data: Path):
     ref = pd.read_parquet(shared_data / "1510-wdbc.parquet")
     assert ds.features.shape == (569, 30) and len(ref) == 569
     assert ds.y.value_counts().to_dict() == {"benign": 357, "malignant": 212}
+
+
+# ------------------------------------------------------------------------------------- synthetic
+def _fit_score(x: pd.DataFrame, y: pd.Series, cols: list[str]) -> float:
+    """Held-out accuracy of a random forest on ``cols`` (categoricals one-hot): a flexible model that
+    finds an interaction a greedy single tree would miss."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import train_test_split
+
+    feats = pd.get_dummies(x[cols])
+    a, b, ya, yb = train_test_split(feats, y.astype(str), test_size=0.3, random_state=0, stratify=y.astype(str))
+    forest = RandomForestClassifier(n_estimators=100, min_samples_leaf=5, random_state=0, n_jobs=1)
+    return float(forest.fit(a, ya).score(b, yb))
+
+
+@pytest.mark.parametrize("kind", ["interaction", "num_cat_interaction", "additive"])
+def test_synthetic_tasks_have_the_structure_they_claim(kind):
+    from pipeline.data import synthetic
+
+    x, y = synthetic.generate(kind, 4000, n_noise=6, n_cat_noise=2, seed=3)
+    signal = synthetic.INFORMATIVE[kind]
+    assert set(signal) <= set(x.columns) and x.shape[1] == 2 + 6 + 2
+    assert list(x.columns) != sorted(x.columns)  # shuffled: a position says nothing
+    assert abs((y == "1").mean() - 0.5) < 0.05
+    assert _fit_score(x, y, signal) > 0.95  # the informative pair decides the label
+    noise = [c for c in x.columns if c.startswith("noise")]
+    assert _fit_score(x, y, noise) < 0.56  # the noise says nothing
+    alone = [_fit_score(x, y, [c]) for c in signal]
+    if kind == "additive":
+        assert min(alone) > 0.65  # the control: each feature helps on its own
+    else:
+        assert max(alone) < 0.56  # an interaction: each feature alone is at chance
+    again, y2 = synthetic.generate(kind, 4000, n_noise=6, n_cat_noise=2, seed=3)
+    pd.testing.assert_frame_equal(x, again)  # seeded
+    pd.testing.assert_series_equal(y, y2)
+
+
+def test_a_synthetic_task_is_stored_like_any_dataset(tmp_path: Path):
+    from pipeline.spec import SyntheticDataset
+
+    store = Store(tmp_path / "r.duckdb")
+    spec = SyntheticDataset(synthetic="num_cat_interaction", n_rows=300, n_noise=3, n_cat_noise=1, seed=1)
+    ds = ingest.ingest(store, spec, Protocol(folds=3), seed=0)
+    assert ds.name == "num_cat_interaction-300r-3n-1c-s1" and ds.task_type == "binary" and len(ds.y) == 300
+    meta = store.query("SELECT source, description, n_categorical FROM datasets").iloc[0]
+    assert meta.source == "synthetic:num_cat_interaction?n_rows=300&n_noise=3&n_cat_noise=1&seed=1"
+    assert "Informative features: signal_a, signal_cat" in meta.description and meta.n_categorical == 2
+    # The same name for other parameters is refused: results are keyed by dataset name.
+    other = SyntheticDataset(synthetic="num_cat_interaction", n_rows=400, name=ds.name)
+    with pytest.raises(DataError, match="already used"):
+        ingest.ingest(store, other, Protocol(folds=3), seed=0)

@@ -1,4 +1,5 @@
-"""Where datasets come from: OpenML (tasks and suites), local files, scikit-learn's bundled sets.
+"""Where datasets come from: OpenML (tasks and suites), local files, scikit-learn's bundled sets, and
+synthetic tasks with known structure (:mod:`pipeline.data.synthetic`).
 
 Everything here runs on the driver, once per dataset; workers read splits from the object store and
 never contact OpenML. Each loader returns a :class:`RawDataset` that :func:`validate` has checked.
@@ -25,7 +26,9 @@ from pipeline.spec import (
     OpenMLSuite,
     OpenMLTask,
     SklearnDataset,
+    SyntheticDataset,
     dataset_label,
+    synthetic_source,
 )
 
 TaskType = str  # "binary" | "multiclass" | "regression"
@@ -256,6 +259,19 @@ def load_sklearn(spec: SklearnDataset) -> RawDataset:
 
 
 # ---------------------------------------------------------------------------------------- dispatch
+def load_synthetic(spec: SyntheticDataset) -> RawDataset:
+    from pipeline.data import synthetic
+
+    x, y = synthetic.generate(spec.synthetic, spec.n_rows, spec.n_noise, spec.n_cat_noise, spec.seed)
+    informative = synthetic.INFORMATIVE[spec.synthetic]
+    return validate(RawDataset(
+        name=dataset_label(spec), source=source_of(spec), features=x, y=y, task_type="binary", target="label",
+        description=f"Synthetic ({spec.synthetic}): {synthetic.DESCRIPTION[spec.synthetic]}. Informative "
+                    f"features: {', '.join(informative)}; {spec.n_noise} numeric and {spec.n_cat_noise} categorical "
+                    f"noise features; {spec.n_rows} rows, seed {spec.seed}.",
+    ))
+
+
 def expand(datasets: list[DatasetSpec]) -> list[DatasetSpec]:
     """Replace every OpenML suite entry by its tasks (this asks OpenML, or its cache)."""
     out: list[DatasetSpec] = []
@@ -275,6 +291,8 @@ def source_of(spec: DatasetSpec) -> str:
         return f"file:{Path(spec.file)}"
     if isinstance(spec, SklearnDataset):
         return f"sklearn:{spec.sklearn}"
+    if isinstance(spec, SyntheticDataset):
+        return synthetic_source(spec)
     raise DataError(f"expand OpenML suites before loading: {spec}")
 
 
@@ -285,6 +303,8 @@ def load(spec: DatasetSpec) -> RawDataset:
         return load_file(spec)
     if isinstance(spec, SklearnDataset):
         return load_sklearn(spec)
+    if isinstance(spec, SyntheticDataset):
+        return load_synthetic(spec)
     raise DataError(f"expand OpenML suites before loading: {spec}")
 
 
