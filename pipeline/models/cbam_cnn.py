@@ -32,6 +32,7 @@ INFO = {
         "position": "identity",
         "num_embedding": "per_feature",
         "cat_embedding": "per_feature",
+        "se": True,  # channel attention, the squeeze-and-excitation part of CBAM (false: an ablation)
     },
     "space": {
         "channels": {"choice": [32, 64, 128]},
@@ -51,7 +52,7 @@ class CBAMBackbone(nn.Module):
     """``n_conv`` blocks of Conv1d → BatchNorm → ReLU → CBAM → Dropout: B × c_in × L → B × C × L."""
 
     def __init__(self, c_in: int, channels: int, n_conv: int, kernel_size: int, reduction: int,
-                 spatial_kernel: int, dropout: float) -> None:
+                 spatial_kernel: int, dropout: float, se: bool = True) -> None:
         super().__init__()
         if min(c_in, channels, n_conv, kernel_size, reduction, spatial_kernel) < 1:
             raise ValueError(f"{c_in=}, {channels=}, {n_conv=}, {kernel_size=}, {reduction=} and "
@@ -59,7 +60,7 @@ class CBAMBackbone(nn.Module):
         layers: list[nn.Module] = []
         for i in range(n_conv):
             layers += [nn.Conv1d(c_in if i == 0 else channels, channels, kernel_size, padding="same"),
-                       nn.BatchNorm1d(channels), nn.ReLU(), CBAM1d(channels, reduction, spatial_kernel),
+                       nn.BatchNorm1d(channels), nn.ReLU(), CBAM1d(channels, reduction, spatial_kernel, channel=se),
                        nn.Dropout(dropout)]
         self.layers = nn.Sequential(*layers)
 
@@ -86,6 +87,7 @@ class CBAMCNN(nn.Module):
         position: str = "identity",
         num_embedding: str = "per_feature",
         cat_embedding: str = "per_feature",
+        se: bool = True,
     ) -> None:
         super().__init__()
         check_io(n_num, cat_cardinalities, d_out)
@@ -95,7 +97,7 @@ class CBAMCNN(nn.Module):
                                           num_embedding=num_embedding, cat_embedding=cat_embedding)
         self.position = make_position(position, n_num + len(cat_cardinalities), d_token)
         self.backbone = CBAMBackbone(d_token, channels, n_conv, kernel_size, reduction, spatial_kernel,
-                                     dropout)
+                                     dropout, se=se)
         self.attn = GatedSelfAttention1d(channels)
         self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(2 * channels, d_out))
 

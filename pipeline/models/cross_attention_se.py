@@ -40,7 +40,7 @@ INFO = {
         "n_blocks": 1,
         "n_heads": 4,
         "attention_dropout": 0.1,
-        "se_reduction": 4,
+        "se_reduction": 4,  # 0: no squeeze-and-excitation (the ablation)
         "d_bottleneck": 16,
         "ffn_dropout": 0.1,
         "dropout": 0.1,
@@ -49,6 +49,7 @@ INFO = {
         "mask_seed": 0,
         "num_embedding": "per_feature",
         "cat_embedding": "per_feature",
+        "attention": "cross",  # self: every token attends to every token (the ablation)
     },
     "space": {
         "d_token": {"choice": [16, 32, 64]},
@@ -71,7 +72,7 @@ class Block(nn.Module):
                  ffn_dropout: float, block_size: int) -> None:
         super().__init__()
         self.attn = MultiheadAttention(d, n_heads, attention_dropout, block_size=block_size)
-        self.se = SqueezeExcitation(d, se_reduction)
+        self.se: nn.Module = SqueezeExcitation(d, se_reduction) if se_reduction else nn.Identity()  # 0: no SE
         self.ffn = nn.Sequential(nn.Linear(d, d_bottleneck), nn.ReLU(), nn.Dropout(ffn_dropout),
                                  nn.Linear(d_bottleneck, d))
         self.norm = nn.LayerNorm(d)
@@ -111,15 +112,19 @@ class CrossAttentionSE(nn.Module):
         mask_seed: int = 0,
         num_embedding: str = "per_feature",
         cat_embedding: str = "per_feature",
+        attention: str = "cross",
     ) -> None:
         super().__init__()
         check_io(n_num, cat_cardinalities, d_out)
-        if min(d_token, n_blocks, d_bottleneck) < 1 or block_size < 0 or not 0.0 <= sparsity < 1.0:
+        if min(d_token, n_blocks, d_bottleneck) < 1 or block_size < 0 or not 0.0 <= sparsity < 1.0 or se_reduction < 0:
             raise ValueError(f"{d_token=}, {n_blocks=} and {d_bottleneck=} must be >= 1, {block_size=} >= 0, "
-                             f"{sparsity=} in [0, 1)")
+                             f"{se_reduction=} >= 0 (0: no squeeze-and-excitation), {sparsity=} in [0, 1)")
+        if attention not in ("cross", "self"):
+            raise ValueError(f"{attention=} must be 'cross' (categorical tokens query numeric ones) or 'self' "
+                             "(every token attends to every token: the ablation)")
         n_features = n_num + len(cat_cardinalities)
         self.n_num, self.n_cat = n_num, len(cat_cardinalities)
-        self.cross = n_num > 0 and self.n_cat > 0
+        self.cross = attention == "cross" and n_num > 0 and self.n_cat > 0
         self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, d_token,
                                           num_embedding=num_embedding, cat_embedding=cat_embedding)
         self.blocks = nn.ModuleList(

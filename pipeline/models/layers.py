@@ -304,10 +304,12 @@ class SpatialAttention1d(nn.Module):
 
 
 class CBAM1d(nn.Sequential):
-    """Channel attention, then spatial attention (Woo et al., 2018), on B × C × L feature maps."""
+    """Channel attention, then spatial attention (Woo et al., 2018), on B × C × L feature maps.
+    ``channel=False`` leaves out the channel attention (its squeeze-and-excitation part): an ablation."""
 
-    def __init__(self, channels: int, reduction: int = 16, kernel_size: int = 7) -> None:
-        super().__init__(ChannelAttention1d(channels, reduction), SpatialAttention1d(kernel_size))
+    def __init__(self, channels: int, reduction: int = 16, kernel_size: int = 7, channel: bool = True) -> None:
+        parts: list[nn.Module] = [ChannelAttention1d(channels, reduction)] if channel else []
+        super().__init__(*parts, SpatialAttention1d(kernel_size))
 
 
 class GatedSelfAttention1d(nn.Module):

@@ -269,3 +269,29 @@ def test_every_searched_key_has_a_default(name):
     info = REGISTRY[name]
     assert set(model_space(info)) <= set(model_defaults(info))
     assert not set(info.training) & set(info.defaults), "a key is either the builder's or the recipe's"
+
+
+def test_ablation_switches_remove_what_they_name():
+    """The claims' ablations: squeeze-and-excitation off (cross-attention model, CBAM CNN), and
+    self-attention over all tokens in place of categorical → numeric cross-attention."""
+    from pipeline.models.layers import ChannelAttention1d, SqueezeExcitation
+
+    def count(model, cls):
+        return sum(isinstance(m, cls) for m in model.modules())
+
+    with_se, x = build("cross_attention_se")
+    without, _ = build("cross_attention_se", se_reduction=0)
+    assert count(with_se, SqueezeExcitation) == 1 and count(without, SqueezeExcitation) == 0
+    assert without(*x).shape == with_se(*x).shape
+    cross = with_se.feature_attention(*x)
+    self_att, _ = build("cross_attention_se", attention="self")
+    full = self_att.feature_attention(*x)
+    n_num = INPUTS["mixed"][0]
+    assert cross[:n_num].abs().sum() == 0 and cross[n_num:, :n_num].abs().sum() > 0  # cat rows query num columns
+    assert (full.abs().sum(dim=1) > 0).all()  # every token attends
+    with pytest.raises(ValueError, match="attention"):
+        build("cross_attention_se", attention="both")
+    cbam, x = build("cbam_cnn")
+    plain, _ = build("cbam_cnn", se=False)
+    assert count(cbam, ChannelAttention1d) == 2 and count(plain, ChannelAttention1d) == 0  # one per conv block
+    assert plain(*x).shape == cbam(*x).shape
