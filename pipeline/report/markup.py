@@ -37,7 +37,7 @@ details summary{cursor:pointer}.toc a{margin-right:14px}
 NAV: list[tuple[str, str]] = [
     ("Overview", "index.html"), ("Accuracy", "accuracy.html"), ("Sample size", "sample_size.html"),
     ("Tuning budget", "tuning.html"), ("Compute", "compute.html"), ("Memory", "memory.html"),
-    ("Attention maps", "attention.html"), ("Run details", "runs.html"),
+    ("Attention maps", "attention.html"), ("Claims", "claims.html"), ("Run details", "runs.html"),
 ]
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from pipeline.data.store import Store
 from pipeline.report import aggregate as agg
+from pipeline.report import claims as claims_mod
 from pipeline.report import figures as figs
 from pipeline.report.answer import (
     FAMILIES,
@@ -53,6 +54,7 @@ class ReportData:
     datasets: pd.DataFrame
     attention: pd.DataFrame
     trials: pd.DataFrame
+    configured: pd.DataFrame  # the scores view with each cell's selected configuration (the claims' ablations)
     kinds: dict[str, str]  # model → 'gbdt' | 'attention' | 'torch'
     model_names: dict[str, str]  # model (results key) → registered model name
 
@@ -75,9 +77,10 @@ class ReportData:
                 runs=q("SELECT * FROM runs ORDER BY started_at DESC"),
                 datasets=q("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n_categorical, "
                            "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
-                attention=q("SELECT a.dataset, a.model, a.features, a.map, r.suite, r.sample_size, r.fold, r.repeat, "
-                            "r.seed, r.n_train FROM attention_maps a JOIN results r USING (cell_id) "
+                attention=q("SELECT a.cell_id, a.dataset, a.model, a.features, a.map, r.suite, r.sample_size, r.fold, "
+                            "r.repeat, r.seed, r.n_train FROM attention_maps a JOIN results r USING (cell_id) "
                             "WHERE r.status = 'ok'"),
+                configured=q("SELECT s.*, r.best_config FROM scores s JOIN results r USING (cell_id)"),
                 trials=q("SELECT r.suite, r.model, r.sample_size, r.cell_id, count(t.trial_id) AS n_trials, "
                          "count(t.trial_id) FILTER (WHERE t.status NOT IN ('ok', 'stopped')) AS n_failed, "
                          "count(t.trial_id) FILTER (WHERE t.status = 'stopped') AS n_stopped, "
@@ -603,6 +606,36 @@ def page_attention(data: ReportData) -> Page:
     return p
 
 
+# ---------------------------------------------------------------------------------------- claims
+VERDICT_CLASS = {claims_mod.SUPPORTED: "best", claims_mod.CONTRADICTED: "missing", claims_mod.THIN: "partial"}
+
+
+def page_claims(data: ReportData) -> Page:
+    p = Page("claims.html", "Claims")
+    p.card("Five claims from the design notes behind these architectures, tested on the results in this file "
+           "rather than assumed. Each gets an effect with a 95% interval and the comparisons behind it: "
+           "supported when the interval lies on the claim's side, contradicted when it lies on the other, and "
+           f"not enough data when there are fewer than {claims_mod.MIN_PAIRS} comparisons or the interval "
+           "includes no effect. Ablations are found in the selected configurations: cells of one model on one "
+           "split whose configurations differ only in the switch (se_reduction: 0 or se: false, attention: "
+           "self, warmup_frac: 0), i.e. the same model entered twice in a suite, one entry labelled.")
+    found = claims_mod.verdicts(data.curves,
+                                data.configured, data.attention, data.datasets, data.kinds)
+    rows = [[cell(i + 1), cell(c.statement), cell(c.verdict, VERDICT_CLASS[c.verdict]),
+             cell(claims_mod.effect_text(c)),
+             cell(c.n), cell(c.coverage)] for i, c in enumerate(found)]
+    p.add(table(["#", "claim", "verdict", "effect [95% interval]", "comparisons", "coverage"], rows, "table-claims"))
+    for i, c in enumerate(found):
+        p.h2(f"{i + 1}. {c.statement}", f"claim-{c.key}")
+        p.add(f'<p id="verdict-{esc(c.key)}"><strong>{esc(c.verdict)}</strong>: {esc(c.why)}</p>')
+        p.add(note(f"Effect: {c.measure}. Coverage: {c.coverage}."))
+        if c.cells:
+            ids = ", ".join(f"'{x}'" for x in c.cells[:200])
+            p.add(f"<details><summary>{len(c.cells)} cells behind it, and the query that lists them</summary>"
+                  f"<pre>attnbench query \"SELECT * FROM scores WHERE cell_id IN ({esc(ids)})\"</pre></details>")
+    return p
+
+
 # ------------------------------------------------------------------------------------------ runs
 def json_table(text: object) -> str:
     try:
@@ -678,6 +711,7 @@ DESCRIPTIONS = {
     "compute.html": "Train time, inference speed, FLOPs, parameters, GPU-hours; score/time Pareto front.",
     "memory.html": "Peak CPU and GPU memory, and its growth with the number of features.",
     "attention.html": "Mean feature-to-feature attention maps per dataset and model.",
+    "claims.html": "The design notes' five claims, each with a verdict, its effect, interval and cells.",
     "runs.html": "Suites, versions, hardware, trial counts and every failure with its error.",
 }
 
@@ -799,7 +833,7 @@ def write_report(db: str | Path, out_dir: str | Path) -> Path:
     builders: list[Callable[[], Page]] = [
         lambda: page_accuracy(data, standings), lambda: page_sample_size(data), lambda: page_tuning(data),
         lambda: page_compute(data, standings), lambda: page_memory(data), lambda: page_attention(data),
-        lambda: page_runs(data), lambda: page_index(data, standings),
+        lambda: page_claims(data), lambda: page_runs(data), lambda: page_index(data, standings),
     ]
     _write_plotly_js(out)  # first: a page is never there before the script it loads
     for build in builders:

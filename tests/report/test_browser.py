@@ -29,6 +29,7 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {  # page → (figure ids, ta
     # 3 datasets; the HTML-named one has two attention models (ft_transformer and the evil label).
     "attention": (["fig-attention-0-0", "fig-attention-0-1", "fig-attention-1-0", "fig-attention-1-1",
                    "fig-attention-2-0", "fig-attention-2-1"], []),
+    "claims": ([], ["table-claims"]),
     "runs": ([], ["table-runs", "table-models", "table-datasets", "table-trials", "table-failures"]),
 }
 
@@ -67,7 +68,7 @@ def test_page_loads_clean(loads, name):
         f = drawn[fid]
         assert f["rendered"] and f["traces"] > 0 and f["width"] > 200 and f["height"] > 100, f
     assert set(tables) <= set(page.dom["tables"]), f"{name}: missing tables {set(tables) - set(page.dom['tables'])}"
-    assert page.dom["links"][:1] == ["index.html"] and len(page.dom["links"]) == 8
+    assert page.dom["links"][:1] == ["index.html"] and len(page.dom["links"]) == 9
 
 
 def test_index_screenshot(browser, evil_report, tmp_path):

@@ -21,7 +21,7 @@ from pipeline.report.pages import write_report
 from pipeline.report.serve import make_server
 from pipeline.report.views import N_SHUFFLES
 
-PAGES = ["index", "accuracy", "sample_size", "tuning", "compute", "memory", "attention", "runs"]
+PAGES = ["index", "accuracy", "sample_size", "tuning", "compute", "memory", "attention", "claims", "runs"]
 
 
 @pytest.fixture(scope="module")

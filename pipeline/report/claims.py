@@ -1,0 +1,250 @@
+"""The design notes' claims, tested on whatever a results file holds: a verdict with its evidence.
+
+Each claim gets an effect with a 95% interval, the number of comparisons behind it and the cells they
+come from; the verdict is *supported* when the interval lies on the claim's side, *contradicted* when
+it lies on the other side, and *not enough data* when there are too few comparisons or the interval
+straddles no effect. Ablations are found from the selected configurations: two cells of the same
+model on the same split whose configurations differ in one switch only (``se_reduction`` 0 or not,
+``se`` false or not, ``attention`` self or cross, ``warmup_frac`` 0 or not) form a pair.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from pipeline.report.aggregate import SPLIT, wilson
+
+REFERENCE_ROWS = 10_000
+MIN_PAIRS = 3  # fewer comparisons than this: not enough data, whatever the interval says
+SUPPORTED, CONTRADICTED, THIN = "supported", "contradicted", "not enough data"
+TRANSFORMERS = ("ft_transformer", "tab_transformer", "cnn_transformer", "cross_attention_se", "single_head_attention")
+
+
+@dataclass
+class Claim:
+    key: str
+    statement: str
+    measure: str  # what the effect is
+    share: bool = False  # the effect is a share (shown as a percentage; no effect = 50%)
+    verdict: str = THIN
+    effect: float = float("nan")
+    low: float = float("nan")
+    high: float = float("nan")
+    n: int = 0
+    coverage: str = ""
+    why: str = ""  # one sentence on the verdict
+    cells: list[str] = field(default_factory=list)
+
+
+def decide(low: float, high: float, n: int, *, null: float = 0.0, min_n: int = MIN_PAIRS) -> str:
+    """Supported when the interval lies above ``null``, contradicted when below, else not enough data."""
+    if n < min_n or not np.isfinite(low) or not np.isfinite(high):
+        return THIN
+    if low > null:
+        return SUPPORTED
+    if high < null:
+        return CONTRADICTED
+    return THIN
+
+
+def mean_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t interval; NaN bounds for fewer than two values."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return float("nan"), float("nan"), float("nan")
+    m = float(x.mean())
+    if len(x) < 2:
+        return m, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
+    return m, m - half, m + half
+
+
+# ------------------------------------------------------------------------------------------ pairs
+def _config(v: Any) -> dict[str, Any]:
+    if isinstance(v, dict):
+        return v
+    try:
+        return json.loads(v) if isinstance(v, str) else {}
+    except ValueError:
+        return {}
+
+
+def ablation_pairs(cells: pd.DataFrame, switch: Callable[[str, dict[str, Any]], bool | None]) -> pd.DataFrame:
+    """Cells of one model on one split, with the switch on and off (``switch(model_name, config)``:
+    True, False, or None where it does not apply). One row per pair: the on and off scores, fit seconds,
+    peak memory and cell ids; several 'on' or 'off' entries on a split are averaged."""
+    cols = ["on_score", "off_score", "on_seconds", "off_seconds", "on_mb", "off_mb", "cells", "model_name"]
+    ok = cells[cells.status == "ok"].copy()
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    ok["on"] = [switch(m, _config(c)) for m, c in zip(ok.model_name, ok.best_config)]
+    ok = ok[ok.on.notna()]
+    rows = []
+    for (_split, name), g in ok.groupby([ok[SPLIT].apply(tuple, axis=1), "model_name"]):
+        on, off = g[g.on == True], g[g.on == False]  # noqa: E712 - a column of objects
+        if on.empty or off.empty:
+            continue
+        rows.append({"on_score": on.score.mean(), "off_score": off.score.mean(),
+                     "on_seconds": on.fit_seconds.mean(), "off_seconds": off.fit_seconds.mean(),
+                     "on_mb": on.peak_cpu_mb.mean(), "off_mb": off.peak_cpu_mb.mean(),
+                     "cells": [*on.cell_id, *off.cell_id], "model_name": name})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _se(name: str, c: dict[str, Any]) -> bool | None:
+    if name == "cross_attention_se":
+        return c.get("se_reduction", 4) != 0 if c.get("attention", "cross") == "cross" else None
+    if name == "cbam_cnn":
+        return bool(c.get("se", True))
+    return None
+
+
+def _warmup(name: str, c: dict[str, Any]) -> bool | None:
+    return c.get("warmup_frac", 0.05) > 0 if name in TRANSFORMERS else None
+
+
+def _cross(name: str, c: dict[str, Any]) -> bool | None:
+    if name != "cross_attention_se" or c.get("se_reduction", 4) == 0:
+        return None
+    return c.get("attention", "cross") == "cross"
+
+
+def _paired_claim(claim: Claim, pairs: pd.DataFrame, diff: pd.Series, what: str) -> Claim:
+    m, lo, hi = mean_interval(diff.to_numpy())
+    claim.effect, claim.low, claim.high, claim.n = m, lo, hi, len(diff)
+    claim.verdict = decide(lo, hi, len(diff))
+    claim.cells = [c for cs in pairs.cells for c in cs]
+    claim.coverage = (f"{len(diff)} paired cells ({', '.join(sorted(set(pairs.model_name)))})" if len(diff)
+                      else "no pair of cells with the switch on and off")
+    claim.why = _why(claim, what)
+    return claim
+
+
+def _why(c: Claim, what: str) -> str:
+    if c.n == 0:
+        return f"No {what} in these results: add the ablation as a second, labelled entry of the model."
+    if c.n < MIN_PAIRS:
+        return f"Only {c.n} {what}: too few to decide."
+    if c.verdict == THIN:
+        return f"The 95% interval [{c.low:+.3f}, {c.high:+.3f}] includes no effect."
+    return f"The 95% interval [{c.low:+.3f}, {c.high:+.3f}] lies {'above' if c.verdict == SUPPORTED else 'below'} zero."
+
+
+# ----------------------------------------------------------------------------------------- claims
+def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
+    """Claim 1 below REFERENCE_ROWS: the best boosting model beats the best attention model."""
+    c = Claim("sample_size", f"Gradient boosting wins below about {REFERENCE_ROWS:,} training rows; attention models "
+              "catch up above.", f"share of (dataset, size) points below {REFERENCE_ROWS:,} rows where the best "
+              "boosting model beats the best attention model (50% = an even match)", share=True)
+    att = [m for m, k in kinds.items() if k == "attention"]
+    gb = [m for m, k in kinds.items() if k == "gbdt"]
+    wide = curves.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
+    n_train = curves.groupby(["suite", "dataset", "sample_size"]).n_train.mean()
+    if not att or not gb or wide.empty:
+        c.coverage, c.why = "needs an attention and a boosting model", "No comparison in these results."
+        return c
+    a, b = wide[[m for m in att if m in wide]].max(axis=1), wide[[m for m in gb if m in wide]].max(axis=1)
+    both = a.notna() & b.notna()
+    below = both & (n_train.reindex(wide.index) < REFERENCE_ROWS)
+    above = both & ~below
+    wins = float((b[below] > a[below]).sum() + 0.5 * (b[below] == a[below]).sum())
+    n = int(below.sum())
+    low, high = wilson(wins, n)
+    c.effect, c.low, c.high, c.n = (wins / n if n else float("nan")), low, high, n
+    c.verdict = decide(low, high, n, null=0.5)
+    c.coverage = (f"{n} points below {REFERENCE_ROWS:,} rows on {wide[below].index.get_level_values(1).nunique()} "
+                  f"datasets; {int(above.sum())} at or above")
+    if n == 0:
+        c.why = f"No dataset was run below {REFERENCE_ROWS:,} rows with both kinds of model."
+    elif c.verdict == THIN:
+        c.why = (f"Boosting won {wins:g} of {n} ({c.effect:.0%}); the 95% interval {low:.0%}–{high:.0%} includes "
+                 "an even match." if n >= MIN_PAIRS else f"Only {n} points.")
+    else:
+        c.why = f"Boosting won {wins:g} of {n} ({c.effect:.0%}, 95% interval {low:.0%}–{high:.0%})."
+    if above.any():
+        caught = int((a[above] >= b[above]).sum())
+        c.why += f" At or above {REFERENCE_ROWS:,} rows attention matched or beat boosting at {caught} of {int(above.sum())}."
+    return c
+
+
+def claim_cross_cost(cells: pd.DataFrame) -> Claim:
+    c = Claim("cross_cost", "Cross-attention between categorical and numeric tokens costs less time and memory than "
+              "self-attention over all tokens (O(k·n) against O((k+n)²)).",
+              "mean of log(self-attention time ÷ cross-attention time) over paired cells (> 0: cross is cheaper)")
+    pairs = ablation_pairs(cells, _cross)
+    ratio = np.log(pairs.off_seconds.astype(float) / pairs.on_seconds.astype(float))
+    return _paired_claim(c, pairs, ratio, "paired cells of cross_attention_se with attention: cross and self")
+
+
+def claim_se(cells: pd.DataFrame) -> Claim:
+    c = Claim("se", "Squeeze-and-excitation improves accuracy (the cross-attention model, the CBAM CNN).",
+              "mean test-score gain of SE on over SE off, paired cells")
+    pairs = ablation_pairs(cells, _se)
+    return _paired_claim(c, pairs, pairs.on_score - pairs.off_score, "paired cells with SE on and off")
+
+
+def claim_warmup(cells: pd.DataFrame) -> Claim:
+    c = Claim("warmup", "Warmup is critical for training transformers on tabular data.",
+              "mean test-score gain of the default warmup over warmup_frac 0, paired cells")
+    pairs = ablation_pairs(cells, _warmup)
+    return _paired_claim(c, pairs, pairs.on_score - pairs.off_score, "paired cells with and without warmup")
+
+
+def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets: pd.DataFrame,
+                         learned: float = 0.8) -> Claim:
+    """On synthetic interaction tasks, a model that learned the task (test accuracy ≥ ``learned``): the
+    attention its features give the informative ones, as a multiple of uniform."""
+    c = Claim("attention_maps", "Attention maps show which features interact.",
+              "mean log2 of the attention given to the informative features as a multiple of uniform, in maps "
+              "of models that learned a synthetic interaction task (> 0: they look at the right pair)")
+    synth = datasets[datasets.source.astype(str).str.startswith("synthetic:")
+                     & ~datasets.source.astype(str).str.startswith("synthetic:additive")]
+    if synth.empty or attention.empty:
+        c.coverage, c.why = "no synthetic interaction task with attention maps", (
+            "No synthetic interaction task in these results (a suite entry 'synthetic: interaction').")
+        return c
+    ok = cells[(cells.status == "ok")].set_index("cell_id")
+    values, used, skipped = [], [], 0
+    for r in attention[attention.dataset.isin(synth.dataset)].itertuples(index=False):
+        feats = json.loads(r.features) if isinstance(r.features, str) else list(r.features)
+        mat = np.asarray(json.loads(r.map) if isinstance(r.map, str) else r.map, dtype=float)
+        signal = [i for i, f in enumerate(feats) if str(f).startswith("signal_")]
+        if len(signal) < 2 or mat.shape != (len(feats), len(feats)) or r.cell_id not in ok.index:
+            continue
+        if ok.loc[r.cell_id, "score"] < learned:
+            skipped += 1
+            continue
+        rows = mat / np.where(mat.sum(axis=1, keepdims=True) > 0, mat.sum(axis=1, keepdims=True), 1.0)
+        share = rows[np.ix_(signal, signal)].sum(axis=1).mean()  # what the signal features give each other
+        values.append(float(np.log2(max(share, 1e-9) / (len(signal) / len(feats)))))
+        used.append(r.cell_id)
+    m, lo, hi = mean_interval(np.asarray(values))
+    c.effect, c.low, c.high, c.n, c.cells = m, lo, hi, len(values), used
+    c.verdict = decide(lo, hi, len(values))
+    c.coverage = f"{len(values)} maps of models that learned the task; {skipped} more did not learn it (accuracy < {learned})"
+    c.why = _why(c, "maps of models that learned a synthetic interaction task")
+    return c
+
+
+def verdicts(curves: pd.DataFrame, cells: pd.DataFrame, attention: pd.DataFrame, datasets: pd.DataFrame,
+             kinds: dict[str, str]) -> list[Claim]:
+    """The five claims in the design notes' order. ``cells``: the cells with score, status, split keys,
+    model_name, best_config, fit_seconds, peak_cpu_mb and cell_id; ``attention`` with cell_id."""
+    return [claim_sample_size(curves, kinds), claim_cross_cost(cells), claim_se(cells), claim_warmup(cells),
+            claim_attention_maps(attention, cells, datasets)]
+
+
+def effect_text(c: Claim) -> str:
+    if not c.n:
+        return "—"
+    if c.share:
+        return f"{c.effect:.0%} [{c.low:.0%}, {c.high:.0%}]"
+    return f"{c.effect:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"

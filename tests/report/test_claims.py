@@ -1,0 +1,74 @@
+"""The claims page's verdict logic on hand-made results: supported, contradicted, not enough data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from pipeline.report import claims
+
+
+def cell(split: int, name: str, model: str, score: float, config: dict, seconds: float = 1.0, mb: float = 10.0,
+         status: str = "ok") -> dict:
+    return {"suite": "s", "dataset": "d", "sample_size": "all", "repeat": 0, "fold": split, "seed": 0,
+            "model": model, "model_name": name, "score": score, "status": status, "best_config": json.dumps(config),
+            "fit_seconds": seconds, "peak_cpu_mb": mb, "cell_id": f"{model}-{split}"}
+
+
+def test_ablation_verdicts_supported_contradicted_and_thin():
+    rng = np.random.default_rng(0)
+    rows = []
+    for split in range(6):  # SE on beats SE off by about 0.05 on every split: supported
+        rows.append(cell(split, "cross_attention_se", "xa", 0.85 + rng.normal(0, 0.005), {"se_reduction": 4}))
+        rows.append(cell(split, "cross_attention_se", "xa-nose", 0.80 + rng.normal(0, 0.005), {"se_reduction": 0}))
+        # Warmup hurts by about 0.03 everywhere: the claim that it is critical is contradicted.
+        rows.append(cell(split, "ft_transformer", "ft", 0.70 + rng.normal(0, 0.005), {"lr": 1e-3}))
+        rows.append(cell(split, "ft_transformer", "ft-nowarm", 0.73 + rng.normal(0, 0.005), {"warmup_frac": 0.0}))
+    for split in range(2):  # only two cross/self pairs: not enough data, however large the effect
+        rows.append(cell(split, "cross_attention_se", "xa-self", 0.80, {"attention": "self"}, seconds=9.0))
+    rows.append(cell(5, "ft_transformer", "ft-broken", float("nan"), {"warmup_frac": 0.0}, status="error"))
+    cells = pd.DataFrame(rows)
+
+    se = claims.claim_se(cells)
+    assert se.verdict == claims.SUPPORTED and se.n == 6 and 0.04 < se.low < se.effect < se.high < 0.06
+    assert sorted(se.cells)[:2] == ["xa-0", "xa-1"] and len(se.cells) == 12
+
+    warm = claims.claim_warmup(cells)
+    assert warm.verdict == claims.CONTRADICTED and warm.n == 6 and warm.high < 0 and "below zero" in warm.why
+
+    cost = claims.claim_cross_cost(cells)
+    assert cost.verdict == claims.THIN and cost.n == 2 and "too few" in cost.why
+    assert cost.effect == np.log(9.0)  # self-attention took 9× the time of cross-attention
+
+    nothing = claims.claim_se(cells[cells.model_name == "ft_transformer"])
+    assert nothing.verdict == claims.THIN and nothing.n == 0
+
+
+def test_sample_size_claim_counts_points_below_the_reference():
+    curves = pd.DataFrame([
+        {"suite": "s", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v}
+        for i in range(6) for size, n in (("512", 512), ("all", 20_000))
+        for m, v in (("xgboost", 0.90 if n < 10_000 else 0.80), ("ft_transformer", 0.85))])
+    c = claims.claim_sample_size(curves, {"xgboost": "gbdt", "ft_transformer": "attention"})
+    assert c.verdict == claims.SUPPORTED and c.n == 6 and c.effect == 1.0 and c.low > 0.5  # Wilson 6/6: 61%
+    assert "attention matched or beat boosting at 6 of 6" in c.why
+    assert claims.effect_text(c).startswith("100% [61%")
+
+
+def test_attention_map_claim_reads_the_synthetic_tasks_informative_features():
+    feats = ["noise_0", "signal_a", "noise_1", "signal_b"]
+    focused = np.full((4, 4), 0.1)
+    focused[np.ix_([1, 3], [1, 3])] = 0.4  # the signal pair gives each other 0.8 of their attention
+    maps, cells = [], []
+    for i, (mat, score) in enumerate([(focused, 0.97), (focused, 0.95), (focused, 0.96), (np.full((4, 4), 0.25), 0.6)]):
+        maps.append({"cell_id": f"c{i}", "dataset": "inter", "features": json.dumps(feats), "map": json.dumps(mat.tolist())})
+        cells.append({"cell_id": f"c{i}", "status": "ok", "score": score})
+    datasets = pd.DataFrame({"dataset": ["inter"], "source": ["synthetic:interaction?n_rows=2000"]})
+    c = claims.claim_attention_maps(pd.DataFrame(maps), pd.DataFrame(cells), datasets)
+    # share 0.8 against uniform 2/4: log2(1.6) each; the uniform map's model did not learn the task
+    assert c.n == 3 and c.effect == np.log2(1.6) and "1 more did not learn it" in c.coverage
+    assert c.verdict == claims.SUPPORTED and c.cells == ["c0", "c1", "c2"]
+    assert claims.decide(0.1, 0.5, 3) == claims.SUPPORTED and claims.decide(-0.5, -0.1, 3) == claims.CONTRADICTED
+    assert claims.decide(0.1, 0.5, 2) == claims.THIN and claims.decide(-0.1, 0.5, 30) == claims.THIN
