@@ -203,8 +203,9 @@ def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets:
     """On synthetic interaction tasks, a model that learned the task (test accuracy ≥ ``learned``): the
     attention its features give the informative ones, as a multiple of uniform."""
     c = Claim("attention_maps", "Attention maps show which features interact.",
-              "mean log2 of the attention given to the informative features as a multiple of uniform, in maps "
-              "of models that learned a synthetic interaction task (> 0: they look at the right pair)")
+              "mean log2 of the attention each informative feature gives its informative partner, as a multiple "
+              "of uniform, in maps of models that learned a synthetic interaction task (> 0: they look at the "
+              "right pair)")
     synth = datasets[datasets.source.astype(str).str.startswith("synthetic:")
                      & ~datasets.source.astype(str).str.startswith("synthetic:additive")]
     if synth.empty or attention.empty:
@@ -222,9 +223,10 @@ def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets:
         if ok.loc[r.cell_id, "score"] < learned:
             skipped += 1
             continue
-        rows = mat / np.where(mat.sum(axis=1, keepdims=True) > 0, mat.sum(axis=1, keepdims=True), 1.0)
-        share = rows[np.ix_(signal, signal)].sum(axis=1).mean()  # what the signal features give each other
-        values.append(float(np.log2(max(share, 1e-9) / (len(signal) / len(feats)))))
+        focus = partner_focus(mat, signal)
+        if focus is None:
+            continue
+        values.append(focus)
         used.append(r.cell_id)
     m, lo, hi = mean_interval(np.asarray(values))
     c.effect, c.low, c.high, c.n, c.cells = m, lo, hi, len(values), used
@@ -232,6 +234,24 @@ def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets:
     c.coverage = f"{len(values)} maps of models that learned the task; {skipped} more did not learn it (accuracy < {learned})"
     c.why = _why(c, "maps of models that learned a synthetic interaction task")
     return c
+
+
+def partner_focus(mat: np.ndarray, signal: list[int]) -> float | None:
+    """log2 of the attention each informative feature gives its informative partner(s), as a multiple
+    of what uniform attention over the keys it attends to would give, averaged over the informative
+    rows that attend at all (a cross-attention map's numeric rows are empty; its keys are the numeric
+    columns). None when no informative row attends to an informative partner."""
+    out = []
+    for r in signal:
+        row = np.asarray(mat[r], dtype=float)
+        total = row.sum()
+        keys = np.flatnonzero(row > 0)
+        partners = [c for c in signal if c != r and c in set(keys)]
+        if total <= 0 or not partners:
+            continue
+        share = row[partners].sum() / total
+        out.append(np.log2(max(share, 1e-12) / (len(partners) / len(keys))))
+    return float(np.mean(out)) if out else None
 
 
 def verdicts(curves: pd.DataFrame, cells: pd.DataFrame, attention: pd.DataFrame, datasets: pd.DataFrame,

@@ -67,8 +67,19 @@ def test_attention_map_claim_reads_the_synthetic_tasks_informative_features():
         cells.append({"cell_id": f"c{i}", "status": "ok", "score": score})
     datasets = pd.DataFrame({"dataset": ["inter"], "source": ["synthetic:interaction?n_rows=2000"]})
     c = claims.claim_attention_maps(pd.DataFrame(maps), pd.DataFrame(cells), datasets)
-    # share 0.8 against uniform 2/4: log2(1.6) each; the uniform map's model did not learn the task
+    # each signal row gives its partner 0.4 of 1.0 against a uniform 1/4: log2(1.6); the uniform map's
+    # model did not learn the task
     assert c.n == 3 and c.effect == np.log2(1.6) and "1 more did not learn it" in c.coverage
     assert c.verdict == claims.SUPPORTED and c.cells == ["c0", "c1", "c2"]
     assert claims.decide(0.1, 0.5, 3) == claims.SUPPORTED and claims.decide(-0.5, -0.1, 3) == claims.CONTRADICTED
     assert claims.decide(0.1, 0.5, 2) == claims.THIN and claims.decide(-0.1, 0.5, 30) == claims.THIN
+
+
+def test_partner_focus_reads_a_cross_attention_map_by_its_keys():
+    # Cross-attention: categorical rows (2, 3) attend to numeric columns (0, 1) only; numeric rows are empty.
+    grid = np.zeros((4, 4))
+    grid[2, :2] = [0.9, 0.1]  # signal_cat (row 2) gives its partner signal_a (column 0) 0.9 of its attention
+    grid[3, :2] = [0.5, 0.5]  # a noise category, uniform
+    focus = claims.partner_focus(grid, [0, 2])
+    assert focus == np.log2(0.9 / (1 / 2))  # two keys: uniform would give the partner 1/2
+    assert claims.partner_focus(np.zeros((4, 4)), [0, 2]) is None
