@@ -70,3 +70,11 @@ def rounds_report(losses: list[float], best_round: int, max_rounds: int, pruned:
     stop = "pruned" if pruned else ("early_stopping" if run < max_rounds else "max_epochs")
     return FitReport(iterations=run, best_iteration=best_round, stop_reason=stop, n_params=n_params, device=device,
                      curve=[{"iteration": i + 1, "val_loss": float(v)} for i, v in enumerate(losses)])
+
+
+def on_all_classes(proba: np.ndarray, classes: np.ndarray, n_classes: int) -> np.ndarray:
+    """A boosting library's probabilities over the classes it saw in training, put back on the
+    dataset's full class list (a class absent from a small training part gets probability 0)."""
+    full = np.zeros((len(proba), n_classes))
+    full[:, np.asarray(classes).astype(int)] = proba
+    return full

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data.preprocess import FoldData, Part
-from pipeline.learners.base import FitReport, Learner, OnStep, rounds_report
+from pipeline.learners.base import FitReport, Learner, OnStep, on_all_classes, rounds_report
 
 INFO = {
     "name": "catboost",
@@ -85,10 +85,7 @@ class CatBoostLearner(Learner):
         x = frame(part, self.data)
         if self.data.task_type == "regression":
             return np.asarray(self.model.predict(x))
-        proba = self.model.predict_proba(x)
-        full = np.zeros((len(part), self.data.n_classes))
-        full[:, np.asarray(self.model.classes_).astype(int)] = proba
-        return full
+        return on_all_classes(self.model.predict_proba(x), self.model.classes_, self.data.n_classes)
 
 
 class _RungCallback:

@@ -354,7 +354,7 @@ def variant(learner: Any, data: FoldData, method: str, *, max_seconds: float = m
     the model anew on the components). ``prune`` and ``quantize`` start from the trained model;
     ``quantize`` runs on the CPU."""
     from pipeline.cost import Measure, flops_per_row
-    from pipeline.metrics import score as scores
+    from pipeline.learners.trial import evaluate
     from pipeline.train.loop import predict, to_tensors
 
     if method not in ("prune", "quantize", "pca"):
@@ -373,16 +373,10 @@ def variant(learner: Any, data: FoldData, method: str, *, max_seconds: float = m
                                           seed=learner.seed, device=device, max_seconds=max_seconds)
             details.update(n_components=module.components, n_num=len(data.num_names), explained_variance=explained)
     module = module.eval()
-    val = scores(data.task_type, data.valid.y, predict(module, meta, data.valid, device), data.n_classes)
-    t0 = time.perf_counter()
-    pred = predict(module, meta, data.test, device)
-    seconds = time.perf_counter() - t0
-    test = scores(data.task_type, data.test.y, pred, data.n_classes)
+    out = evaluate(lambda part: predict(module, meta, part, device), data)
     xn, xc = to_tensors(data.test, device)
-    out: dict[str, Any] = {k: v for k, v in test.items() if k not in ("score", "loss")}
     flops = None if method == "quantize" else flops_per_row(module, xn, xc)  # int8 kernels are not counted
-    out.update(val_score=val["score"], val_loss=val["loss"], predict_seconds=seconds,
-               predict_rows_per_s=len(data.test) / max(seconds, 1e-9), compress_seconds=m.usage.seconds,
+    out.update(compress_seconds=m.usage.seconds,
                peak_cpu_mb=m.usage.peak_cpu_mb, peak_gpu_mb=m.usage.peak_gpu_mb,
                # int8 packed weights are not parameters: count the numbers stored for the quantized model
                n_params=n_stored(module) if method == "quantize" else sum(p.numel() for p in module.parameters()),

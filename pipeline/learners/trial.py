@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.cost import Measure
-from pipeline.data.preprocess import FoldData
+from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners import make_learner
 from pipeline.learners.base import OnStep
 from pipeline.metrics import score
@@ -48,15 +48,8 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
         "device": report.device, "n_params": report.n_params, "curve": report.curve,
         "fit_seconds": m.usage.seconds, "peak_cpu_mb": m.usage.peak_cpu_mb, "peak_gpu_mb": m.usage.peak_gpu_mb,
     }
-    val = score(data.task_type, data.valid.y, learner.predict(data.valid), data.n_classes)
-    out["val_score"], out["val_loss"] = val["score"], val["loss"]
+    out.update(evaluate(learner.predict, data, test=score_test))
     if score_test:
-        t0 = time.perf_counter()
-        pred = learner.predict(data.test)
-        seconds = time.perf_counter() - t0
-        test = score(data.task_type, data.test.y, pred, data.n_classes)
-        test.pop("score"), test.pop("loss")
-        out.update(test, predict_seconds=seconds, predict_rows_per_s=len(data.test) / max(seconds, 1e-9))
         flops = learner.flops_per_row(data.test)
         if flops is not None:
             out["flops_per_row"] = flops
@@ -67,6 +60,20 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
         if compress:
             out["variants"] = {method: _variant(learner, data, method, out, ctx.max_seconds - (time.perf_counter() - t_start))
                                for method in compress}
+    return out
+
+
+def evaluate(predict: Callable[[Part], Any], data: FoldData, *, test: bool = True) -> dict[str, Any]:
+    """Validation score and loss; with ``test``, the test metrics and the prediction time (one pass)."""
+    val = score(data.task_type, data.valid.y, predict(data.valid), data.n_classes)
+    out: dict[str, Any] = {"val_score": val["score"], "val_loss": val["loss"]}
+    if test:
+        t0 = time.perf_counter()
+        pred = predict(data.test)
+        seconds = time.perf_counter() - t0
+        metrics = score(data.task_type, data.test.y, pred, data.n_classes)
+        metrics.pop("score"), metrics.pop("loss")
+        out.update(metrics, predict_seconds=seconds, predict_rows_per_s=len(data.test) / max(seconds, 1e-9))
     return out
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data.preprocess import FoldData, Part
-from pipeline.learners.base import FitReport, Learner, OnStep, rounds_report
+from pipeline.learners.base import FitReport, Learner, OnStep, on_all_classes, rounds_report
 
 INFO = {
     "name": "xgboost",
@@ -91,11 +91,7 @@ class XGBoostLearner(Learner):
         x = frame(part, self.data)
         if self.data.task_type == "regression":
             return np.asarray(self.model.predict(x))
-        proba = self.model.predict_proba(x)
-        # XGBoost sees only the classes in the training labels; put them back on the full class list.
-        full = np.zeros((len(part), self.data.n_classes))
-        full[:, self.model.classes_.astype(int)] = proba
-        return full
+        return on_all_classes(self.model.predict_proba(x), self.model.classes_, self.data.n_classes)
 
 
 def _rung_callback(owner: XGBoostLearner) -> Any:

@@ -21,7 +21,7 @@ from scipy import stats
 
 from pipeline.report.aggregate import SPLIT, wilson
 
-REFERENCE_ROWS = 10_000
+REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
 MIN_PAIRS = 3  # fewer comparisons than this: not enough data, whatever the interval says
 SUPPORTED, CONTRADICTED, THIN = "supported", "contradicted", "not enough data"
 TRANSFORMERS = ("ft_transformer", "tab_transformer", "cnn_transformer", "cross_attention_se", "single_head_attention")

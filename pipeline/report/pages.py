@@ -35,7 +35,6 @@ from pipeline.report.views import N_SHUFFLES, temporary_views
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
 MAX_ATTENTION_FEATURES = 60  # wider maps show the features that receive the most attention
-REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -311,7 +310,7 @@ def page_sample_size(data: ReportData) -> Page:
            "and subset seeds, with its 95% confidence interval as a band where two or more splits finished; a "
            "size where a model has no score is a gap in its line. The crossover size is the smallest training "
            "size from which a network beats the best boosting model at that size and at every larger size run. "
-           f"The dotted line marks {REFERENCE_ROWS:,} rows, below which tree ensembles are often reported to "
+           f"The dotted line marks {claims_mod.REFERENCE_ROWS:,} rows, below which tree ensembles are often reported to "
            "win (Grinsztajn et al., 2022).")
     curves = agg.curve_intervals(data.curves)
     sizes = data.sizes
@@ -362,7 +361,7 @@ def page_sample_size(data: ReportData) -> Page:
         metric = str(g.metric.iloc[0])
         n_split = int(g.n_cells.max())
         p.figure(figs.learning_curves(g, style, metric, title=f"{data.task_label(suite, dataset)} · {metric}",
-                                      reference_n=REFERENCE_ROWS), f"fig-curve-{i}")
+                                      reference_n=claims_mod.REFERENCE_ROWS), f"fig-curve-{i}")
         if n_split < 2:
             p.add(note(f"{data.task_label(suite, dataset)}: one split per size, so no confidence band."))
     return p
@@ -393,8 +392,8 @@ def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
 
 
 def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[str], kinds: dict[str, str]) -> str:
-    """How often the best attention model and the MLP beat the best boosting model below REFERENCE_ROWS."""
-    below = curves[curves.n_train < REFERENCE_ROWS]
+    """How often the best attention model and the MLP beat the best boosting model below the reference size."""
+    below = curves[curves.n_train < claims_mod.REFERENCE_ROWS]
     wide = below.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
     gb = wide[[m for m in incumbents if m in wide]].max(axis=1)
     parts = []
@@ -408,8 +407,8 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
         if n:
             parts.append(f"{label} beat the best boosting model at {k} of {n} (dataset, size) points")
     if not parts:
-        return f"No (dataset, size) point below {REFERENCE_ROWS:,} rows has both a network and a boosting model."
-    return f"Below {REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
+        return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a network and a boosting model."
+    return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
 
 
 # ---------------------------------------------------------------------------------------- tuning
