@@ -35,7 +35,8 @@ from pipeline.address import check_address
 from pipeline.data import ingest as ingest_mod
 from pipeline.data import sources
 from pipeline.data.preprocess import FoldData, build_fold
-from pipeline.data.store import Store
+from pipeline.data.reference import constant_scores
+from pipeline.data.store import PLAN_COLUMNS, REFERENCE_COLUMNS, Store
 from pipeline.engine.records import MODEL_FAILURES, CellResult
 from pipeline.errors import AttnbenchError
 from pipeline.report.views import install as install_views
@@ -61,19 +62,26 @@ class Cell:
 class Summary:
     run_id: str
     n_cells: int
-    n_done: int = 0
-    n_failed: int = 0
+    n_done: int = 0  # cells this run finished ok
+    n_failed: int = 0  # cells this run recorded as failed
     n_skipped: int = 0
     status: str = "running"
+    # The suite as it stands after the run (earlier runs' cells included): failed and missing cells.
+    suite_failed: int = 0
+    suite_missing: int = 0
 
 
 def now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def cell_id(suite: SuiteSpec, dataset: str, checksum: str, repeat: int, fold: int, size: str, seed: int,
+def cell_id(suite: SuiteSpec, dataset: str, split_key: str, repeat: int, fold: int, size: str, seed: int,
             model: str) -> str:
-    blob = json.dumps([suite.name, dataset, checksum, repeat, fold, size, seed, model, suite.model_hash(model)])
+    """A cell's id: a hash of everything its own result depends on (the dataset's rows and split, the
+    preprocessing, the training size and subset seed, the model entry), and of nothing else: adding a
+    size, a fold or a model to a suite leaves the other cells' ids, so they are not run again."""
+    blob = json.dumps([suite.name, dataset, split_key, suite.protocol.preprocessing.model_dump(mode="json"), repeat,
+                       fold, size, seed, model, suite.model_hash(model)])
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -108,16 +116,21 @@ def hardware(resources: dict[str, float]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- cells
-def expand(suite: SuiteSpec, store: Store, datasets: list[ingest_mod.StoredDataset],
-           notice: Callable[[str], None] = lambda _: None) -> Iterator[tuple[Cell, ingest_mod.StoredDataset, str]]:
+def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
+           notice: Callable[[str], None] = lambda _: None) -> Iterator[tuple[Cell, ingest_mod.Prepared]]:
     """Every cell of the suite. A sample size not below a fold's training rows is left out (``all``
     is the whole training part), with one notice per dataset."""
     p = suite.protocol
     for ds in datasets:
         dropped: set[int] = set()
         fewest = None
-        key = ingest_mod.split_key(p, suite.seed, ds.checksum, ds.has_official_folds)
-        folds = store.fold_sizes(ds.name, key)
+        folds = ds.fold_sizes()
+        if not ds.dataset.has_official_folds:
+            folds = folds[folds.repeat < p.repeats]
+        elif p.max_repeats is None and folds.repeat.nunique() > 1:
+            n_rep, n_fold = folds.repeat.nunique(), folds.fold.nunique()
+            notice(f"  notice: {ds.name}: its OpenML task has {n_rep} repeats × {n_fold} folds, and every repeat "
+                   f"runs ({n_rep}× the cells of one); protocol.max_repeats: 1 runs the first repeat only")
         if p.max_repeats:
             folds = folds[folds.repeat < p.max_repeats]
         if p.max_folds:
@@ -135,13 +148,39 @@ def expand(suite: SuiteSpec, store: Store, datasets: list[ingest_mod.StoredDatas
             for label, n, n_seeds in sizes:
                 for seed in range(n_seeds):
                     for m in suite.models:
-                        cid = cell_id(suite, ds.name, ds.checksum, int(r), int(f), label, seed, m.key)
-                        yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid), ds, key
+                        cid = cell_id(suite, ds.name, ds.split_key, int(r), int(f), label, seed, m.key)
+                        yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid), ds
         if dropped:
             notice(f"  notice: {ds.name}: sample size{'s' if len(dropped) > 1 else ''} "
                    f"{', '.join(map(str, sorted(dropped)))} not below the {fewest} training rows of a fold; "
                    "those cells are left out" + (" ('all' runs the whole training part)" if "all" in p.sample_sizes
                                                  else ""))
+
+
+def plan(suite: SuiteSpec, run_id: str, cells: list[tuple[Cell, ingest_mod.Prepared]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's plan as the store keeps it: every cell of the suite (with the compressed variants its
+    model entries ask for), and the constant predictor's scores on every split (the report's floor)."""
+    entries = {m.key: m for m in suite.models}
+    rows: list[dict[str, Any]] = []
+    splits: dict[str, dict[tuple[int, int, str, int, int], None]] = {}
+    by_name = {}
+    for cell, ds in cells:
+        m = entries[cell.model]
+        base = {"suite": suite.name, "cell_id": cell.cell_id, "run_id": run_id, "dataset": cell.dataset,
+                "task_type": ds.dataset.task_type, "repeat": cell.repeat, "fold": cell.fold,
+                "sample_size": cell.sample_size, "seed": cell.seed, "model": cell.model, "model_name": m.name,
+                "variant": None, "n_train": cell.n_train}
+        rows.append(base)
+        rows.extend({**base, "cell_id": f"{cell.cell_id}+{method}", "model": f"{cell.model}+{method}",
+                     "variant": method} for method in m.compress)
+        splits.setdefault(ds.name, {})[(cell.repeat, cell.fold, cell.sample_size, cell.n_train, cell.seed)] = None
+        by_name[ds.name] = ds
+    reference = []
+    for name, keys in splits.items():
+        d = by_name[name]
+        for row in constant_scores(d.dataset.task_type, d.dataset.y, d.dataset.classes, d.parts, d.orders, keys):
+            reference.append({"suite": suite.name, "dataset": name, **row})
+    return pd.DataFrame(rows, columns=PLAN_COLUMNS), pd.DataFrame(reference, columns=REFERENCE_COLUMNS)
 
 
 class FoldLoader:
@@ -203,8 +242,9 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
     return dict(ray.cluster_resources())
 
 
-def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader, pending: list[tuple[Cell, Any, str]],
-               attempts: dict[str, int], run_id: str) -> list[Any]:
+def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
+               pending: list[tuple[Cell, ingest_mod.StoredDataset, str]], attempts: dict[str, int],
+               run_id: str) -> list[Any]:
     """The engine's view of each pending cell: keys, model entry, data key, committed trials."""
     from pipeline.engine.scheduler import CellPlan
     from pipeline.learners.resolve import resolve
@@ -245,17 +285,21 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: bool = False,
         address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
         progress: Callable[[str], None] = print, argv: list[str] | None = None) -> Summary:
+    """Run every cell of the suite that is not done yet. Everything that can refuse the run (the results
+    file, each dataset, the cells, the Ray address) is checked before the first write: a refused run
+    leaves the file system as it was."""
     from pipeline.engine.progress import Progress
     from pipeline.engine.scheduler import Scheduler
 
     store = Store(db)
+    store.check_writable()
     run_id = f"{now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     progress(f"attnbench: suite {suite.name!r} → {Path(db).resolve()} (run {run_id})")
-    datasets = []
+    prepared = []
     for spec in sources.expand(suite.datasets):
         progress(f"  dataset {dataset_label(spec)}: loading")
-        datasets.append(ingest_mod.ingest(store, spec, suite.protocol, suite.seed))
-    cells = list(expand(suite, store, datasets, notice=progress))
+        prepared.append(ingest_mod.prepare(store, spec, suite.protocol, suite.seed))
+    cells = list(expand(suite, prepared, notice=progress))
     if not cells:
         raise AttnbenchError(f"{suite.source_path or suite.name}: the suite expands to no cell at all (every "
                              "sample size is above the datasets' training rows, or max_folds/max_repeats leave "
@@ -263,16 +307,18 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     done = store.done_cells().set_index("cell_id")
     pending = []
     attempts: dict[str, int] = {}
-    for cell, ds, key in cells:
+    for cell, ds in cells:
         if cell.cell_id in done.index:
             status = done.loc[cell.cell_id, "status"]
             if not force and (status == "ok" or (status in FAILED and not retry_failed)):
                 continue
             attempts[cell.cell_id] = int(done.loc[cell.cell_id, "attempts"] or 0)
-        pending.append((cell, ds, key))
+        pending.append((cell, ds))
     summary = Summary(run_id=run_id, n_cells=len(cells), n_skipped=len(cells) - len(pending))
     progress(f"  {len(cells)} cells, {summary.n_skipped} already done, {len(pending)} to run")
-    totals = start_ray(address, num_cpus, num_gpus)
+    totals = start_ray(address, num_cpus, num_gpus)  # an address that cannot work is refused here
+    # Nothing was written before this line.
+    stored = {p.name: (ingest_mod.commit(store, p), p.split_key) for p in prepared}
     if not totals.get("GPU") and any(m.resources.gpus for m in suite.models):
         progress("  notice: the suite asks for GPUs but the cluster has none; those models run on CPU")
         suite = suite.model_copy(update={"models": [
@@ -281,10 +327,11 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
                "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(),
                "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
                "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped}
-    store.upsert_run(run_row)
+    store.write_plan(suite.name, *plan(suite, run_id, cells), run=run_row)
     install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
     loader = FoldLoader(store, suite)
-    plans = plan_cells(suite, store, loader, pending, attempts, run_id)
+    to_run = [(cell, *stored[ds.name]) for cell, ds in pending]
+    plans = plan_cells(suite, store, loader, to_run, attempts, run_id)
     resumed = sum(bool(p.prior) for p in plans)
     if resumed:
         progress(f"  {resumed} cells resume their search from {sum(len(p.prior) for p in plans)} committed trials")
@@ -313,6 +360,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         summary.n_done, summary.n_failed = run_row["n_done"], run_row["n_failed"]
         run_row.update(status=summary.status, finished_at=now())
         store.upsert_run(run_row)
+    counts = store.suite_counts(suite.name)
+    summary.suite_failed, summary.suite_missing = counts["failed"], counts["missing"]
     return summary
 
 

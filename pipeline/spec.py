@@ -277,19 +277,14 @@ class SuiteSpec(_Strict):
 
     @functools.cached_property
     def model_hashes(self) -> dict[str, str]:
-        """A short hash per model entry of everything that decides its search: re-running with another
-        budget re-runs. Computed once, from the suite as written: a copy the runner adapts to its
-        cluster (GPUs asked for but absent) keeps these, so a cell's id does not depend on the
-        hardware it ran on."""
-        protocol = self.protocol.model_dump(mode="json")
-        out = {}
-        for m in self.models:
-            entry = m.model_dump(mode="json")
-            if not entry["compress"]:  # added later: an entry without it keeps its cells' ids
-                del entry["compress"]
-            out[m.key] = hashlib.sha256(json.dumps({"m": entry, "p": protocol, "seed": self.seed},
-                                                   sort_keys=True).encode()).hexdigest()[:12]
-        return out
+        """A short hash per model entry of everything in it that decides its search (budget, space,
+        fixed values, resources, compression): changing an entry gives its cells new ids, so they run
+        again and the old results become history. The protocol is not in it: what of the protocol a
+        cell depends on goes into its id with the split (:func:`pipeline.runner.cell_id`). Computed once,
+        from the suite as written: a copy the runner adapts to its cluster (GPUs asked for but absent)
+        keeps these, so a cell's id does not depend on the hardware it ran on."""
+        return {m.key: hashlib.sha256(json.dumps(m.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:12]
+                for m in self.models}
 
     def model_hash(self, key: str) -> str:
         return self.model_hashes[key]

@@ -162,14 +162,16 @@ def test_foreign_duckdb_file_is_refused(tmp_path: Path):
     con.execute("CREATE TABLE sales (id INT)")
     con.close()
     with pytest.raises(StoreError, match="not written by attnbench"):
-        Store(path)
+        Store(path).check_writable()
+    with pytest.raises(StoreError, match="not written by attnbench"):
+        Store(path).query("SELECT 1")
     newer = tmp_path / "newer.duckdb"
-    Store(newer)
+    Store(newer).init()
     con = duckdb.connect(str(newer))
     con.execute("UPDATE attnbench_meta SET value = '999' WHERE key = 'schema_version'")
     con.close()
     with pytest.raises(StoreError, match="newer attnbench"):
-        Store(newer)
+        Store(newer).check_writable()
 
 
 def test_sklearn_dataset_matches_openml_1510(shared_data: Path):

@@ -37,29 +37,64 @@ class StoredDataset:
     has_official_folds: bool
 
 
+@dataclass
+class Prepared:
+    """A suite's dataset, ready to run: its rows and the splits its protocol asks for, read from the
+    store or made in memory. Nothing of it is written until :func:`commit`, so a run refused after
+    preparing (no cell left, a bad address) leaves the results file as it was."""
+
+    dataset: StoredDataset
+    split_key: str
+    parts: pd.DataFrame  # repeat, fold, row_id, role ('train' | 'valid' | 'test')
+    orders: pd.DataFrame  # repeat, fold, seed, row_id, rank: the nested training subsets
+    raw: sources.RawDataset | None = None  # to be stored (a dataset the store does not hold yet)
+    new_splits: bool = False  # parts and orders are to be stored
+
+    @property
+    def name(self) -> str:
+        return self.dataset.name
+
+    def fold_sizes(self) -> pd.DataFrame:
+        """One row per fold: repeat, fold and its training rows (n_train), in order."""
+        train = self.parts[self.parts.role == "train"]
+        return (train.groupby(["repeat", "fold"]).size().rename("n_train").reset_index()
+                .sort_values(["repeat", "fold"], ignore_index=True))
+
+
 def split_key(protocol: Protocol, seed: int, checksum: str, official: bool) -> str:
+    """What decides every split of a dataset: its rows, its test folds (the task's own, or the seeded
+    k-fold's k), the validation share and the seed. More repeats or subset seeds add splits without
+    changing the ones there are (each is seeded on its own), so they are not part of it."""
     blob = json.dumps({
-        "folds": None if official else protocol.folds, "repeats": None if official else protocol.repeats,
-        "val": protocol.validation_fraction, "subset_seeds": protocol.subset_seeds, "seed": seed, "data": checksum,
+        "folds": None if official else protocol.folds, "val": protocol.validation_fraction, "seed": seed,
+        "data": checksum,
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def ingest(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, refresh: bool = False) -> StoredDataset:
     """Make sure the dataset and its splits for this protocol are in the store; return it."""
+    return commit(store, prepare(store, spec, protocol, seed, refresh=refresh))
+
+
+def prepare(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, refresh: bool = False) -> Prepared:
+    """The dataset and its splits for this protocol, from the store where it holds them, else loaded
+    from the source and split in memory; every check that can refuse it runs here. Writes nothing."""
     name = dataset_label(spec)
+    held = store.exists
     if isinstance(spec, OpenMLTask) and not spec.name:
         # Unnamed OpenML tasks are stored under their dataset's own name, e.g. 'credit-g'.
         hit = store.query("SELECT dataset FROM datasets WHERE openml_task_id = ? AND source = ?",
-                          [spec.openml_task, sources.source_of(spec)])
+                          [spec.openml_task, sources.source_of(spec)]) if held else pd.DataFrame()
         name = str(hit.dataset.iloc[0]) if len(hit) else ""
-    raw = _check_name(store, spec, name) if name else None
-    stored = None if refresh or not name else read(store, name)
+    raw = _check_name(store, spec, name) if name and held else None
+    stored = None if refresh or not name or not held else read(store, name)
     if stored is not None:
         _check_current(store, spec, stored)
-    if stored is None:
+        raw = None
+    else:
         raw = raw or sources.load(spec)
-        other = store.query("SELECT source FROM datasets WHERE dataset = ?", [raw.name])
+        other = store.query("SELECT source FROM datasets WHERE dataset = ?", [raw.name]) if held else pd.DataFrame()
         if len(other) and other.source.iloc[0] != raw.source and isinstance(spec, OpenMLTask) and not spec.name:
             raw.name = f"{raw.name}-task{spec.openml_task}"
         if raw.folds is None:  # the protocol's folds must be possible before anything is stored
@@ -68,23 +103,59 @@ def ingest(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, re
                 splits.make_folds(y, raw.task_type, protocol.folds, protocol.repeats, seed)
             except DataError as err:
                 raise DataError(f"dataset {raw.name!r} ({raw.source}): {err}") from None
-        _write(store, raw)
-        stored = read(store, raw.name)
-        assert stored is not None
-    name = stored.name
+        stored = _as_stored(raw)
     key = split_key(protocol, seed, stored.checksum, stored.has_official_folds)
-    if not store.has_splits(name, key):
-        if stored.has_official_folds:
-            folds = store.query("SELECT repeat, fold, row_id, role FROM splits WHERE dataset = ? AND split_key = "
-                                "'official' ORDER BY repeat, fold, role, row_id", [name])
-            if not len(folds):
-                raise DataError(f"dataset {name!r}: its official folds are missing from the store; use --refresh")
-        else:
-            folds = splits.make_folds(stored.y, stored.task_type, protocol.folds, protocol.repeats, seed)
-        s = splits.carve_validation(folds, stored.y, stored.task_type, protocol.validation_fraction, seed)
-        o = splits.train_orders(s, stored.y, stored.task_type, protocol.subset_seeds, seed)
-        store.write_splits(name, key, s, o)
+    if raw is None and _covers(store, stored, key, protocol):
+        parts, orders = store.fold_rows(stored.name, key)
+        return Prepared(stored, key, parts, orders)
+    if stored.has_official_folds:
+        folds = (raw.folds if raw is not None else
+                 store.query("SELECT repeat, fold, row_id, role FROM splits WHERE dataset = ? AND split_key = "
+                             "'official' ORDER BY repeat, fold, role, row_id", [stored.name]))
+        if folds is None or not len(folds):
+            raise DataError(f"dataset {stored.name!r}: its official folds are missing from the store; use --refresh")
+    else:
+        folds = splits.make_folds(stored.y, stored.task_type, protocol.folds, protocol.repeats, seed)
+    parts = splits.carve_validation(folds, stored.y, stored.task_type, protocol.validation_fraction, seed)
+    orders = splits.train_orders(parts, stored.y, stored.task_type, protocol.subset_seeds, seed)
+    return Prepared(stored, key, parts, orders, raw=raw, new_splits=True)
+
+
+def commit(store: Store, prepared: Prepared) -> StoredDataset:
+    """Store what :func:`prepare` made (the dataset's rows, its splits) and return the stored dataset."""
+    if prepared.raw is not None:
+        _write(store, prepared.raw)
+    if prepared.new_splits:
+        store.write_splits(prepared.name, prepared.split_key, prepared.parts, prepared.orders)
+    stored = read(store, prepared.name)
+    assert stored is not None
     return stored
+
+
+def _covers(store: Store, ds: StoredDataset, key: str, protocol: Protocol) -> bool:
+    """The store holds this split key's splits with every repeat and subset seed the protocol asks for."""
+    have = store.query("SELECT count(DISTINCT repeat) AS repeats, count(DISTINCT seed) AS seeds FROM train_order "
+                       "WHERE dataset = ? AND split_key = ?", [ds.name, key]).iloc[0]
+    if ds.has_official_folds:
+        need = store.query("SELECT count(DISTINCT repeat) AS n FROM splits WHERE dataset = ? AND split_key = "
+                           "'official'", [ds.name]).n.iloc[0]
+    else:
+        need = protocol.repeats
+    return int(have.repeats) >= int(need) and int(have.seeds) >= protocol.subset_seeds
+
+
+def _as_stored(raw: sources.RawDataset) -> StoredDataset:
+    """A loaded dataset as :func:`read` returns it once stored: categoricals as text categories,
+    numerics as floats, class labels as text."""
+    frame = raw.features.copy()
+    cat = set(raw.categorical)
+    for c in frame.columns:
+        frame[c] = (frame[c].astype("string").astype(object).where(frame[c].notna()).astype("category")
+                    if c in cat else frame[c].astype(float))
+    y = raw.y.astype(str) if raw.task_type != "regression" else raw.y.astype(float)
+    classes = sorted(y.unique()) if raw.task_type != "regression" else None
+    return StoredDataset(name=raw.name, task_type=raw.task_type, classes=classes, features=frame,
+                         y=y.reset_index(drop=True), checksum=raw.checksum(), has_official_folds=raw.folds is not None)
 
 
 def _check_current(store: Store, spec: DatasetSpec, stored: StoredDataset) -> None:
@@ -102,9 +173,31 @@ def _check_current(store: Store, spec: DatasetSpec, stored: StoredDataset) -> No
         held = sorted(c for c in stored.features.columns if isinstance(stored.features[c].dtype, pd.CategoricalDtype))
         if sorted(spec.categorical) != held:
             changed.append(f"categorical {sorted(spec.categorical)} (stored: {held})")
-    if changed:
-        raise DataError(f"dataset {stored.name!r}: the suite entry changed since it was stored: {'; '.join(changed)}; "
-                        f"replace the stored copy with `attnbench fetch SUITE --db {store.path} --refresh`")
+    if not changed:
+        return
+    if spec.target != meta.target and Path(spec.file).is_file():
+        columns = _columns(Path(spec.file))
+        if columns is not None and spec.target not in columns:  # a typo: nothing to replace the stored copy with
+            raise DataError(f"dataset {stored.name!r}: the target {spec.target!r} is not a column of {spec.file} "
+                            f"(columns: {', '.join(columns[:30])}); the stored copy's target is {meta.target!r}")
+    raise DataError(f"dataset {stored.name!r}: the suite entry changed since it was stored: {'; '.join(changed)}; "
+                    "to keep both, give this entry another 'name:'; to replace the stored copy (its results then "
+                    f"stay only as superseded history), run `attnbench fetch SUITE --db {store.path} --refresh`")
+
+
+def _columns(path: Path) -> list[str] | None:
+    """A data file's column names, read without loading its rows where the format allows."""
+    try:
+        if path.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            return [str(c) for c in pq.read_schema(path).names]
+        if path.suffix.lower() in (".csv", ".tsv"):
+            return [str(c) for c in pd.read_csv(path, sep="\t" if path.suffix.lower() == ".tsv" else ",", nrows=0).columns]
+        return None  # arff: the usual message stands
+    except Exception as err:  # an unreadable file says nothing about the target; the usual message stands
+        log.warning("%s: cannot read its columns (%s)", path, err)
+        return None
 
 
 def _check_name(store: Store, spec: DatasetSpec, name: str) -> sources.RawDataset | None:

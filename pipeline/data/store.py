@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,9 @@ import pandas as pd
 
 from pipeline.errors import StoreError
 
-SCHEMA_VERSION = 2  # 2: trials carry test metrics, cost, node/worker, start and attempt
+# 2: trials carry test metrics, cost, node/worker, start and attempt; 3: each suite's planned cells
+# (suite_cells) and the constant predictor's score per split (reference_scores)
+SCHEMA_VERSION = 3
 # The on-disk format new results files are written in: the one the DuckDB CLI 1.5 line (`pip install
 # duckdb-cli`, `duckdb -readonly results.duckdb`) reads, rather than the Python package's newest.
 STORAGE_VERSION = "v1.5.0"
@@ -54,7 +57,24 @@ CREATE TABLE IF NOT EXISTS train_order (
 CREATE TABLE IF NOT EXISTS attention_maps (
     cell_id VARCHAR PRIMARY KEY, dataset VARCHAR, model VARCHAR, features JSON, map JSON
 );
+CREATE TABLE IF NOT EXISTS suite_cells (
+    suite VARCHAR, cell_id VARCHAR, run_id VARCHAR, dataset VARCHAR, task_type VARCHAR, repeat INTEGER,
+    fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR, variant VARCHAR,
+    n_train INTEGER, PRIMARY KEY (suite, cell_id)
+);
+CREATE TABLE IF NOT EXISTS reference_scores (
+    suite VARCHAR, dataset VARCHAR, repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER,
+    task_type VARCHAR, n_train INTEGER, predictor VARCHAR, score DOUBLE, accuracy DOUBLE,
+    balanced_accuracy DOUBLE, roc_auc DOUBLE, log_loss DOUBLE, rmse DOUBLE, r2 DOUBLE,
+    PRIMARY KEY (suite, dataset, repeat, fold, sample_size, seed)
+);
 """
+
+# The columns of a suite's plan, in table order (see ``Store.write_plan``).
+PLAN_COLUMNS = ["suite", "cell_id", "run_id", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
+                "model_name", "variant", "n_train"]
+REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed", "task_type", "n_train", "predictor",
+                     "score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2"]
 
 
 
@@ -99,26 +119,55 @@ def _is_lock_error(err: Exception) -> bool:
 
 
 class Store:
-    """One DuckDB results file. Every method opens, works and closes: nothing stays locked."""
+    """One DuckDB results file. Every method opens, works and closes: nothing stays locked.
+
+    Nothing is created when a Store is made: the file and its tables come with the first write, so a
+    command refused before it writes leaves no file behind. Reading a file that is not there is an error
+    (``exists`` says whether it is); ``create=False`` makes that error come at once.
+    """
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
         self._checked = False
+        self._initialised = False
         if not create and not self.path.exists():
             raise StoreError(f"{self.path}: no results database here yet; run `attnbench run` first")
-        if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.connect() as con:
-                self._init(con)
+
+    @property
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def init(self) -> Store:
+        """Create the file and its tables now (they otherwise come with the first write)."""
+        with self.connect():
+            pass
+        return self
+
+    def check_writable(self) -> None:
+        """Refuse now, writing nothing, what a later write would refuse: someone else's or a newer
+        attnbench's file, a file or folder the file system will not let us write."""
+        if self.exists:
+            with self.connect(init=False):  # opened for writing and closed: the file is left as it was
+                return
+        folder = self.path.parent.resolve()
+        while not folder.exists():
+            folder = folder.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise StoreError(f"{self.path}: the file system does not let attnbench write the results file here "
+                             f"({folder} is not a folder it can write); give a --db it can write")
 
     # --------------------------------------------------------------------------------- connections
     @contextlib.contextmanager
     def connect(self, read_only: bool = False, wait_s: float = 30.0,
-                prepare: Callable[[Any], None] | None = None) -> Iterator[Any]:
+                prepare: Callable[[Any], None] | None = None, init: bool = True) -> Iterator[Any]:
         """A connection to the file. A read-only one is sealed (see ``SEAL``) after ``prepare(con)``
         has run on it (the report's temporary views, say): it reads this file and nothing else."""
         import duckdb
 
+        if read_only and not self.path.exists():
+            raise StoreError(f"{self.path}: no results database here yet; run `attnbench run` first")
+        if not read_only and not self.path.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + wait_s
         delay = 0.05
         while True:
@@ -147,6 +196,9 @@ class Store:
             if not self._checked:  # someone else's DuckDB file is refused, for reading too
                 self._check(con)
                 self._checked = bool(self._has_meta(con))  # once a file is ours, it stays ours
+            if not read_only and init and not self._initialised:  # the tables, on the first write
+                self._init(con)
+                self._initialised = True
             if read_only and prepare is not None and self._has_meta(con):
                 prepare(con)
             if read_only:
@@ -224,16 +276,26 @@ class Store:
             return con.execute(sql, params or []).df()
 
     def has_dataset(self, name: str, checksum: str | None = None) -> bool:
+        if not self.exists:
+            return False
         df = self.query("SELECT checksum FROM datasets WHERE dataset = ?", [name])
         return len(df) > 0 and (checksum is None or df.checksum.iloc[0] == checksum)
 
     def done_cells(self) -> pd.DataFrame:
-        return self.read("SELECT cell_id, status, attempts FROM results")
+        """cell_id, status and attempts of every result (none when there is no file yet)."""
+        if not self.exists:
+            return pd.DataFrame(columns=["cell_id", "status", "attempts"])
+        return self.query("SELECT cell_id, status, attempts FROM results")
 
-    def fold_sizes(self, dataset: str, split_key: str) -> pd.DataFrame:
-        """One row per stored fold of a dataset's split: repeat, fold and its training rows (n_train)."""
-        return self.query("SELECT repeat, fold, count(*) FILTER (WHERE role = 'train') AS n_train FROM splits "
-                          "WHERE dataset = ? AND split_key = ? GROUP BY ALL ORDER BY repeat, fold", [dataset, split_key])
+    def suite_counts(self, suite: str) -> dict[str, int]:
+        """The suite's planned cells (its last run's ``suite_cells``, compressed variants apart) by
+        outcome: ok, failed (a result with another status) and missing (no result)."""
+        df = self.read("SELECT count(*) FILTER (WHERE r.status = 'ok') AS ok, "
+                       "count(*) FILTER (WHERE r.status <> 'ok') AS failed, "
+                       "count(*) FILTER (WHERE r.status IS NULL) AS missing "
+                       "FROM suite_cells c LEFT JOIN results r USING (cell_id) WHERE c.suite = ? AND c.variant IS NULL",
+                       [suite])
+        return {k: int(df[k].iloc[0]) for k in ("ok", "failed", "missing")}
 
     def fold_rows(self, dataset: str, split_key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Every fold's split roles and every training order of one dataset, in one read (see ``read``)."""
@@ -311,10 +373,6 @@ class Store:
         con.execute("INSERT INTO splits SELECT * FROM s_df")
         con.execute("INSERT INTO train_order SELECT * FROM o_df")
 
-    def has_splits(self, dataset: str, split_key: str) -> bool:
-        return bool(self.query("SELECT count(*) AS n FROM splits WHERE dataset = ? AND split_key = ?",
-                               [dataset, split_key]).n.iloc[0])
-
     def commit(self, trials: list[Any], cells: list[tuple[Any, dict[str, Any] | None]],
                run: dict[str, Any] | None = None) -> None:
         """Finished trials, finished cells (result and attention map) and the run's row, in one
@@ -344,6 +402,27 @@ class Store:
                 if run:
                     con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                                 [_jsonable(run[c]) for c in cols])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    def write_plan(self, suite: str, cells: pd.DataFrame, reference: pd.DataFrame, run: dict[str, Any]) -> None:
+        """A run's plan, in one transaction: the suite's cells (``PLAN_COLUMNS``; they replace what the
+        suite's previous run planned, whose results not planned now become history), the constant
+        predictor's score on each of its splits (``REFERENCE_COLUMNS``), and the run's row."""
+        with self.connect() as con:
+            con.execute("BEGIN")
+            try:
+                con.execute("DELETE FROM suite_cells WHERE suite = ?", [suite])
+                con.execute("DELETE FROM reference_scores WHERE suite = ?", [suite])
+                con.register("plan_df", cells[PLAN_COLUMNS])
+                con.execute(f"INSERT INTO suite_cells ({', '.join(PLAN_COLUMNS)}) SELECT * FROM plan_df")
+                con.register("reference_df", reference[REFERENCE_COLUMNS])
+                con.execute(f"INSERT INTO reference_scores ({', '.join(REFERENCE_COLUMNS)}) SELECT * FROM reference_df")
+                cols = list(run)
+                con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                            [_jsonable(run[c]) for c in cols])
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")

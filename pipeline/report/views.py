@@ -6,9 +6,15 @@ upgraded attnbench reads an older file with its own views.
 docs/QUERIES.md documents each view with example queries.
 
 Vocabulary: a *split* is one (suite, dataset, sample_size, repeat, fold, seed); a *cell* is a split
-run by one model. The expected cells of a suite are every split it has results for times every model
-it has results for; one with no row in ``results`` is ``missing`` (not run yet, or interrupted), never
-dropped. The headline score is accuracy for classification and R² for regression, higher is better.
+run by one model, and its *key* is (suite, dataset, repeat, fold, sample_size, seed, model). Each run
+writes its suite's cells as planned (``suite_cells``): the expected cells. A result whose cell id is
+among them is *current*; any other result of that suite is *superseded* (its model entry or protocol
+changed since, or the suite no longer has that cell): it stays in ``results`` as history and is listed
+by ``superseded``, but no view that scores, counts or costs models reads it. An expected cell with no
+current result is ``missing`` (not run yet, or interrupted), never dropped. A results file from before
+``suite_cells`` existed expects, per suite, every split it has results for times every model. The
+headline score is accuracy for classification and R² for regression, higher is better; each split
+also has the score of a constant predictor (``reference_scores``), the floor a model must clear.
 """
 
 from __future__ import annotations
@@ -23,11 +29,32 @@ if TYPE_CHECKING:
 # How many random trial orders `tuning_curves` draws per cell (order 0 is the run's own).
 N_SHUFFLES = 10
 
+# A cell key: one model on one split of a suite.
+KEY = "suite, dataset, repeat, fold, sample_size, seed, model"
+
 VIEWS: dict[str, str] = {
-    # One row per cell that finished, failures included (their scores are NULL).
+    # The results of each suite's current cells (those its last run planned); every result of a suite
+    # that has no plan on record (a file from before suite_cells).
+    "current_results": """
+        SELECT r.* FROM results r
+        WHERE r.cell_id IN (SELECT cell_id FROM suite_cells)
+           OR r.suite NOT IN (SELECT suite FROM suite_cells)
+    """,
+    # Results kept as history: 'replaced' when the suite's current plan has a cell of the same key (the
+    # model entry or the protocol changed, so the cell id did), 'not in the suite' when it has none.
+    "superseded": f"""
+        SELECT r.suite, r.dataset, r.model, r.sample_size, r.repeat, r.fold, r.seed, r.status,
+               CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END AS score,
+               CASE WHEN c.cell_id IS NULL THEN 'not in the suite' ELSE 'replaced' END AS why,
+               r.cell_id, c.cell_id AS current_cell_id, r.spec_hash, r.run_id, r.finished_at
+        FROM results r LEFT JOIN suite_cells c USING ({KEY})
+        WHERE r.suite IN (SELECT suite FROM suite_cells)
+          AND r.cell_id NOT IN (SELECT cell_id FROM suite_cells)
+    """,
+    # One row per current cell that finished, failures included (their scores are NULL).
     "cells": """
         SELECT r.*, d.n_rows, d.n_features, d.n_categorical, d.n_classes
-        FROM results r LEFT JOIN datasets d USING (dataset)
+        FROM current_results r LEFT JOIN datasets d USING (dataset)
     """,
     # The headline score of a cell, higher is better: accuracy, or R² for regression. default_score is
     # the test score of the search's first trial, the model's default configuration. Budget flags:
@@ -35,6 +62,8 @@ VIEWS: dict[str, str] = {
     # of budget (max epochs or rounds, time limit, or ASHA's cut), i.e. it was still improving;
     # search_bound when the selected trial was the search's last (of more than one). Time per 1,000
     # rows: train_s_per_1k over the cell's training rows, predict_s_per_1k at its measured speed.
+    # constant_score: the split's constant predictor (majority class, or the training mean);
+    # no_better_than_constant: a finished cell that scored no better than it (it learned nothing).
     "scores": """
         WITH last AS (SELECT cell_id, max(trial_index) AS last_index FROM trials GROUP BY cell_id),
         dflt AS (SELECT cell_id, arg_min(CASE WHEN status IN ('ok', 'stopped') THEN coalesce(r2, accuracy) END,
@@ -52,32 +81,47 @@ VIEWS: dict[str, str] = {
                    AS search_bound,
                1000 * r.fit_seconds / nullif(r.n_train, 0) AS train_s_per_1k,
                1000 / nullif(r.predict_rows_per_s, 0) AS predict_s_per_1k,
+               k.score AS constant_score,
+               coalesce(r.status = 'ok' AND CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END
+                        <= k.score + 1e-9, false) AS no_better_than_constant,
                r.cell_id
-        FROM results r LEFT JOIN trials b ON b.trial_id = r.best_trial
+        FROM current_results r LEFT JOIN trials b ON b.trial_id = r.best_trial
         LEFT JOIN last ON last.cell_id = r.cell_id LEFT JOIN dflt ON dflt.cell_id = r.cell_id
+        LEFT JOIN reference_scores k USING (suite, dataset, repeat, fold, sample_size, seed)
     """,
-    # Every expected cell (each split of a suite × each model of that suite); status 'missing' where
-    # no result was written. The coverage of every aggregate is counted from here.
+    # Every expected cell: each cell its suite's last run planned (suite_cells), or, for a suite with no
+    # plan on record, each split it has results for × each model it has results for. Status 'missing'
+    # where no current result was written. The coverage of every aggregate is counted from here.
     "expected_cells": """
-        WITH splits AS (
-            SELECT DISTINCT suite, dataset, task_type, sample_size, repeat, fold, seed FROM results
-        ), models AS (
-            SELECT suite, model, any_value(model_name) AS model_name FROM results GROUP BY ALL
+        WITH legacy_splits AS (
+            SELECT DISTINCT suite, dataset, task_type, sample_size, repeat, fold, seed FROM current_results
+            WHERE suite NOT IN (SELECT suite FROM suite_cells)
+        ), legacy_models AS (
+            SELECT suite, model, any_value(model_name) AS model_name FROM current_results
+            WHERE suite NOT IN (SELECT suite FROM suite_cells) GROUP BY ALL
+        ), planned AS (
+            SELECT suite, dataset, task_type, sample_size, repeat, fold, seed, model, model_name FROM suite_cells
+            UNION ALL
+            SELECT s.suite, s.dataset, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model, m.model_name
+            FROM legacy_splits s JOIN legacy_models m USING (suite)
         )
-        SELECT s.suite, s.dataset, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model, m.model_name,
+        SELECT p.suite, p.dataset, p.task_type, p.sample_size, p.repeat, p.fold, p.seed, p.model, p.model_name,
                coalesce(c.status, 'missing') AS status,
                CASE WHEN c.status = 'ok' THEN c.score END AS score,
-               CASE WHEN s.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
+               CASE WHEN p.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
                c.default_score, coalesce(c.epochs_bound, false) AS epochs_bound,
                coalesce(c.search_bound, false) AS search_bound,
                CASE WHEN c.status = 'ok' THEN c.train_s_per_1k END AS train_s_per_1k,
                CASE WHEN c.status = 'ok' THEN c.predict_s_per_1k END AS predict_s_per_1k,
+               k.score AS constant_score, coalesce(c.no_better_than_constant, false) AS no_better_than_constant,
                c.n_train, c.cell_id
-        FROM splits s JOIN models m USING (suite)
+        FROM planned p
         LEFT JOIN scores c USING (suite, dataset, sample_size, repeat, fold, seed, model)
+        LEFT JOIN reference_scores k USING (suite, dataset, repeat, fold, sample_size, seed)
     """,
     # Mean ± std over folds and seeds per (suite, dataset, size, model), with coverage; is_best marks the
-    # highest mean of its (suite, dataset, sample_size).
+    # highest mean of its (suite, dataset, sample_size) when one model alone has it; is_tied_best marks
+    # each of several that share it (a tie, which no model wins).
     "leaderboard": """
         WITH g AS (
             SELECT suite, dataset, task_type, sample_size, model, any_value(score_name) AS metric,
@@ -88,15 +132,23 @@ VIEWS: dict[str, str] = {
                    count(*) FILTER (WHERE status = 'missing') AS n_missing,
                    count(*) FILTER (WHERE epochs_bound) AS n_epochs_bound,
                    count(*) FILTER (WHERE search_bound) AS n_search_bound,
-                   avg(default_score) AS default_mean
+                   count(*) FILTER (WHERE no_better_than_constant) AS n_no_better,
+                   avg(default_score) AS default_mean, avg(constant_score) AS constant_mean
             FROM expected_cells GROUP BY ALL
         )
-        SELECT g.*, coalesce(g.score_mean = max(g.score_mean) OVER (PARTITION BY suite, dataset, sample_size),
-                             false) AS is_best,
+        , top AS (
+            SELECT g.*, max(score_mean) OVER (PARTITION BY suite, dataset, sample_size) AS top_mean FROM g
+        ), t AS (
+            SELECT top.*, count(*) FILTER (WHERE score_mean >= top_mean - 1e-12)
+                              OVER (PARTITION BY suite, dataset, sample_size) AS n_at_top FROM top
+        )
+        SELECT t.* EXCLUDE (top_mean, n_at_top),
+               coalesce(t.score_mean >= t.top_mean - 1e-12 AND t.n_at_top = 1, false) AS is_best,
+               coalesce(t.score_mean >= t.top_mean - 1e-12 AND t.n_at_top > 1, false) AS is_tied_best,
                f.fit_seconds
-        FROM g LEFT JOIN (
+        FROM t LEFT JOIN (
             SELECT suite, dataset, sample_size, model, avg(fit_seconds) AS fit_seconds
-            FROM results WHERE status = 'ok' GROUP BY ALL
+            FROM current_results WHERE status = 'ok' GROUP BY ALL
         ) f USING (suite, dataset, sample_size, model)
     """,
     # Test score against training size: one row per (suite, dataset, model, sample_size); n_train is
@@ -110,7 +162,9 @@ VIEWS: dict[str, str] = {
                count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
                count(*) FILTER (WHERE status = 'missing') AS n_missing,
                count(*) FILTER (WHERE epochs_bound) AS n_epochs_bound,
-               count(*) FILTER (WHERE search_bound) AS n_search_bound
+               count(*) FILTER (WHERE search_bound) AS n_search_bound,
+               count(*) FILTER (WHERE no_better_than_constant) AS n_no_better,
+               avg(constant_score) AS constant_mean
         FROM expected_cells GROUP BY ALL
     """,
     # Best validation score after the first n_trials trials of a cell, for N_SHUFFLES trial orders:
@@ -126,7 +180,7 @@ VIEWS: dict[str, str] = {
                    CASE WHEN t.status NOT IN ('ok', 'stopped') THEN NULL
                         WHEN r.task_type = 'regression' THEN t.r2 ELSE t.accuracy END AS test_score,
                    coalesce(t.seconds, 0) AS seconds
-            FROM trials t JOIN results r USING (cell_id)
+            FROM trials t JOIN current_results r USING (cell_id)
         ), bounds AS (
             SELECT suite, dataset, sample_size, repeat, fold, seed,
                    min(val_score) AS val_min, max(val_score) AS val_max,
@@ -177,7 +231,7 @@ VIEWS: dict[str, str] = {
                avg(r.n_params) AS n_params,
                string_agg(DISTINCT r.device, ',' ORDER BY r.device) AS devices,
                coalesce(sum(g.s), 0) / 3600 AS gpu_hours
-        FROM results r LEFT JOIN datasets d USING (dataset) LEFT JOIN gpu g USING (cell_id)
+        FROM current_results r LEFT JOIN datasets d USING (dataset) LEFT JOIN gpu g USING (cell_id)
         WHERE r.status = 'ok' GROUP BY r.suite, r.dataset, r.sample_size, r.model
     """,
     # Peak memory of the selected trial per (suite, dataset, size, model), against the dataset's width.
@@ -186,18 +240,19 @@ VIEWS: dict[str, str] = {
                any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train, count(*) AS n_ok,
                avg(r.peak_cpu_mb) AS peak_cpu_mb, max(r.peak_cpu_mb) AS peak_cpu_mb_max,
                avg(r.peak_gpu_mb) AS peak_gpu_mb, max(r.peak_gpu_mb) AS peak_gpu_mb_max
-        FROM results r LEFT JOIN datasets d USING (dataset)
+        FROM current_results r LEFT JOIN datasets d USING (dataset)
         WHERE r.status = 'ok' GROUP BY r.suite, r.dataset, r.sample_size, r.model
     """,
-    # Every failed cell and every failed trial, with its error text.
+    # Every failed current cell and every failed trial of one, with its error text and, in message, the
+    # error's last line (the exception) with no trailing newline.
     "failures": """
         SELECT 'cell' AS level, cell_id AS id, suite, dataset, model, sample_size, repeat, fold, status, error,
-               finished_at
-        FROM results WHERE status <> 'ok'
+               finished_at, trim(string_split(rtrim(coalesce(error, ''), chr(10) || ' '), chr(10))[-1]) AS message
+        FROM current_results WHERE status <> 'ok'
         UNION ALL
         SELECT 'trial', t.trial_id, r.suite, r.dataset, r.model, r.sample_size, r.repeat, r.fold, t.status,
-               t.error, t.finished_at
-        FROM trials t JOIN results r USING (cell_id) WHERE t.status NOT IN ('ok', 'stopped')
+               t.error, t.finished_at, trim(string_split(rtrim(coalesce(t.error, ''), chr(10) || ' '), chr(10))[-1])
+        FROM trials t JOIN current_results r USING (cell_id) WHERE t.status NOT IN ('ok', 'stopped')
     """,
 }
 

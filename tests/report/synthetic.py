@@ -56,6 +56,9 @@ class Synth:
     failed: set[tuple[str, str, int, str]] = field(default_factory=lambda: {("beta", "all", 1, "mlp")})
     missing: set[tuple[str, str, int, str]] = field(default_factory=lambda: {("alpha", "32", 1, "catboost")})
     gpu_models: set[str] = field(default_factory=set)
+    # dataset → the constant predictor's score on each of its splits (reference_scores); none by default,
+    # as in a results file from before the reference was recorded.
+    constant: dict[str, float] = field(default_factory=dict)
 
     def n_train(self, ds: Dataset, size: str) -> int:
         return ds.n_train_all if size == "all" else int(size)
@@ -84,6 +87,7 @@ class _InMemory(Store):
 
         self._con = duckdb.connect(":memory:")
         super().__init__(path)
+        self._init(self._con)
 
     @contextlib.contextmanager
     def connect(self, read_only: bool = False, wait_s: float = 30.0) -> Iterator[Any]:
@@ -123,6 +127,17 @@ def _fill(store: Store, s: Synth) -> None:
                       "git_rev": "abc123", "versions": {"python": "3.11", "attnbench": "0.1.0"},
                       "hardware": {"cluster_cpus": 2, "cluster_gpus": 0}, "argv": "attnbench run synth.yaml",
                       "n_cells": 0, "n_done": 0, "n_failed": len(s.failed), "n_skipped": 0})
+    with store.connect() as con:
+        for ds in s.datasets:
+            if ds.name not in s.constant:
+                continue
+            metric = "r2" if ds.task_type == "regression" else "accuracy"
+            for size in s.sizes:
+                for fold in s.folds:
+                    con.execute(f"INSERT INTO reference_scores (suite, dataset, repeat, fold, sample_size, seed, "
+                                f"task_type, n_train, predictor, score, {metric}) VALUES (?, ?, 0, ?, ?, 0, ?, ?, "
+                                "'constant', ?, ?)", [SUITE, ds.name, fold, size, ds.task_type, s.n_train(ds, size),
+                                                      s.constant[ds.name], s.constant[ds.name]])
     for ds in s.datasets:
         for size in s.sizes:
             for fold in s.folds:
