@@ -15,8 +15,9 @@ class TrialTimeout(TimeoutError):
 
 
 def hard_limit_s(trial_timeout_s: float) -> float:
-    """How long a trial may run before its worker is killed: the soft limit (checked once per epoch by
-    the training loop) plus room for the epoch in progress and the final scoring."""
+    """How long a trial may run before its worker is killed: the soft limit (checked after every step by
+    the training loop and every round by the boosting libraries) plus room for the step or round in
+    progress, the final scoring and a model that never checks."""
     return trial_timeout_s + max(10.0, 0.5 * trial_timeout_s)
 
 

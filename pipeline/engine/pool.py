@@ -70,8 +70,12 @@ class Slot:
 
 
 class WorkerPool:
-    def __init__(self, families: list[str], notice: Any = print) -> None:
+    """Warm trial workers, one per slot of each resource shape. ``warm``: the (model, task type) pairs
+    each new worker fits once on made-up rows before it takes trials (see ``TrialWorker.ready``)."""
+
+    def __init__(self, families: list[str], notice: Any = print, warm: list[tuple[Any, str]] | None = None) -> None:
         self.families = families
+        self.warm = list(warm or [])
         self.notice = notice
         self.slots: list[Slot] = []
         self.created = 0
@@ -107,7 +111,9 @@ class WorkerPool:
 
         cls: Any = ray.remote(max_restarts=0, max_task_retries=0)(TrialWorker)
         actor = cls.options(**shape.actor_options()).remote()
-        self.slots.append(Slot(shape, actor, actor.ready.remote(self.families)))
+        # A launcher of Ray Train workers holds no resources and fits nothing itself: no warm-up there.
+        warm = [] if shape.train_workers else self.warm
+        self.slots.append(Slot(shape, actor, actor.ready.remote(self.families, warm, shape.cpus, shape.gpus)))
         self.created += 1
 
     def _drop_dead_nodes(self) -> None:

@@ -12,9 +12,11 @@ the object store once and cached, and a trial is one method call.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import socket
+import threading
 import time
 import traceback
 from collections import OrderedDict
@@ -25,6 +27,7 @@ from typing import Any
 from pipeline.data.preprocess import FoldData
 from pipeline.engine.faults import classify
 from pipeline.engine.records import Status, TrialRecord, TrialRequest
+from pipeline.learners.resolve import ResolvedModel
 from pipeline.spec import Resources
 
 CACHED_FOLDS = 3  # fold arrays a worker keeps; the scheduler runs one fold's cells together
@@ -65,6 +68,27 @@ def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float
     return rec
 
 
+def in_own_thread(fn: Callable[[], TrialRecord]) -> TrialRecord:
+    """Run a trial on a thread of its own: what libraries keep per thread (buffers, caches) goes with
+    it, and its allocations come from an allocator arena that the worker's long-lived objects do not
+    share, so that its memory figure does not depend on what the worker ran before."""
+    box: list[TrialRecord] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(fn())
+        except BaseException as err:  # run_trial records the model's failures; this is anything else
+            errors.append(err)
+
+    thread = threading.Thread(target=target, name="attnbench-trial")
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return box[0]
+
+
 class TrialWorker:
     """A long-lived Ray actor: one per slot of one resource shape (CPUs and whole or fractional GPUs)."""
 
@@ -72,19 +96,30 @@ class TrialWorker:
         self.folds: OrderedDict[str, FoldData] = OrderedDict()
         self.where: dict[str, str] = {}
 
-    def ready(self, families: list[str]) -> dict[str, str]:
-        """Import what the run's models need (once per worker) and say where this worker is."""
+    def ready(self, families: list[str], warm: list[tuple[ResolvedModel, str]] = (),  # type: ignore[assignment]
+              cpus: float = 1, gpus: float = 0) -> dict[str, str]:
+        """Import what the run's models need and fit each of them once on made-up rows of each task
+        type of the run (``warm``: model, task type), so that no trial's time or memory includes a
+        library's start-up; then say where this worker is."""
         import ray
 
         if "torch" in families:
             import torch  # noqa: F401
 
-            import pipeline.train.loop
         if "gbdt" in families:
             import catboost  # noqa: F401
             import xgboost  # noqa: F401
-        import pipeline.learners.trial  # noqa: F401
+        from pipeline.cost import pin_allocator
+        from pipeline.learners.resolve import quick_config
+        from pipeline.learners.trial import Context, warm_up
 
+        pin_allocator()  # before the warm-up, so that it and every trial run under one allocator policy
+        ctx = Context(threads=max(1, int(cpus)), use_gpu=gpus > 0)
+        for model, task_type in warm:
+            warm_up(model.info, {**model.config({}), **quick_config(model.info)}, task_type, ctx,
+                    compress=tuple(model.spec.compress))
+        gc.collect()
+        gc.freeze()  # what the worker keeps for good; the collection before each trial skips it
         self.where = {"node": ray.get_runtime_context().get_node_id(), "worker": f"{socket.gethostname()}:{os.getpid()}"}
         return self.where
 
@@ -113,6 +148,7 @@ class TrialWorker:
 
             def decide(epoch: int, score: float) -> bool:  # the board is asked at its rungs only
                 return epoch not in rungs or bool(ray.get(board.decide.remote(req.cell_id, epoch, score, grace)))
-        rec = run_trial(req, self._fold(req.data_key, data_ref[0]), decide=decide, data_ref=data_ref[0])
+        data = self._fold(req.data_key, data_ref[0])
+        rec = in_own_thread(lambda: run_trial(req, data, decide=decide, data_ref=data_ref[0]))
         rec.node, rec.worker = self.where.get("node"), self.where.get("worker")
         return rec

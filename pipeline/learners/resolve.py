@@ -34,6 +34,12 @@ def model_space(info: ModelInfo) -> dict[str, Any]:
     return {**TRAINING_SPACE, **info.space} if info.family == "torch" else dict(info.space)
 
 
+def quick_config(info: ModelInfo) -> dict[str, Any]:
+    """What makes a fit of the model tiny: one epoch for torch models, the registry's ``quick`` for the
+    others (a few boosting rounds). A worker's warm-up fits each model of its run so."""
+    return {"max_epochs": 1, **info.quick} if info.family == "torch" else dict(info.quick)
+
+
 def check_keys(info: ModelInfo, space: Mapping[str, Any], fixed: Mapping[str, Any]) -> None:
     """A suite entry's space and fixed keys must be the model's; the error lists the allowed ones."""
     known = model_defaults(info)
@@ -77,6 +83,31 @@ def resolve(spec: ModelSpec) -> ResolvedModel:
     return ResolvedModel(key=spec.key, spec=spec, info=info,
                          defaults={**model_defaults(info), **pinned, **spec.fixed},
                          space={**model_space(info), **spec.space})
+
+
+def build_problem(model: ResolvedModel) -> str | None:
+    """Why a torch model's architecture cannot be built with any configuration of its search
+    (``fixed: {d_token: 30, n_heads: 4}``, say), tried on a tiny input: the defaults, and each searched
+    architecture key at its bounds or choices. None when one of them builds (a trial whose own
+    configuration cannot be built records its error). Imports torch: for ``suites check``."""
+    import itertools
+
+    if model.family != "torch":
+        return None
+    arch = {k: v for k, v in model.defaults.items() if k in model.info.defaults}
+    options: list[list[tuple[str, Any]]] = []
+    for k, dom in model.space.items():
+        if k in arch and isinstance(dom, dict) and k not in model.spec.fixed:
+            (kind, values), = dom.items()
+            options.append([(k, v) for v in (values if kind == "choice" else values[:2])])
+    first = None
+    for combo in itertools.islice(itertools.chain([()], itertools.product(*options)), 64):
+        try:
+            model.info.load()(n_num=3, cat_cardinalities=[3], d_out=2, **{**arch, **dict(combo)})
+            return None
+        except Exception as err:  # the builder's own message says what is wrong
+            first = first or err
+    return f"model {model.key!r}: its architecture cannot be built ({type(first).__name__}: {first})"
 
 
 def resolve_name(name: str, **overrides: Any) -> ResolvedModel:

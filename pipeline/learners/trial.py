@@ -6,6 +6,8 @@ nothing of Ray: it runs the same in a test, a notebook or a worker.
 
 from __future__ import annotations
 
+import itertools
+import logging
 import math
 import time
 import traceback
@@ -19,6 +21,8 @@ from pipeline.learners import make_learner
 from pipeline.learners.base import OnStep
 from pipeline.metrics import score
 from pipeline.models.registry import ModelInfo
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -96,6 +100,33 @@ def _variant(learner: Any, data: FoldData, method: str, base: dict[str, Any], se
     else:
         v["fit_seconds"] = v["compress_seconds"]
     return v
+
+
+def tiny_fold(task_type: str, n: int = 96, seed: int = 0) -> FoldData:
+    """Made-up rows for a warm-up fit: three numeric and two categorical features and a target of the
+    task type (two or three classes, or values)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    x_num = rng.normal(size=(n, 3)).astype(np.float32)
+    x_cat = rng.integers(1, 5, size=(n, 2)).astype(np.int64)
+    n_classes = {"binary": 2, "multiclass": 3}.get(task_type, 0)
+    y = (np.arange(n) % n_classes).astype(np.int64) if n_classes else x_num[:, 0].astype(np.float64)
+    cut = [0, n // 2, 3 * n // 4, n]
+    part = [Part(x_num[a:b], x_cat[a:b], y[a:b]) for a, b in itertools.pairwise(cut)]
+    return FoldData(task_type=task_type, n_classes=n_classes, num_names=["n0", "n1", "n2"], cat_names=["c0", "c1"],
+                    cat_cardinalities=[5, 5], train=part[0], valid=part[1], test=part[2],
+                    y_std=float(y.std()) if not n_classes else 1.0)
+
+
+def warm_up(info: ModelInfo, config: dict[str, Any], task_type: str, ctx: Context, compress: Sequence[str] = ()) -> None:
+    """One tiny fit and scoring on made-up rows, so that what a library does once per process (imports,
+    thread pools, kernels paged in on first use) is done before the first measured trial. A failure is
+    logged and left to the real trials, which record their own."""
+    try:
+        fit_and_score(info, config, tiny_fold(task_type), ctx, score_test=True, compress=compress)
+    except Exception as err:  # the trials with this configuration will record the same error
+        log.warning("warm-up of %s (%s) failed: %s", info.name, task_type, f"{type(err).__name__}: {err}")
 
 
 def _cuda() -> bool:

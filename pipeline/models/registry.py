@@ -34,6 +34,7 @@ class ModelInfo:
     defaults: Mapping[str, Any]
     space: Mapping[str, Any]
     training: Mapping[str, Any] = field(default_factory=dict)  # torch: this model's recipe defaults
+    quick: Mapping[str, Any] = field(default_factory=dict)  # overrides that make a fit tiny (a worker's warm-up)
     attention: bool = False
     gpu: bool = True
     paper: str = ""
