@@ -64,10 +64,11 @@ class Learner(abc.ABC):
 
 
 def rounds_report(losses: list[float], best_round: int, max_rounds: int, pruned: bool, n_params: int,
-                  device: str) -> FitReport:
+                  device: str, timed_out: bool = False) -> FitReport:
     """A boosting fit's report from its validation losses per round and the round it kept."""
     run = len(losses) or best_round
-    stop = "pruned" if pruned else ("early_stopping" if run < max_rounds else "max_epochs")
+    stop = ("pruned" if pruned else "time_limit" if timed_out
+            else "early_stopping" if run < max_rounds else "max_epochs")
     return FitReport(iterations=run, best_iteration=best_round, stop_reason=stop, n_params=n_params, device=device,
                      curve=[{"iteration": i + 1, "val_loss": float(v)} for i, v in enumerate(losses)])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ INFO = {
     "family": "gbdt",
     "class": "CatBoostLearner",
     "description": "Oblivious gradient-boosted trees with ordered boosting and native categoricals.",
+    "quick": {"iterations": 3, "early_stopping_rounds": 2},
     "paper": "https://arxiv.org/abs/1706.09516",
     "defaults": {
         "iterations": 2000,
@@ -52,6 +54,8 @@ class CatBoostLearner(Learner):
 
     on_step: OnStep | None = None
     pruned = False
+    timed_out = False
+    started = 0.0
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         import catboost as cb
@@ -73,13 +77,17 @@ class CatBoostLearner(Learner):
             self.model = cb.CatBoostClassifier(loss_function="Logloss" if d.n_classes == 2 else "MultiClass", **params)
         train = cb.Pool(frame(d.train, d), d.train.y, cat_features=cat_features)
         valid = cb.Pool(frame(d.valid, d), d.valid.y, cat_features=cat_features)
-        callbacks = [_RungCallback(self)] if self.on_step is not None else None
+        self.timed_out, self.started = False, time.perf_counter()
+        # ASHA's rungs and the time limit after every round; CatBoost takes no callbacks on GPU, where the
+        # trial's hard limit is what holds.
+        callbacks = None if self.use_gpu else [_RoundCallback(self)]
         self.model.fit(train, eval_set=valid, use_best_model=True, callbacks=callbacks)
         history = self.model.get_evals_result().get("validation", {})
         # Leaf values over all trees (oblivious trees of depth d have 2^d leaves).
         leaves = int(self.model.tree_count_ * 2 ** int(c["depth"]))
         return rounds_report(list(next(iter(history.values()), [])), int(self.model.get_best_iteration() or 0) + 1,
-                             int(c["iterations"]), self.pruned, leaves, "cuda" if self.use_gpu else "cpu")
+                             int(c["iterations"]), self.pruned, leaves, "cuda" if self.use_gpu else "cpu",
+                             timed_out=self.timed_out)
 
     def predict(self, part: Part) -> np.ndarray:
         x = frame(part, self.data)
@@ -88,13 +96,17 @@ class CatBoostLearner(Learner):
         return on_all_classes(self.model.predict_proba(x), self.model.classes_, self.data.n_classes)
 
 
-class _RungCallback:
-    """CatBoost's callback protocol: ``after_iteration(info)`` returns False to stop."""
+class _RoundCallback:
+    """CatBoost's callback protocol: ``after_iteration(info)`` returns False to stop. Past the owner's
+    ``max_seconds`` it stops (the best round is kept); otherwise it asks ``on_step``, when given."""
 
     def __init__(self, owner: CatBoostLearner) -> None:
         self.owner = owner
 
     def after_iteration(self, info: Any) -> bool:
+        if time.perf_counter() - self.owner.started > self.owner.max_seconds:
+            self.owner.timed_out = True
+            return False
         losses: list[float] = next(iter(info.metrics.get("validation", {}).values()), [])
         if not losses or self.owner.on_step is None:
             return True

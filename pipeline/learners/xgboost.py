@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ INFO = {
     "family": "gbdt",
     "class": "XGBoostLearner",
     "description": "Gradient-boosted trees (histogram method), native categorical splits, early stopping.",
+    "quick": {"n_estimators": 3, "early_stopping_rounds": 2},
     "paper": "https://arxiv.org/abs/1603.02754",
     "defaults": {
         "n_estimators": 2000,
@@ -48,7 +50,9 @@ def frame(part: Part, data: FoldData) -> pd.DataFrame:
     cols: dict[str, Any] = {f"n{i}": part.x_num[:, i] for i in range(part.x_num.shape[1])}
     for j, card in enumerate(data.cat_cardinalities):
         codes = part.x_cat[:, j]
-        cols[f"c{j}"] = pd.Categorical(np.where(codes == 0, -1, codes), categories=list(range(1, card)))
+        # At least one category: a column with no level in the fold's training rows (every value
+        # missing) is a valid, empty categorical, not a zero-length one XGBoost cannot take.
+        cols[f"c{j}"] = pd.Categorical(np.where(codes == 0, -1, codes), categories=list(range(1, max(card, 2))))
     return pd.DataFrame(cols)
 
 
@@ -58,6 +62,8 @@ class XGBoostLearner(Learner):
 
     on_step: OnStep | None = None
     pruned = False
+    timed_out = False
+    started = 0.0
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         import xgboost as xgb
@@ -72,8 +78,8 @@ class XGBoostLearner(Learner):
             reg_alpha=c["reg_alpha"], gamma=c["gamma"], tree_method="hist", enable_categorical=True,
             max_cat_to_onehot=1, n_jobs=self.threads, random_state=self.seed, device=device,
         )
-        if on_step is not None:
-            params["callbacks"] = [_rung_callback(self)]
+        self.timed_out, self.started = False, time.perf_counter()
+        params["callbacks"] = [_round_callback(self)]  # ASHA's rungs and the time limit, after every round
         if d.task_type == "regression":
             self.model = xgb.XGBRegressor(objective="reg:squarederror", eval_metric="rmse", **params)
         else:
@@ -85,7 +91,7 @@ class XGBoostLearner(Learner):
         # Tree nodes, the closest thing a forest has to a parameter count.
         nodes = len(self.model.get_booster().trees_to_dataframe())
         return rounds_report(list(next(iter(history.values()))), int(self.model.best_iteration) + 1,
-                             int(c["n_estimators"]), self.pruned, nodes, device)
+                             int(c["n_estimators"]), self.pruned, nodes, device, timed_out=self.timed_out)
 
     def predict(self, part: Part) -> np.ndarray:
         x = frame(part, self.data)
@@ -94,15 +100,20 @@ class XGBoostLearner(Learner):
         return on_all_classes(self.model.predict_proba(x), self.model.classes_, self.data.n_classes)
 
 
-def _rung_callback(owner: XGBoostLearner) -> Any:
-    """An XGBoost callback that asks ``owner.on_step`` after each round (xgboost is imported lazily)."""
+def _round_callback(owner: XGBoostLearner) -> Any:
+    """An XGBoost callback, after each round: past ``owner.max_seconds`` it stops (keeping the best
+    round, as early stopping does); otherwise it asks ``owner.on_step`` (ASHA's rung), when given."""
     import xgboost as xgb
 
-    class Rungs(xgb.callback.TrainingCallback):
+    class Rounds(xgb.callback.TrainingCallback):
         def after_iteration(self, model: Any, epoch: int, evals_log: dict[str, Any]) -> bool:
+            if time.perf_counter() - owner.started > owner.max_seconds:
+                owner.timed_out = True
+                return True  # True stops XGBoost
+            if owner.on_step is None:
+                return False
             losses = next(iter(evals_log["validation_0"].values()))
-            assert owner.on_step is not None
             owner.pruned = not owner.on_step(epoch + 1, -float(losses[-1]))
-            return owner.pruned  # True stops XGBoost
+            return owner.pruned
 
-    return Rungs()
+    return Rounds()

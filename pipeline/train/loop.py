@@ -3,7 +3,8 @@
 Recipe: AdamW (no decay on biases, norms and embeddings), linear warmup then cosine decay, gradient
 clipping by global norm, mixed precision on GPU (bf16 where supported, else fp16 with a scaler),
 early stopping on validation loss with the best weights restored, seeded batch order. A loss that
-stops being finite raises :class:`Diverged`; a run past ``max_seconds`` stops and keeps its best.
+stops being finite raises :class:`Diverged`. ``max_seconds`` is checked after every step: past it,
+training stops and keeps its best finished epoch, or raises :class:`TimeLimit` when none finished.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from pipeline.metrics import score
 from pipeline.train.recipe import Recipe
 
 __all__ = ["Diverged", "Recipe", "TrainResult", "predict", "to_tensors", "train", "warmup_cosine"]
+
+
+class TimeLimit(TimeoutError):
+    """The time limit passed before the first epoch finished: there is no model to keep (a trial's
+    ``timeout``)."""
 
 
 class Diverged(RuntimeError):
@@ -168,6 +174,14 @@ def train(
             sched.step()
             train_loss += loss.item() * len(idx)
             seen += len(idx)
+            if time.perf_counter() - t0 > recipe.max_seconds:  # the limit holds inside an epoch too
+                if not curve:
+                    raise TimeLimit(f"the time limit of {recipe.max_seconds:g} s passed during the first epoch "
+                                    f"(after step {step + 1} of {steps_per_epoch}); no finished epoch to keep")
+                stop = "time_limit"  # the unfinished epoch is dropped: the best finished one is kept
+                break
+        if stop == "time_limit":
+            break
         val = score(data.task_type, data.valid.y, predict(model, data, data.valid, device), data.n_classes)
         point: dict[str, float] = {"epoch": epoch, "train_loss": train_loss / max(seen, 1), "val_loss": val["loss"],
                  "val_score": val["score"], "lr": float(sched.get_last_lr()[0]), "seconds": time.perf_counter() - t0}
@@ -187,5 +201,5 @@ def train(
             stop = "time_limit"
             break
     model.load_state_dict(best_state)
-    return TrainResult(model=model, epochs=epoch, best_epoch=best_epoch, curve=curve, stop_reason=stop,
+    return TrainResult(model=model, epochs=len(curve), best_epoch=best_epoch, curve=curve, stop_reason=stop,
                        device=str(device))

@@ -39,7 +39,7 @@ from pipeline.learners.resolve import model_defaults
 from pipeline.learners.torch import TorchLearner
 from pipeline.metrics import score
 from pipeline.models.registry import REGISTRY
-from pipeline.train.loop import Diverged, Recipe, predict, train, warmup_cosine
+from pipeline.train.loop import Diverged, Recipe, TimeLimit, predict, train, warmup_cosine
 
 OPENML = Path(__file__).parents[2].parent / "shared" / "data" / "openml"
 TORCH_MODELS = sorted(name for name, info in REGISTRY.items() if info.family == "torch")
@@ -204,6 +204,59 @@ def test_early_stopping_restores_the_best_weights():
     restored = score("binary", data.valid.y, predict(model, data, data.valid, torch.device("cpu")), 2)["loss"]
     assert restored == pytest.approx(min(losses), rel=1e-6)
     assert restored < losses[-1]
+
+
+class SlowStep(nn.Module):
+    """Wraps a model: the training step number ``slow_at`` (counted from 1 over the whole fit) sleeps
+    ``seconds``, as one long batch would."""
+
+    def __init__(self, model: nn.Module, slow_at: int, seconds: float) -> None:
+        super().__init__()
+        self.model, self.slow_at, self.seconds, self.steps = model, slow_at, seconds, 0
+
+    def forward(self, x_num, x_cat):
+        if self.training:
+            self.steps += 1
+            if self.steps == self.slow_at:
+                import time
+
+                time.sleep(self.seconds)
+        return self.model(x_num, x_cat)
+
+
+def test_time_limit_inside_the_first_epoch_is_a_timeout():
+    """Past the limit before any epoch finished: no model to keep, so a TimeoutError (a trial's
+    ``timeout``), raised at the step that crossed it, not at the end of the epoch."""
+    data = random_fold(256)
+    config = {**model_defaults(REGISTRY["mlp"]), **SMALL.get("mlp", {}), "batch_size": 16, "max_epochs": 5}
+    model = SlowStep(build("mlp", config, data), slow_at=2, seconds=0.3)
+    with pytest.raises(TimeLimit, match=r"during the first epoch \(after step 2 of 16\)") as err:
+        train(model, data, Recipe.from_config(config, max_seconds=0.2))
+    assert isinstance(err.value, TimeoutError) and model.steps == 2
+
+
+def test_time_limit_inside_a_later_epoch_keeps_the_best_finished_one():
+    data = random_fold(256)
+    config = {**model_defaults(REGISTRY["mlp"]), **SMALL.get("mlp", {}), "batch_size": 16, "max_epochs": 5,
+              "patience": 5}
+    model = SlowStep(build("mlp", config, data), slow_at=16 + 3, seconds=3.0)  # the 3rd step of epoch 2
+    res = train(model, data, Recipe.from_config(config, max_seconds=2.5))
+    assert res.stop_reason == "time_limit" and res.epochs == 1 == res.best_epoch == len(res.curve)
+    assert model.steps == 16 + 3  # stopped at the step that crossed the limit
+
+
+@pytest.mark.parametrize("name", ["xgboost", "catboost"])
+def test_boosting_stops_at_its_time_limit(name):
+    """A boosting fit checks the limit after every round and keeps its best round."""
+    from pipeline.learners import make_learner
+
+    info = REGISTRY[name]
+    rounds = {"xgboost": {"n_estimators": 100_000, "early_stopping_rounds": 100_000},
+              "catboost": {"iterations": 100_000, "early_stopping_rounds": 100_000}}[name]
+    learner = make_learner(info, {**model_defaults(info), **rounds}, max_seconds=0.5)
+    report = learner.fit(random_fold(2000))
+    assert report.stop_reason == "time_limit" and 1 <= report.iterations < 100_000, report
+    assert np.isfinite(learner.predict(random_fold(64).test)).all()
 
 
 def test_huge_learning_rate_raises_diverged():
@@ -416,3 +469,26 @@ def test_a_trials_compressed_variants_and_a_variant_that_fails(credit_fold):
 
 def part_without_numerics(part: Part) -> Part:
     return Part(part.x_num[:, :0], part.x_cat, part.y)
+
+
+@pytest.mark.parametrize("task_type", ["binary", "regression"])
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_categorical_columns_with_no_level_or_one_in_training(name, task_type):
+    """A fold whose training rows have no level of one categorical column (every value missing: code
+    0, cardinality 1) and a single level of another (cardinality 2), while validation and test rows hold
+    levels training never saw (mapped to code 0), as sparse OpenML categoricals do (task 1882): every
+    learner fits and predicts."""
+    from pipeline.learners.resolve import quick_config
+    from pipeline.learners.trial import Context, fit_and_score, tiny_fold
+
+    fold = tiny_fold(task_type)
+    parts = []
+    for part in (fold.train, fold.valid, fold.test):
+        x_cat = part.x_cat.copy()
+        x_cat[:, 0] = 0
+        x_cat[:, 1] = 1
+        parts.append(dataclasses.replace(part, x_cat=x_cat))
+    fold = dataclasses.replace(fold, train=parts[0], valid=parts[1], test=parts[2], cat_cardinalities=[1, 2])
+    info = REGISTRY[name]
+    out = fit_and_score(info, {**model_defaults(info), **quick_config(info)}, fold, Context(), score_test=True)
+    assert np.isfinite(out["val_score"]) and np.isfinite(out["r2" if task_type == "regression" else "accuracy"]), out
