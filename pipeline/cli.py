@@ -7,11 +7,15 @@ import io
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import AttnbenchError
+
+if TYPE_CHECKING:
+    from pipeline.spec import SuiteSpec
 
 DEFAULT_DB = "results.duckdb"
 DEFAULT_REPORTS = "reports"
@@ -31,16 +35,18 @@ def _suite(path: str | None):
 
 
 def _reports_dir(path: str) -> Path:
-    """The report folder, made and probed before any work: a run must not end unable to write it."""
-    import tempfile
-
+    """The report folder, checked before any work (a run must not end unable to write it) and created
+    only when the report is written: a refused command leaves no folder behind."""
     out = Path(path)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".probe-"):
-            pass
-    except FileExistsError:
-        raise AttnbenchError(f"--reports {path}: a file is in the way; give a folder") from None
+    if out.exists() and not out.is_dir():
+        raise AttnbenchError(f"--reports {path}: a file is in the way; give a folder")
+    folder = out
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise AttnbenchError(f"--reports {path}: a file ({folder}) is in the way; give a folder")
+    try:  # a probe that leaves nothing behind: a folder made and removed where the report would go
+        os.rmdir(tempfile.mkdtemp(prefix=".attnbench-probe-", dir=folder))
     except OSError as err:
         raise AttnbenchError(f"--reports {path}: cannot write there ({err.strerror or err})") from None
     return out
@@ -54,6 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.no_report:
         _reports_dir(args.reports)
     configure_openml(args.openml_cache, args.openml_server)
+    args.interrupted = ("interrupted; completed cells are saved — run the same command again to resume")
     summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
                          num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv)
     print(f"run {summary.run_id}: {summary.n_done} cells done, {summary.n_failed} failed, "
@@ -63,7 +70,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         index = write_report(args.db, args.reports)
         print(f"report: {index.resolve()}")
-    return 0 if summary.n_failed == 0 or args.allow_failures else 3
+    if summary.suite_failed:
+        again = " ".join(["attnbench run", args.suite or "", *(["--db", args.db] if args.db != DEFAULT_DB else []),
+                          "--retry-failed"]).replace("  ", " ")
+        print(f"attnbench: {summary.suite_failed} cell{'s' if summary.suite_failed != 1 else ''} of suite "
+              f"{suite.name!r} failed (errors: attnbench query \"SELECT * FROM failures\"{_db_option(args.db)}); "
+              f"`{again}` runs them again", file=sys.stderr)
+    return 0 if summary.suite_failed == 0 or args.allow_failures else 3
+
+
+def _db_option(db: str) -> str:
+    return "" if db == DEFAULT_DB else f" --db {db}"
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
@@ -84,8 +101,10 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from pipeline.data.store import Store
     from pipeline.report.pages import write_report
 
+    Store(args.db, create=False)  # a missing results file is refused before anything is written
     index = write_report(args.db, _reports_dir(args.reports))
     print(f"report: {index.resolve()}")
     if args.open:
@@ -105,7 +124,13 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from pipeline.report.serve import serve
 
-    serve(args.reports, args.port, db=args.db if Path(args.db).exists() else None)
+    if args.db is not None:  # rewrite the report first only when asked to
+        from pipeline.data.store import Store
+
+        Store(args.db, create=False)
+        _reports_dir(args.reports)
+    args.interrupted = "stopped serving"
+    serve(args.reports, args.port, db=args.db)
     return 0
 
 
@@ -128,6 +153,18 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def suite_problems(suite: SuiteSpec) -> list[str]:
+    """What a valid suite file would still fail on at run time: a dataset file that is not there, a
+    model whose fixed architecture cannot be built."""
+    from pipeline.learners.resolve import build_problem, resolve
+    from pipeline.spec import LocalFile
+
+    out = [f"dataset file {d.file} does not exist" for d in suite.datasets
+           if isinstance(d, LocalFile) and not Path(d.file).is_file()]
+    out += [problem for m in suite.models if (problem := build_problem(resolve(m)))]
+    return out
+
+
 def cmd_suites(args: argparse.Namespace) -> int:
     from pipeline.errors import SpecError
     from pipeline.spec import default_suite_path, load_suite
@@ -146,6 +183,12 @@ def cmd_suites(args: argparse.Namespace) -> int:
         except SpecError as err:
             bad += 1
             print(f"attnbench: error: {err}", file=sys.stderr)
+            continue
+        found = suite_problems(s)
+        if found:
+            bad += 1
+            for problem in found:
+                print(f"attnbench: error: {p}: {problem}", file=sys.stderr)
             continue
         print(f"{p}: ok — {s.name}: {len(s.datasets)} dataset entries, {len(s.models)} models")
     if bad:
@@ -214,8 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-rows", type=int, default=200)
     p.set_defaults(func=cmd_query)
 
-    p = sub.add_parser("serve", help="serve the HTML report on 127.0.0.1 (regenerated from the database)")
-    p.add_argument("--db", default=DEFAULT_DB)
+    p = sub.add_parser("serve", help="serve the HTML report folder on 127.0.0.1 (with --db: rewritten from it first)")
+    p.add_argument("--db", default=None, help="rewrite the report from this results file before serving it")
     p.add_argument("--reports", default=DEFAULT_REPORTS)
     p.add_argument("--port", type=int, default=8000)
     p.set_defaults(func=cmd_serve)
@@ -251,8 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"attnbench: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("attnbench: interrupted; completed cells are saved — run the same command again to resume",
-              file=sys.stderr)
+        print(f"attnbench: {getattr(args, 'interrupted', 'interrupted')}", file=sys.stderr)
         return 130
 
 

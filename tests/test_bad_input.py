@@ -48,7 +48,7 @@ def foreign_db(db: Path) -> None:
 def newer_db(db: Path) -> None:
     from pipeline.data.store import Store
 
-    Store(db)
+    Store(db).init()
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE attnbench_meta SET value = '999' WHERE key = 'schema_version'")
 
@@ -109,14 +109,27 @@ CASES = {
                                           "looks continuous", None),
     "stored_copy_out_of_date": (lambda t: suite(t, datasets=[{**csv(t, rows(60))[0], "target": "a"}]),
                                 "--refresh", stored_with_label),
+    # A typo'd target is a typo, not a reason to replace the stored copy (which would supersede results).
+    "typo_target_on_a_stored_copy": (lambda t: suite(t, datasets=[{**csv(t, rows(60))[0], "target": "lable"}]),
+                                     "'lable' is not a column", stored_with_label),
     "no_cell_at_all": (lambda t: {**suite(t), "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [5000]}},
                        "no cell at all", None),
+    # The same with a results file that already holds other work: no dataset or split is added to it.
+    "no_cell_at_all_in_an_existing_file": (
+        lambda t: {**suite(t), "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [5000]}},
+        "no cell at all", lambda db: name_taken(db)),
 }
 
 
 SPEC_CASES = {"malformed_yaml", "unknown_key", "wrong_type", "unknown_model", "true_as_a_count", "string_as_a_count",
               "float_as_a_count", "string_as_a_fold_count"}
-AFTER_INGEST = {"no_cell_at_all"}  # valid datasets are stored before the suite is found to have no cell
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file and folder under root, with its bytes: what a refused command must leave as it was.
+    The OpenML client's own cache folder is the client's to manage (it makes empty folders as it looks)."""
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))
+            if "openml-cache" not in p.relative_to(root).parts}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -131,8 +144,8 @@ def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path):
     db = tmp_path / "r.duckdb"
     if prepare_db:
         prepare_db(db)
-    before = db.read_bytes() if db.exists() else None
     (tmp_path / "openml-cache").mkdir()
+    before = snapshot(tmp_path)
     out = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "run", str(path), "--db", str(db), "--no-report",
          "--address", "127.0.0.1:9", "--openml-server", "http://127.0.0.1:9/api/v1/xml",
@@ -146,14 +159,8 @@ def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path):
     # spot) on the lines after the first, by design of pipeline/spec.py.
     assert len(err.splitlines()) == 1 or case in SPEC_CASES, err
     assert words.lower() in err.lower(), err
-    if before is not None and prepare_db in (foreign_db, stored_with_label):
-        assert db.read_bytes() == before  # the file is left as it was
-    if db.exists() and prepare_db is None:
-        with duckdb.connect(str(db), read_only=True) as con:
-            tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-            checked = {"results", "trials", "runs"} | (set() if case in AFTER_INGEST else {"splits", "datasets"})
-            for table in checked & tables:
-                assert con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+    after = snapshot(tmp_path)
+    assert after == before, sorted(set(after) ^ set(before)) or "a file changed"  # nothing created or written
 
 
 # `attnbench query`: SQL that would read or write anything but the results file, and bad options.
@@ -288,6 +295,24 @@ def test_run_options_that_cannot_work_exit_2_in_seconds(case: str, tmp_path: Pat
             assert con.execute("SELECT count(*) FROM results").fetchone()[0] == 0
 
 
+def test_suites_check_finds_what_a_run_would_fail_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A valid suite whose data file is missing, or whose fixed architecture cannot be built (a token
+    width that 4 heads do not divide), is refused by `suites check`, one line per problem."""
+    missing = tmp_path / "missing.yaml"
+    missing.write_text(yaml.safe_dump(suite(tmp_path, datasets=[{"file": "nowhere.csv", "target": "y"}])))
+    unbuildable = tmp_path / "heads.yaml"
+    unbuildable.write_text(yaml.safe_dump(suite(tmp_path, models=[
+        {"name": "ft_transformer", "trials": 1, "fixed": {"d_token": 30, "n_heads": 4}}])))
+    searched = tmp_path / "searched.yaml"  # a searched width: each trial records its own configuration's error
+    searched.write_text(yaml.safe_dump(suite(tmp_path, models=[
+        {"name": "ft_transformer", "trials": 1, "space": {"d_token": {"choice": [32, 64]}}, "fixed": {"n_heads": 4}}])))
+    out = in_process(["suites", "check", str(missing), str(unbuildable), str(searched)], capsys)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert f"{missing}: dataset file {tmp_path / 'nowhere.csv'} does not exist" in out.stderr
+    assert f"{unbuildable}: model 'ft_transformer': its architecture cannot be built" in out.stderr
+    assert "d=30 must be divisible by n_heads=4" in out.stderr and f"{searched}: ok" in out.stdout and "2 of 3 suite files" in out.stderr
+
+
 def test_suites_check_reports_every_bad_file_and_refuses_to_check_nothing(tmp_path: Path,
                                                                           capsys: pytest.CaptureFixture[str]):
     good = tmp_path / "good.yaml"
@@ -318,7 +343,7 @@ def test_a_results_file_the_file_system_will_not_let_us_write(tmp_path: Path, ca
     from pipeline.data.store import Store
 
     db = tmp_path / "r.duckdb"
-    Store(db)
+    Store(db).init()
     before = db.read_bytes()
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(suite(tmp_path)))
@@ -374,3 +399,24 @@ def test_an_openml_server_that_never_answers_is_given_up_on(tmp_path: Path):
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert "987654321" in out.stderr and "timed out" in out.stderr.lower(), out.stderr
     assert held  # the client did connect: it was the silence that ended it
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "{tmp}/no-such-suite.yaml", "--reports", "{tmp}/out/reports"],
+    ["run", "{tmp}/suite.yaml", "--db", "{tmp}/invoices.duckdb", "--reports", "{tmp}/out/reports"],
+    ["report", "--db", "{tmp}/none.duckdb", "--reports", "{tmp}/out/reports"],
+    ["report", "--db", "{tmp}/invoices.duckdb", "--reports", "{tmp}/out/reports"],
+    ["serve", "--db", "{tmp}/none.duckdb", "--reports", "{tmp}/out/reports", "--port", "0"],
+    ["serve", "--reports", "{tmp}/out/reports", "--port", "0"],
+], ids=["run_missing_suite", "run_foreign_db", "report_missing_db", "report_foreign_db", "serve_missing_db",
+        "serve_no_report"])
+def test_refused_report_commands_create_no_folder(argv: list[str], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]):
+    """`run`, `report` and `serve` refuse before --reports (or a results file) is made: the file system
+    is left as it was, byte for byte."""
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite(tmp_path)))
+    foreign_db(tmp_path / "invoices.duckdb")
+    before = snapshot(tmp_path)
+    out = in_process([a.replace("{tmp}", str(tmp_path)) for a in argv], capsys)
+    assert out.returncode == 2 and out.stderr.startswith("attnbench: error:"), out.stderr
+    assert snapshot(tmp_path) == before

@@ -20,6 +20,7 @@ from pipeline.report import aggregate as agg
 FAMILY = {"attention": "attention", "torch": "MLP", "gbdt": "boosting"}  # model kind → family
 FAMILIES = ("attention", "MLP", "boosting")
 FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
+TIE = 1e-9  # mean normalised scores closer than this are equal: a tie, which no family wins
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,23 @@ class SizeAnswer:
     vs_boosting: dict[str, HeadToHead] = field(default_factory=dict)  # 'attention' / 'MLP' → record
 
     @property
-    def leader(self) -> str | None:
-        """The family whose representative has the highest mean normalised score."""
+    def leading(self) -> list[str]:
+        """The families whose representatives share the highest mean normalised score (more than one: a tie)."""
         if not self.leaders:
-            return None
-        return max(self.leaders, key=lambda f: self.leaders[f].normalized_score)
+            return []
+        top = max(lead.normalized_score for lead in self.leaders.values())
+        return [f for f in FAMILIES if f in self.leaders and self.leaders[f].normalized_score >= top - TIE]
+
+    @property
+    def leader(self) -> str | None:
+        """The one family with the highest mean normalised score; None when none ran or several tie."""
+        lead = self.leading
+        return lead[0] if len(lead) == 1 else None
+
+    @property
+    def leader_text(self) -> str:
+        lead = self.leading
+        return lead[0] if len(lead) == 1 else ("tie: " + ", ".join(lead) if lead else "—")
 
 
 def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAnswer:
@@ -145,10 +158,12 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
     for a in answers:
         if not a.leaders:
             continue
-        lead = a.leader
+        lead = a.leading
         parts = [f"{fam} ({a.leaders[fam].model}) {a.leaders[fam].normalized_score:.2f}" for fam in FAMILIES
                  if fam in a.leaders]
-        text = (f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''}), {lead} leads on mean "
+        who = (f"{lead[0]} leads" if len(lead) == 1 else
+               f"{' and '.join(lead) if len(lead) == 2 else ', '.join(lead[:-1]) + ' and ' + lead[-1]} tie")
+        text = (f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''}), {who} on mean "
                 f"normalised score: {', '.join(parts)}.")
         for fam, h in a.vs_boosting.items():
             if not h.n:
@@ -180,6 +195,20 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
                                                 for m, (k, n) in sorted(bound.items()))
                    + ". Such a model was still improving when training stopped: it may rank higher with more epochs.")
     return out
+
+
+def floor_sentence(cells: pd.DataFrame) -> str | None:
+    """The cells (rows of ``expected_cells``) that scored no better than the constant predictor, by model
+    and size, in one sentence; None when every finished cell cleared it."""
+    ok = cells[cells.status == "ok"]
+    if ok.empty or not ok.no_better_than_constant.any():
+        return None
+    g = ok.groupby(["model", "sample_size"], sort=True).no_better_than_constant.agg(["sum", "size"])
+    g = g[g["sum"] > 0]
+    parts = [f"{m} in {int(r['sum'])} of {int(r['size'])} finished cells at {_size(size)}" for (m, size), r in g.iterrows()]
+    return ("No better than a constant predictor (the majority class, or the training mean): " + "; ".join(parts)
+            + ". There the model learned nothing, so its score says nothing about its kind of model: look at its "
+            "budget (epochs, learning rate) before reading these cells as a loss.")
 
 
 def _size(size: str) -> str:

@@ -27,6 +27,7 @@ from pipeline.report.answer import (
     SizeAnswer,
     crossover_text,
     family_crossovers,
+    floor_sentence,
     size_answer,
     summary_sentences,
 )
@@ -77,13 +78,13 @@ class ReportData:
                 datasets=q("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n_categorical, "
                            "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
                 attention=q("SELECT a.cell_id, a.dataset, a.model, a.features, a.map, r.suite, r.sample_size, r.fold, "
-                            "r.repeat, r.seed, r.n_train FROM attention_maps a JOIN results r USING (cell_id) "
+                            "r.repeat, r.seed, r.n_train FROM attention_maps a JOIN current_results r USING (cell_id) "
                             "WHERE r.status = 'ok'"),
-                configured=q("SELECT s.*, r.best_config FROM scores s JOIN results r USING (cell_id)"),
+                configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id)"),
                 trials=q("SELECT r.suite, r.model, r.sample_size, r.cell_id, count(t.trial_id) AS n_trials, "
                          "count(t.trial_id) FILTER (WHERE t.status NOT IN ('ok', 'stopped')) AS n_failed, "
                          "count(t.trial_id) FILTER (WHERE t.status = 'stopped') AS n_stopped, "
-                         "sum(t.seconds) AS seconds FROM results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL"),
+                         "sum(t.seconds) AS seconds FROM current_results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL"),
                 kinds={}, model_names={},
             )
         data.model_names = dict(zip(data.cells.model, data.cells.model_name)) if len(data.cells) else {}
@@ -161,7 +162,8 @@ def standing(data: ReportData, size: str) -> Standing:
     summary["kind"] = summary.model.map(data.kinds)
     summary["improvability"] = summary.model.map(agg.improvability(scores))
     ok = cells[cells.status == "ok"]
-    per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"))
+    per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"),
+                                           no_better=("no_better_than_constant", "sum"))
     per_model = per_model.join(ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean())
     default = ok.pivot_table(index=agg.TASK, columns="model", values="default_score", aggfunc="mean")
     tuned = ok.pivot_table(index=agg.TASK, columns="model", values="score", aggfunc="mean")
@@ -170,7 +172,7 @@ def standing(data: ReportData, size: str) -> Standing:
     per_model["tuning_helped"] = (gain > 1e-12).sum()
     per_model["tuning_compared"] = gain.notna().sum()
     summary = summary.join(per_model, on="model")
-    counts = ["epochs_bound", "search_bound", "tuning_helped", "tuning_compared"]  # none where nothing finished
+    counts = ["epochs_bound", "search_bound", "no_better", "tuning_helped", "tuning_compared"]  # none where nothing finished
     summary[counts] = summary[counts].fillna(0).astype(int)
     return Standing(size, scores, summary.sort_values("avg_rank", ignore_index=True), wins / n.where(n > 0), n, elo,
                     agg.critical_difference(scores))
@@ -202,7 +204,9 @@ BOUND_NOTE = ("⚑ budget-bound: 'last epoch' counts cells whose selected trial 
 
 def summary_table(st: Standing, table_id: str) -> str:
     rows = []
-    best_elo = st.summary.elo.max()
+    # The highest Elo is coloured only when one model has it: a tie is no one's win.
+    at_top = st.summary.elo >= st.summary.elo.max() - 1e-6
+    best_elo = st.summary.elo.max() if at_top.sum() == 1 else None
     for r in st.summary.itertuples(index=False):
         s = pd.Series(r._asdict())
         elo_txt = f"{num(r.elo, '.0f')} [{num(r.elo_low, '.0f')}, {num(r.elo_high, '.0f')}]"
@@ -211,23 +215,26 @@ def summary_table(st: Standing, table_id: str) -> str:
                 if r.tuning_compared else "—")
         bound = bound_text(r.epochs_bound, r.search_bound)
         rows.append([cell(r.model), cell(FAMILY.get(r.kind, r.kind)), cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
-                     cell(elo_txt, "best" if r.elo == best_elo else ""),
+                     cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo else ""),
                      cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),
                      cell(gain), cell(num(r.train_s_per_1k, ".3g")), cell(num(r.predict_s_per_1k, ".3g")),
                      cell(bound or "—", "partial" if bound else ""),
+                     cell(f"⊘ {int(r.no_better)}" if r.no_better else "0", "missing" if r.no_better else "",
+                          "finished cells that scored no better than the constant predictor"),
                      cell(coverage_text(s), "partial" if incomplete else ""),
                      cell(f"{r.cells_ok}/{r.cells}" + (f" ({r.cells_failed} failed, {r.cells_missing} missing)"
                                                        if r.cells_ok < r.cells else ""),
                           "partial" if r.cells_ok < r.cells else "")])
     return (table(["model", "family", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]",
                    "improvability", "tuned − default test score", "train s / 1K rows", "predict s / 1K rows",
-                   "budget-bound", "coverage (tasks)", "cells ok"], rows, table_id)
+                   "budget-bound", "≤ constant predictor (cells)", "coverage (tasks)", "cells ok"], rows, table_id)
             + note("Sorted by average rank. Improvability: how much lower the best model's error is than this "
                    "model's, as a share of its own, averaged over tasks (0% = best everywhere; TabArena). "
                    "Tuned − default: mean test-score gain of the selected configuration over the default one "
                    "(the search's first trial), with the tasks where tuning helped. Time per 1,000 rows: the "
                    "selected trial's training time per 1,000 training rows, and prediction time per 1,000 "
-                   "rows. " + BOUND_NOTE))
+                   "rows. ≤ constant predictor: finished cells that scored no better than the majority class "
+                   "or the training mean on the same split (the model learned nothing there). " + BOUND_NOTE))
 
 
 def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
@@ -256,11 +263,23 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
             title = f"{int(r.n_ok)} ok, {int(r.n_failed)} failed, {int(r.n_missing)} missing"
             if flag:
                 title += "; budget-bound: " + bound_text(r.n_epochs_bound, r.n_search_bound).replace("⚑ ", "")
+            if r.n_no_better:  # it learned nothing there: the floor, not the model, set its score
+                flag += " ⊘"
+                cls = "missing"
+                title += (f"; no better than the constant predictor in {int(r.n_no_better)} of {int(r.n_ok)} "
+                          "finished cells")
             row.append(cell(f"{num(r.score_mean)}{std}{cov}{flag}", cls, title))
+        const = g.constant_mean.dropna()
+        row.append(cell(num(const.iloc[0]) if len(const) else "—", "reference",
+                        "majority class (classification) or training mean (regression), scored on the same "
+                        "test rows" if len(const) else "not recorded for this results file"))
         rows.append(row)
-    return (table(["dataset", "metric", *models], rows, table_id)
-            + note("Mean ± std over folds and subset seeds; bold: the best mean; ⚑: budget-bound (hover for "
-                   "which budget)."))
+    return (table(["dataset", "metric", *models, "constant predictor"], rows, table_id)
+            + note("Mean ± std over folds and subset seeds; highlighted: the best mean when one model alone has "
+                   "it (a tie is no one's win); ⚑: budget-bound (hover for which budget). Constant predictor: the "
+                   "floor every model must clear, the majority class or the training mean on the same splits; "
+                   "⊘: the model scored no better than it in at least one cell (hover for how many): it "
+                   "learned nothing there."))
 
 
 def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
@@ -746,10 +765,13 @@ def overview_answer(p: Page, data: ReportData) -> None:
                 "splits": int(splits.max()) if len(splits) else 0, "cells": len(c),
                 "cells_ok": int((c.status == "ok").sum())}
     p.h2("Attention, MLP or boosting: the answer by training size", "answer")
-    p.add('<div class="card" id="answer-summary">' + "".join(f"<p>{esc(t)}</p>" for t in
-                                                          summary_sentences(answers, crossovers, coverage)) + "</div>")
+    sentences = summary_sentences(answers, crossovers, coverage)
+    floor = floor_sentence(c)
+    if floor:
+        sentences.append(floor)
+    p.add('<div class="card" id="answer-summary">' + "".join(f"<p>{esc(t)}</p>" for t in sentences) + "</div>")
     rows = [[cell(size_label(a.size)), cell(a.n_tasks), *(family_cell(a, f) for f in FAMILIES),
-             cell(a.leader or "—"), h2h_cell(a, "attention"), h2h_cell(a, "MLP")] for a in answers]
+             cell(a.leader_text), h2h_cell(a, "attention"), h2h_cell(a, "MLP")] for a in answers]
     p.add(table(["training size", "tasks", "best attention (normalised score)", "best MLP", "best boosting",
                  "leader", "attention vs boosting: wins [95% CI]", "MLP vs boosting: wins [95% CI]"], rows,
                 "table-answer"))

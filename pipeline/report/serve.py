@@ -26,19 +26,25 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 def make_server(reports_dir: str | Path, port: int = 8000, db: str | Path | None = None) -> http.server.ThreadingHTTPServer:
-    """Write the report from ``db`` when given, and bind a server for ``reports_dir`` (port 0: any free one)."""
+    """Bind a server for ``reports_dir`` (port 0: any free one), then write the report from ``db`` when
+    given: a port in use is refused before any page is written."""
     root = Path(reports_dir)
-    if db is not None:
-        from pipeline.report.pages import write_report
-
-        write_report(db, root)
-    if not (root / "index.html").is_file():
+    if db is None and not (root / "index.html").is_file():
         raise AttnbenchError(f"{root}: no index.html here; run `attnbench report` first or pass --db")
     handler = functools.partial(_Handler, directory=str(root.resolve()))
     try:
-        return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     except OSError as err:
         raise AttnbenchError(f"cannot listen on 127.0.0.1:{port} ({err.strerror}); choose another --port") from None
+    if db is not None:
+        from pipeline.report.pages import write_report
+
+        try:
+            write_report(db, root)
+        except BaseException:
+            server.server_close()
+            raise
+    return server
 
 
 def serve(reports_dir: str | Path, port: int = 8000, db: str | Path | None = None) -> None:

@@ -161,7 +161,7 @@ def test_other_pages_content(synth_report):
 
 def test_empty_database_renders_notes(tmp_path):
     db = tmp_path / "empty.duckdb"
-    Store(db)
+    Store(db).init()
     write_report(db, tmp_path / "r")
     assert "No results yet" in text(tmp_path / "r" / "index.html")
     for name in PAGES:
@@ -348,3 +348,53 @@ def test_views_are_the_reports_installed_once_and_made_per_connection(tmp_path):
     with store.connect() as con:
         names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert names == set(VIEWS)
+
+
+def table_html(html: str, table_id: str) -> str:
+    seg = html[html.index(f'id="{table_id}"'):]
+    return seg[:seg.index("</table>")]
+
+
+def test_a_tie_is_no_ones_win(tmp_path):
+    """Every model scores the same on every split: no family leads, no model is best, nothing is
+    coloured as a win, on every page that names a leader."""
+    same = {k: (v[0], 0.8, 0.02, v[3]) for k, v in synthetic.MODELS.items()}
+    db = synthetic.build(tmp_path / "r.duckdb", Synth(models=same, failed=set(), missing=set()))
+    lb = Store(db).query("SELECT * FROM leaderboard")
+    assert not lb.is_best.any() and lb.is_tied_best.all()
+    write_report(db, tmp_path / "r")
+    html = html_lib.unescape(text(tmp_path / "r" / "index.html"))
+    assert " leads " not in html
+    assert "At all training rows (2 tasks), attention, MLP and boosting tie on mean normalised score" in html
+    answer = {r[0]: r for r in table_rows(html, "table-answer")}
+    assert all(r[5] == "tie: attention, MLP, boosting" for r in answer.values()), answer
+    for table_id in ("table-answer", "table-headline"):
+        assert 'class="best"' not in table_html(html, table_id), table_id
+    accuracy = html_lib.unescape(text(tmp_path / "r" / "accuracy.html"))
+    assert 'class="best"' not in accuracy
+
+
+def test_the_constant_predictor_is_the_floor_of_every_table(tmp_path):
+    """alpha's majority class scores 0.76: at 32 rows the FT-Transformer (0.74, 0.75) and the MLP (0.75,
+    and 0.76: equal is no better) are no better than it, the boosting models (0.80 on) are; beta's training mean scores R² 0. The reference is a column of
+    each per-dataset table, such cells are flagged there, counted per model, and named in the overview."""
+    db = synthetic.build(tmp_path / "r.duckdb", Synth(constant={"alpha": 0.76, "beta": 0.0}, failed=set(),
+                                                      missing=set()))
+    cells = Store(db).query("SELECT model, fold, score, constant_score, no_better_than_constant FROM expected_cells "
+                            "WHERE dataset = 'alpha' AND sample_size = '32' ORDER BY model, fold")
+    flagged = cells[cells.no_better_than_constant]
+    assert (cells.constant_score == 0.76).all()
+    assert flagged[["model", "fold"]].values.tolist() == [["ft_transformer", 0], ["ft_transformer", 1], ["mlp", 0],
+                                                     ["mlp", 1]]
+    write_report(db, tmp_path / "r")
+    acc = text(tmp_path / "r" / "accuracy.html")
+    alpha = next(r for r in table_rows(acc, "table-datasets-32") if r[0] == "alpha")  # catboost, ft, mlp, xgboost
+    assert alpha[3].endswith("⊘") and alpha[4].endswith("⊘") and "⊘" not in alpha[2] + alpha[5]
+    assert alpha[-1] == "0.760"
+    beta = next(r for r in table_rows(acc, "table-datasets-32") if r[0] == "beta")
+    assert beta[-1] == "0.000" and "⊘" not in "".join(beta)
+    summary = {r[0]: r for r in table_rows(acc, "table-summary-32")}
+    assert summary["ft_transformer"][10] == "⊘ 2" and summary["mlp"][10] == "⊘ 2" and summary["xgboost"][10] == "0"
+    index = html_lib.unescape(text(tmp_path / "r" / "index.html"))
+    assert ("No better than a constant predictor (the majority class, or the training mean): ft_transformer in 2 of "
+            "4 finished cells at 32 training rows; mlp in 2 of 4 finished cells at 32 training rows.") in index
