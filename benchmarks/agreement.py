@@ -1,7 +1,7 @@
 """Do our XGBoost and CatBoost numbers agree with published ones on the same datasets?
 
 Runs the pipeline (``pipeline.runner.run``: real Ray, real DuckDB) on the seven datasets of
-/work/shared/data/openml that have published reference figures (PUBLISHED-dev.csv), then prints, for each
+../shared/data/openml that have published reference figures (PUBLISHED-dev.csv), then prints, for each
 dataset × our model × metric, our mean ± std over folds beside each published reference, the difference
 and the difference in published standard deviations.
 

@@ -33,7 +33,7 @@ def run_query(db: str | Path, sql: str, *, out: str | None = None, max_rows: int
         raise AttnbenchError(f"query refused: attnbench query reads the results file only, no other file, "
                              f"extension or setting ({str(err).splitlines()[0]})") from None
     except duckdb.Error as err:
-        raise AttnbenchError(f"query failed: {str(err).splitlines()[0]}") from None
+        raise AttnbenchError(f"query failed: {_with_hints(str(err))}") from None
     if path is not None:
         try:
             if path.suffix == ".parquet":
@@ -50,3 +50,11 @@ def run_query(db: str | Path, sql: str, *, out: str | None = None, max_rows: int
     if len(df) > max_rows:
         print(f"... {len(df)} rows in all (--max-rows to see more, --out to save)")
     return df
+
+
+def _with_hints(text: str) -> str:
+    """DuckDB's message on one line: its first line, and its hints ("Did you mean ...", "Candidate
+    bindings: ...") after it; the SQL echo with its pointer is left out."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    hints = [line for line in lines[1:] if line.startswith(("Did you mean", "Candidate"))]
+    return " ".join(lines[:1] + hints)

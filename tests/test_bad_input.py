@@ -182,6 +182,8 @@ QUERY_CASES = {
     "blank_sql": ("   ", [], "the SQL is empty", None),
     "syntax_error": ("SELEC 1", [], "syntax", None),
     "unknown_table": ("SELECT * FROM no_such_table", [], "no_such_table", None),
+    "misspelt_table": ("SELECT * FROM leaderbord", [], 'did you mean "leaderboard"', None),
+    "misspelt_column": ("SELECT modle FROM results", [], 'candidate bindings: "model"', None),
     "negative_max_rows": ("SELECT 1", ["--max-rows", "-1"], "--max-rows -1", None),
     "zero_max_rows": ("SELECT 1", ["--max-rows", "0"], "--max-rows 0", None),
     "out_into_a_missing_directory": ("SELECT 1", ["--out", "{tmp}/no/such/x.csv"], "does not exist", "no"),

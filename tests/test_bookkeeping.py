@@ -81,6 +81,14 @@ def test_changed_entries_supersede_and_failures_keep_counting(ray_local, tmp_pat
     assert lb.n_cells.tolist() == [1, 1] and lb.n_ok.tolist() == [1, 1]
     assert lb.score_mean.tolist() == pytest.approx(new.accuracy.tolist())  # the new result alone
     assert len(old) == 2  # (the old results are still there, under their own cell ids)
+    # The report counts the current cells only, and lists the history on the runs page.
+    from pipeline.report.pages import write_report
+
+    write_report(db, tmp_path / "reports")
+    index = (tmp_path / "reports" / "index.html").read_text()
+    assert "4 of 4 cells finished" in index
+    runs = (tmp_path / "reports" / "runs.html").read_text()
+    assert "Superseded results (3)" in runs and 'id="table-superseded"' in runs
 
     # 5. Drop a model from the suite: its results are history too, and counts no longer include it.
     write(suite, [FIXED], [48, "all"])

@@ -242,7 +242,8 @@ class Scheduler:
         self.counts = Counts(cells_total=len(plans),
                              trials_planned=sum(max(0, p.spec.trials - len(CellState._final(p.prior))) for p in plans))
         families = sorted({p.family for p in plans})
-        warm = {(p.model.key, p.base.task_type): (p.model, p.base.task_type) for p in plans}
+        warm = {(p.model.name, tuple(p.model.spec.compress), p.base.task_type): (p.model, p.base.task_type)
+                for p in plans}
         self.pool = WorkerPool(families, notice=progress.line, warm=list(warm.values()))
         self.board: Any = None
         if any(p.spec.search == "asha" for p in plans):

@@ -110,13 +110,15 @@ class TrialWorker:
             import catboost  # noqa: F401
             import xgboost  # noqa: F401
         from pipeline.cost import pin_allocator
-        from pipeline.learners.resolve import quick_config
+        from pipeline.learners.resolve import model_defaults, quick_config
         from pipeline.learners.trial import Context, warm_up
 
         pin_allocator()  # before the warm-up, so that it and every trial run under one allocator policy
         ctx = Context(threads=max(1, int(cpus)), use_gpu=gpus > 0)
         for model, task_type in warm:
-            warm_up(model.info, {**model.config({}), **quick_config(model.info)}, task_type, ctx,
+            # The registry's defaults, not the suite entry's: the same code paths and kernels, at a size
+            # that cannot itself be the failure a trial of a huge configuration records.
+            warm_up(model.info, {**model_defaults(model.info), **quick_config(model.info)}, task_type, ctx,
                     compress=tuple(model.spec.compress))
         gc.collect()
         gc.freeze()  # what the worker keeps for good; the collection before each trial skips it

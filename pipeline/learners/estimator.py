@@ -15,11 +15,16 @@ only, and trains through :class:`~pipeline.learners.torch.TorchLearner`, the sha
 :mod:`pipeline.train.loop` (early stopping on the
 validation part, best weights restored). Pandas 'category', object, string and boolean columns are
 categorical; everything else is numeric. NumPy arrays are numeric unless they hold objects.
+``n_jobs`` is torch's thread count during fit and predict: None (the default) is one thread, as in
+scikit-learn, -1 every core. A fit whose best epoch was its last warns (``ConvergenceWarning``): the
+model was still improving. A classifier refuses a continuous ``y``.
 """
 
 from __future__ import annotations
 
 import abc
+import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -57,8 +62,9 @@ def _torch_threads(n: int | None) -> Iterator[None]:
     import torch
 
     before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(max(1, n))
+    # scikit-learn's convention: None is one thread (torch's own default, every core, is several times
+    # slower for models this small on a few cores), -1 every core.
+    torch.set_num_threads(1 if n is None else (os.cpu_count() or 1) if n < 0 else max(1, n))
     try:
         yield
     finally:
@@ -217,6 +223,12 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         self.device_ = learner.device
         self.n_epochs_, self.best_epoch_ = report.iterations, report.best_iteration
         self.curve_, self.stop_reason_ = report.curve, report.stop_reason
+        if report.stop_reason in ("max_epochs", "time_limit") and report.best_iteration >= report.iterations:
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.warn(f"{self.model} was still improving when it stopped ({report.stop_reason}: its best "
+                          f"epoch was its last, {report.iterations}); raise max_epochs or max_seconds",
+                          ConvergenceWarning, stacklevel=2)
         return self
 
     def _typed(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -274,6 +286,9 @@ class TabularClassifier(ClassifierMixin, _TabularEstimator):
         if y.ndim != 1:
             raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
         if fitting:
+            from sklearn.utils.multiclass import check_classification_targets
+
+            check_classification_targets(y)  # a continuous y is a regression target: refused
             self.classes_ = np.unique(y)
             self.n_classes_ = len(self.classes_)
             if self.n_classes_ < 2:

@@ -55,6 +55,7 @@ class ReportData:
     attention: pd.DataFrame
     trials: pd.DataFrame
     configured: pd.DataFrame  # the scores view with each cell's selected configuration (the claims' ablations)
+    superseded: pd.DataFrame  # results kept as history, counted per (suite, model, size, why)
     kinds: dict[str, str]  # model → 'gbdt' | 'attention' | 'torch'
     model_names: dict[str, str]  # model (results key) → registered model name
 
@@ -85,6 +86,8 @@ class ReportData:
                          "count(t.trial_id) FILTER (WHERE t.status NOT IN ('ok', 'stopped')) AS n_failed, "
                          "count(t.trial_id) FILTER (WHERE t.status = 'stopped') AS n_stopped, "
                          "sum(t.seconds) AS seconds FROM current_results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL"),
+                superseded=q("SELECT suite, model, sample_size, why, count(*) AS n, max(finished_at) AS last "
+                             "FROM superseded GROUP BY ALL ORDER BY suite, model, sample_size, why"),
                 kinds={}, model_names={},
             )
         data.model_names = dict(zip(data.cells.model, data.cells.model_name)) if len(data.cells) else {}
@@ -536,10 +539,15 @@ def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
 # ---------------------------------------------------------------------------------------- memory
 def page_memory(data: ReportData) -> Page:
     p = Page("memory.html", "Memory")
-    p.card("Peak memory of the selected trial of each cell: the worker process's resident memory above its level "
-           "when the trial began (sampled), and the CUDA memory torch allocated above its starting level. Per model, "
-           "means (and maxima) over the (dataset, training size) rows of the memory view; then how the peak grows "
-           "with the number of features.")
+    p.card("What is measured: the peak memory that training the selected trial of each cell needed, the same way "
+           "for every model. CPU: the kernel's high-water mark of the worker process's resident memory during the "
+           "fit, less its resident memory when the fit began; before each fit the worker returns the memory its "
+           "allocator keeps from earlier trials to the system and resets the high-water mark, every library was "
+           "warmed up once when the worker started, and library code paged in from disk is not counted, so the "
+           "figure does not depend on what the worker ran before (tests/test_memory.py checks this within 10%). "
+           "GPU: the peak of torch's CUDA allocator during the fit, above what it held at the start (n/a for models "
+           "that ran on the CPU). Per model, means (and maxima) over the (dataset, training size) rows of the memory "
+           "view; then how the peak grows with the number of features.")
     m = data.memory
     if m.empty:
         p.add(note("No finished cells."))
@@ -718,6 +726,16 @@ def page_runs(data: ReportData) -> Page:
                          cell(r.fold), cell(r.status, "missing"),
                          raw(f"<details><summary>{esc(last)}</summary><pre>{esc(err)}</pre></details>", "text")])
         p.add(table(["level", "dataset", "model", "size", "fold", "status", "error"], rows, "table-failures"))
+    sup = data.superseded
+    p.h2(f"Superseded results ({int(sup.n.sum()) if len(sup) else 0})", "superseded")
+    p.add(note("Results of earlier versions of a cell, kept in the file as history and left out of every figure: "
+               "'replaced' when the model entry or the protocol changed since (the current version is the one "
+               "shown), 'not in the suite' when the suite no longer has that model or size. Query them with "
+               "SELECT * FROM superseded."))
+    if len(sup):
+        p.add(table(["suite", "model", "size", "why", "results", "last finished"],
+                    [[cell(r.suite), cell(r.model), cell(r.sample_size), cell(r.why), cell(r.n), cell(r.last)]
+                     for r in sup.itertuples(index=False)], "table-superseded"))
     return p
 
 

@@ -492,3 +492,21 @@ def test_categorical_columns_with_no_level_or_one_in_training(name, task_type):
     info = REGISTRY[name]
     out = fit_and_score(info, {**model_defaults(info), **quick_config(info)}, fold, Context(), score_test=True)
     assert np.isfinite(out["val_score"]) and np.isfinite(out["r2" if task_type == "regression" else "accuracy"]), out
+
+
+def test_estimator_warns_when_still_improving_refuses_continuous_y_and_uses_one_thread(credit_g):
+    from sklearn.exceptions import ConvergenceWarning
+
+    x_train, _x_test, y_train, _ = credit_g
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # as on a 2-core machine, torch's own default
+    try:
+        clf = TabularClassifier("mlp", random_state=0, max_epochs=1, d_block=16)
+        with pytest.warns(ConvergenceWarning, match="still improving"):
+            clf.fit(x_train, y_train)  # one epoch: its best epoch is its last
+        assert clf.learner_.threads == 1 and torch.get_num_threads() == 2  # one thread inside, restored after
+        assert TabularClassifier("mlp", max_epochs=1, n_jobs=-1).fit(x_train, y_train).learner_.threads >= 1
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ValueError, match="continuous"):
+        TabularClassifier("mlp", max_epochs=1).fit(x_train, np.linspace(0.0, 1.0, len(x_train)))

@@ -398,3 +398,20 @@ def test_the_constant_predictor_is_the_floor_of_every_table(tmp_path):
     index = html_lib.unescape(text(tmp_path / "r" / "index.html"))
     assert ("No better than a constant predictor (the majority class, or the training mean): ft_transformer in 2 of "
             "4 finished cells at 32 training rows; mlp in 2 of 4 finished cells at 32 training rows.") in index
+
+
+def test_superseded_results_are_history_not_averaged_in(synth_db, tmp_path):
+    """The synthetic file holds an earlier version of (alpha, all, fold 0, xgboost) that scored 0.5: it
+    is listed as superseded and read by no other view. A file from before plans were recorded (no
+    suite_cells) expects each split it has results for × each model, and supersedes nothing."""
+    st = Store(synth_db)
+    sup = st.query("SELECT model, sample_size, fold, why, score FROM superseded")
+    assert sup.values.tolist() == [["xgboost", "all", 0, "replaced", 0.5]]
+    lb = st.query("SELECT score_mean, n_cells FROM leaderboard WHERE dataset = 'alpha' AND sample_size = 'all' "
+                  "AND model = 'xgboost'")
+    assert lb.n_cells.tolist() == [2] and lb.score_mean[0] == pytest.approx(synthetic.Synth().score(
+        "xgboost", synthetic.Synth().datasets[0], "all", 0) + 0.005)
+    legacy = synthetic.build(tmp_path / "old.duckdb", Synth(plan=False))
+    old = Store(legacy)
+    assert old.query("SELECT count(*) AS n FROM expected_cells").n[0] == 2 * 3 * 2 * 4
+    assert old.query("SELECT count(*) AS n FROM superseded").n[0] == 0
