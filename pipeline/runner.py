@@ -36,7 +36,8 @@ from pipeline.data import ingest as ingest_mod
 from pipeline.data import sources
 from pipeline.data.preprocess import FoldData, build_fold
 from pipeline.data.reference import constant_scores
-from pipeline.data.store import PLAN_COLUMNS, REFERENCE_COLUMNS, Store
+from pipeline.data.schema import PLAN_COLUMNS, REFERENCE_COLUMNS
+from pipeline.data.store import Store
 from pipeline.engine.records import MODEL_FAILURES, CellResult
 from pipeline.errors import AttnbenchError
 from pipeline.report.views import install as install_views

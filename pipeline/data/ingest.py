@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data import sources, splits
-from pipeline.data.store import Store, table_name
+from pipeline.data.schema import table_name
+from pipeline.data.store import Store
 from pipeline.errors import DataError
 from pipeline.spec import DatasetSpec, LocalFile, OpenMLTask, Protocol, dataset_label
 

@@ -1,4 +1,5 @@
-"""The DuckDB results file: schema, the driver's writes, and read-only access for everyone else.
+"""The DuckDB results file: creating and upgrading it (tables in schema.py), the driver's writes, and
+read-only access for everyone else.
 
 The driver is the only writer, and it holds the file only for the length of one transaction: DuckDB
 lets no other process open a file that one holds read-write, so short writes are what keep
@@ -12,7 +13,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,82 +20,20 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline.data.schema import (
+    APP,
+    PLAN_COLUMNS,
+    REFERENCE_COLUMNS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    record_table,
+    record_tables,
+)
 from pipeline.errors import StoreError
 
-# 2: trials carry test metrics, cost, node/worker, start and attempt; 3: each suite's planned cells
-# (suite_cells) and the constant predictor's score per split (reference_scores)
-SCHEMA_VERSION = 3
 # The on-disk format new results files are written in: the one the DuckDB CLI 1.5 line (`pip install
 # duckdb-cli`, `duckdb -readonly results.duckdb`) reads, rather than the Python package's newest.
 STORAGE_VERSION = "v1.5.0"
-APP = "attnbench"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS attnbench_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY, suite VARCHAR, suite_yaml VARCHAR, started_at TIMESTAMP,
-    finished_at TIMESTAMP, status VARCHAR, git_rev VARCHAR, versions JSON, hardware JSON,
-    argv VARCHAR, n_cells INTEGER, n_done INTEGER, n_failed INTEGER, n_skipped INTEGER, error VARCHAR
-);
-CREATE TABLE IF NOT EXISTS datasets (
-    dataset VARCHAR PRIMARY KEY, source VARCHAR, task_type VARCHAR, target VARCHAR, n_rows INTEGER,
-    n_features INTEGER, n_numeric INTEGER, n_categorical INTEGER, n_classes INTEGER,
-    classes JSON, openml_id INTEGER, openml_task_id INTEGER, checksum VARCHAR, data_table VARCHAR,
-    has_official_folds BOOLEAN, description VARCHAR, notes VARCHAR, fetched_at TIMESTAMP
-);
-CREATE TABLE IF NOT EXISTS features (
-    dataset VARCHAR, position INTEGER, name VARCHAR, kind VARCHAR, n_missing INTEGER, n_levels INTEGER,
-    PRIMARY KEY (dataset, position)
-);
-CREATE TABLE IF NOT EXISTS splits (
-    dataset VARCHAR, split_key VARCHAR, repeat INTEGER, fold INTEGER, row_id INTEGER, role VARCHAR
-);
-CREATE TABLE IF NOT EXISTS train_order (
-    dataset VARCHAR, split_key VARCHAR, repeat INTEGER, fold INTEGER, seed INTEGER, row_id INTEGER,
-    rank INTEGER
-);
-CREATE TABLE IF NOT EXISTS attention_maps (
-    cell_id VARCHAR PRIMARY KEY, dataset VARCHAR, model VARCHAR, features JSON, map JSON
-);
-CREATE TABLE IF NOT EXISTS suite_cells (
-    suite VARCHAR, cell_id VARCHAR, run_id VARCHAR, dataset VARCHAR, task_type VARCHAR, repeat INTEGER,
-    fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR, variant VARCHAR,
-    n_train INTEGER, PRIMARY KEY (suite, cell_id)
-);
-CREATE TABLE IF NOT EXISTS reference_scores (
-    suite VARCHAR, dataset VARCHAR, repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER,
-    task_type VARCHAR, n_train INTEGER, predictor VARCHAR, score DOUBLE, accuracy DOUBLE,
-    balanced_accuracy DOUBLE, roc_auc DOUBLE, log_loss DOUBLE, rmse DOUBLE, r2 DOUBLE,
-    PRIMARY KEY (suite, dataset, repeat, fold, sample_size, seed)
-);
-"""
-
-# The columns of a suite's plan, in table order (see ``Store.write_plan``).
-PLAN_COLUMNS = ["suite", "cell_id", "run_id", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
-                "model_name", "variant", "n_train"]
-REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed", "task_type", "n_train", "predictor",
-                     "score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2"]
-
-
-
-def _record_table(name: str, cls: type, key: str) -> str:
-    """A table whose columns are the stored fields of a record dataclass (pipeline.engine.records)."""
-    from pipeline.engine.records import sql_columns
-
-    cols = ", ".join(f"{c} {t}" for c, t in sql_columns(cls))
-    return f"CREATE TABLE IF NOT EXISTS {name} ({cols}, PRIMARY KEY ({key}));"
-
-
-def _record_tables() -> list[tuple[str, type, str]]:
-    from pipeline.engine.records import CellResult, TrialRecord
-
-    return [("trials", TrialRecord, "cell_id, trial_id"), ("results", CellResult, "cell_id")]
-
-
-def table_name(dataset: str, checksum: str) -> str:
-    """A safe table name for a dataset's rows; the checksum keeps different versions apart."""
-    return "data_" + re.sub(r"[^a-z0-9]+", "_", dataset.lower()).strip("_")[:40] + "_" + checksum[:8]
-
 
 # What a reader's SQL may not do: touch any file but the results file (COPY … TO, read_csv, glob,
 # ATTACH, EXPORT), install or load extensions, or change these settings back.
@@ -237,7 +175,7 @@ class Store:
         opening it leaves it byte for byte as it was. (The views are the report's: it installs them.)"""
         from pipeline.engine.records import sql_columns
 
-        shape = hashlib.sha256(json.dumps([SCHEMA, [_record_table(*t) for t in _record_tables()]],
+        shape = hashlib.sha256(json.dumps([SCHEMA, [record_table(*t) for t in record_tables()]],
                                           sort_keys=True).encode()).hexdigest()[:16]
         if self._has_meta(con):
             meta = dict(con.execute("SELECT key, value FROM attnbench_meta").fetchall())
@@ -245,8 +183,8 @@ class Store:
                 return
         con.execute("BEGIN")
         con.execute(SCHEMA)
-        for name, cls, key in _record_tables():
-            con.execute(_record_table(name, cls, key))
+        for name, cls, key in record_tables():
+            con.execute(record_table(name, cls, key))
             for col, typ in sql_columns(cls):  # a file from an earlier version gains the new columns
                 con.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {col} {typ}")
         con.execute("INSERT OR IGNORE INTO attnbench_meta VALUES ('app', ?), ('schema_version', ?)",
@@ -329,37 +267,37 @@ class Store:
         return out
 
     # -------------------------------------------------------------------------------------- writes
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A write connection inside one transaction: committed at the end, rolled back on any error."""
+        with self.connect() as con:
+            con.execute("BEGIN")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
     def write_dataset(self, meta: dict[str, Any], features: pd.DataFrame, frame: pd.DataFrame,
                       splits: pd.DataFrame, orders: pd.DataFrame, split_key: str) -> None:
         """The dataset's rows, feature types and splits, in one transaction."""
         table = meta["data_table"]
-        with self.connect() as con:
-            con.execute("BEGIN")
-            try:
-                con.execute("DELETE FROM datasets WHERE dataset = ?", [meta["dataset"]])
-                con.execute("DELETE FROM features WHERE dataset = ?", [meta["dataset"]])
-                cols = list(meta)
-                con.execute(f"INSERT INTO datasets ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                            [meta[c] for c in cols])
-                con.register("features_df", features)
-                con.execute("INSERT INTO features SELECT dataset, position, name, kind, n_missing, n_levels FROM features_df")
-                con.register("frame_df", frame)
-                con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM frame_df')
-                self._write_splits(con, meta["dataset"], split_key, splits, orders)
-                con.execute("COMMIT")
-            except Exception:
-                con.execute("ROLLBACK")
-                raise
+        with self.transaction() as con:
+            con.execute("DELETE FROM datasets WHERE dataset = ?", [meta["dataset"]])
+            con.execute("DELETE FROM features WHERE dataset = ?", [meta["dataset"]])
+            cols = list(meta)
+            con.execute(f"INSERT INTO datasets ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        [meta[c] for c in cols])
+            con.register("features_df", features)
+            con.execute("INSERT INTO features SELECT dataset, position, name, kind, n_missing, n_levels FROM features_df")
+            con.register("frame_df", frame)
+            con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM frame_df')
+            self._write_splits(con, meta["dataset"], split_key, splits, orders)
 
     def write_splits(self, dataset: str, split_key: str, splits: pd.DataFrame, orders: pd.DataFrame) -> None:
-        with self.connect() as con:
-            con.execute("BEGIN")
-            try:
-                self._write_splits(con, dataset, split_key, splits, orders)
-                con.execute("COMMIT")
-            except Exception:
-                con.execute("ROLLBACK")
-                raise
+        with self.transaction() as con:
+            self._write_splits(con, dataset, split_key, splits, orders)
 
     @staticmethod
     def _write_splits(con: Any, dataset: str, split_key: str, splits: pd.DataFrame, orders: pd.DataFrame) -> None:
@@ -381,58 +319,47 @@ class Store:
 
         tcols = [c for c, _ in sql_columns(TrialRecord)]
         rcols = [c for c, _ in sql_columns(CellResult)]
-        with self.connect() as con:
-            con.execute("BEGIN")
-            try:
-                if trials:
-                    con.executemany(f"INSERT OR REPLACE INTO trials ({', '.join(tcols)}) VALUES "
-                                    f"({', '.join('?' * len(tcols))})",
-                                    [[_jsonable(v) for v in stored(t).values()] for t in trials])
-                for res, attention in cells:
-                    con.execute("DELETE FROM trials WHERE cell_id = ? AND coalesce(cell_attempt, 0) < ?",
-                                [res.cell_id, res.attempts])
-                    con.execute(f"INSERT OR REPLACE INTO results ({', '.join(rcols)}) VALUES "
-                                f"({', '.join('?' * len(rcols))})", [_jsonable(v) for v in stored(res).values()])
-                    con.execute("DELETE FROM attention_maps WHERE cell_id = ?", [res.cell_id])
-                    if attention is not None:
-                        con.execute("INSERT INTO attention_maps VALUES (?, ?, ?, ?, ?)", [
-                            res.cell_id, res.dataset, res.model, json.dumps(attention["features"]),
-                            json.dumps(_clean(attention["map"]))])
-                cols = list(run or {})
-                if run:
-                    con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                                [_jsonable(run[c]) for c in cols])
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+        with self.transaction() as con:
+            if trials:
+                con.executemany(f"INSERT OR REPLACE INTO trials ({', '.join(tcols)}) VALUES "
+                                f"({', '.join('?' * len(tcols))})",
+                                [[_jsonable(v) for v in stored(t).values()] for t in trials])
+            for res, attention in cells:
+                con.execute("DELETE FROM trials WHERE cell_id = ? AND coalesce(cell_attempt, 0) < ?",
+                            [res.cell_id, res.attempts])
+                con.execute(f"INSERT OR REPLACE INTO results ({', '.join(rcols)}) VALUES "
+                            f"({', '.join('?' * len(rcols))})", [_jsonable(v) for v in stored(res).values()])
+                con.execute("DELETE FROM attention_maps WHERE cell_id = ?", [res.cell_id])
+                if attention is not None:
+                    con.execute("INSERT INTO attention_maps VALUES (?, ?, ?, ?, ?)", [
+                        res.cell_id, res.dataset, res.model, json.dumps(attention["features"]),
+                        json.dumps(_clean(attention["map"]))])
+            if run:
+                _put_run(con, run)
 
     def write_plan(self, suite: str, cells: pd.DataFrame, reference: pd.DataFrame, run: dict[str, Any]) -> None:
         """A run's plan, in one transaction: the suite's cells (``PLAN_COLUMNS``; they replace what the
         suite's previous run planned, whose results not planned now become history), the constant
         predictor's score on each of its splits (``REFERENCE_COLUMNS``), and the run's row."""
-        with self.connect() as con:
-            con.execute("BEGIN")
-            try:
-                con.execute("DELETE FROM suite_cells WHERE suite = ?", [suite])
-                con.execute("DELETE FROM reference_scores WHERE suite = ?", [suite])
-                con.register("plan_df", cells[PLAN_COLUMNS])
-                con.execute(f"INSERT INTO suite_cells ({', '.join(PLAN_COLUMNS)}) SELECT * FROM plan_df")
-                con.register("reference_df", reference[REFERENCE_COLUMNS])
-                con.execute(f"INSERT INTO reference_scores ({', '.join(REFERENCE_COLUMNS)}) SELECT * FROM reference_df")
-                cols = list(run)
-                con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                            [_jsonable(run[c]) for c in cols])
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+        with self.transaction() as con:
+            con.execute("DELETE FROM suite_cells WHERE suite = ?", [suite])
+            con.execute("DELETE FROM reference_scores WHERE suite = ?", [suite])
+            con.register("plan_df", cells[PLAN_COLUMNS])
+            con.execute(f"INSERT INTO suite_cells ({', '.join(PLAN_COLUMNS)}) SELECT * FROM plan_df")
+            con.register("reference_df", reference[REFERENCE_COLUMNS])
+            con.execute(f"INSERT INTO reference_scores ({', '.join(REFERENCE_COLUMNS)}) SELECT * FROM reference_df")
+            _put_run(con, run)
 
     def upsert_run(self, run: dict[str, Any]) -> None:
-        cols = list(run)
         with self.connect() as con:
-            con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                        [_jsonable(run[c]) for c in cols])
+            _put_run(con, run)
+
+
+def _put_run(con: Any, run: dict[str, Any]) -> None:
+    """Insert or replace a run's row (its columns are the dict's keys)."""
+    cols = list(run)
+    con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                [_jsonable(run[c]) for c in cols])
 
 
 def _missing(v: Any) -> bool:

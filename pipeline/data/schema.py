@@ -1,0 +1,76 @@
+"""The results file's tables: their SQL, the columns of each suite's plan and reference scores, and
+the names of the tables that hold a dataset's rows. The store creates and upgrades them."""
+
+from __future__ import annotations
+
+import re
+
+# 2: trials carry test metrics, cost, node/worker, start and attempt; 3: each suite's planned cells
+# (suite_cells) and the constant predictor's score per split (reference_scores)
+SCHEMA_VERSION = 3
+APP = "attnbench"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS attnbench_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, suite VARCHAR, suite_yaml VARCHAR, started_at TIMESTAMP,
+    finished_at TIMESTAMP, status VARCHAR, git_rev VARCHAR, versions JSON, hardware JSON,
+    argv VARCHAR, n_cells INTEGER, n_done INTEGER, n_failed INTEGER, n_skipped INTEGER, error VARCHAR
+);
+CREATE TABLE IF NOT EXISTS datasets (
+    dataset VARCHAR PRIMARY KEY, source VARCHAR, task_type VARCHAR, target VARCHAR, n_rows INTEGER,
+    n_features INTEGER, n_numeric INTEGER, n_categorical INTEGER, n_classes INTEGER,
+    classes JSON, openml_id INTEGER, openml_task_id INTEGER, checksum VARCHAR, data_table VARCHAR,
+    has_official_folds BOOLEAN, description VARCHAR, notes VARCHAR, fetched_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS features (
+    dataset VARCHAR, position INTEGER, name VARCHAR, kind VARCHAR, n_missing INTEGER, n_levels INTEGER,
+    PRIMARY KEY (dataset, position)
+);
+CREATE TABLE IF NOT EXISTS splits (
+    dataset VARCHAR, split_key VARCHAR, repeat INTEGER, fold INTEGER, row_id INTEGER, role VARCHAR
+);
+CREATE TABLE IF NOT EXISTS train_order (
+    dataset VARCHAR, split_key VARCHAR, repeat INTEGER, fold INTEGER, seed INTEGER, row_id INTEGER,
+    rank INTEGER
+);
+CREATE TABLE IF NOT EXISTS attention_maps (
+    cell_id VARCHAR PRIMARY KEY, dataset VARCHAR, model VARCHAR, features JSON, map JSON
+);
+CREATE TABLE IF NOT EXISTS suite_cells (
+    suite VARCHAR, cell_id VARCHAR, run_id VARCHAR, dataset VARCHAR, task_type VARCHAR, repeat INTEGER,
+    fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR, variant VARCHAR,
+    n_train INTEGER, PRIMARY KEY (suite, cell_id)
+);
+CREATE TABLE IF NOT EXISTS reference_scores (
+    suite VARCHAR, dataset VARCHAR, repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER,
+    task_type VARCHAR, n_train INTEGER, predictor VARCHAR, score DOUBLE, accuracy DOUBLE,
+    balanced_accuracy DOUBLE, roc_auc DOUBLE, log_loss DOUBLE, rmse DOUBLE, r2 DOUBLE,
+    PRIMARY KEY (suite, dataset, repeat, fold, sample_size, seed)
+);
+"""
+
+# The columns of a suite's plan, in table order (see ``Store.write_plan``).
+PLAN_COLUMNS = ["suite", "cell_id", "run_id", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
+                "model_name", "variant", "n_train"]
+REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed", "task_type", "n_train", "predictor",
+                     "score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2"]
+
+
+def record_table(name: str, cls: type, key: str) -> str:
+    """A table whose columns are the stored fields of a record dataclass (pipeline.engine.records)."""
+    from pipeline.engine.records import sql_columns
+
+    cols = ", ".join(f"{c} {t}" for c, t in sql_columns(cls))
+    return f"CREATE TABLE IF NOT EXISTS {name} ({cols}, PRIMARY KEY ({key}));"
+
+
+def record_tables() -> list[tuple[str, type, str]]:
+    from pipeline.engine.records import CellResult, TrialRecord
+
+    return [("trials", TrialRecord, "cell_id, trial_id"), ("results", CellResult, "cell_id")]
+
+
+def table_name(dataset: str, checksum: str) -> str:
+    """A safe table name for a dataset's rows; the checksum keeps different versions apart."""
+    return "data_" + re.sub(r"[^a-z0-9]+", "_", dataset.lower()).strip("_")[:40] + "_" + checksum[:8]

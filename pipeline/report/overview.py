@@ -1,0 +1,142 @@
+"""The index page: the coverage, the answer by training size in words and tables (family leaders,
+head-to-head win rates, costs, crossovers), the headline leaderboard, and links to every page."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pipeline.report import aggregate as agg
+from pipeline.report import figures as figs
+from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, summary_table
+from pipeline.report.answer import (
+    FAMILIES,
+    SizeAnswer,
+    crossover_text,
+    family_crossovers,
+    floor_sentence,
+    size_answer,
+    summary_sentences,
+)
+from pipeline.report.data import ReportData, size_label
+from pipeline.report.markup import Cell, Page, cell, esc, note, num, table
+
+DESCRIPTIONS = {
+    "accuracy.html": "Per-dataset scores, average rank, normalised score, win rates, Elo, critical difference.",
+    "sample_size.html": "Test score against training size; where attention overtakes boosting.",
+    "tuning.html": "Best validation score, and the selected configuration's test score, against trials and seconds.",
+    "compute.html": "Train time, inference speed, FLOPs, parameters, GPU-hours; score/time Pareto front.",
+    "memory.html": "Peak CPU and GPU memory, and its growth with the number of features.",
+    "attention.html": "Mean feature-to-feature attention maps per dataset and model.",
+    "claims.html": "The design notes' five claims, each with a verdict, its effect, interval and cells.",
+    "runs.html": "Suites, versions, hardware, trial counts and every failure with its error.",
+}
+
+
+def family_cell(a: SizeAnswer, family: str) -> Cell:
+    lead = a.leaders.get(family)
+    if lead is None:
+        return cell("not run", "missing")
+    flag = " ⚑" if lead.epochs_bound or lead.search_bound else ""
+    title = f"scored on {lead.tasks_scored} of {lead.n_tasks} tasks"
+    if flag:
+        title += "; budget-bound: " + bound_text(lead.epochs_bound, lead.search_bound).replace("⚑ ", "")
+    return cell(f"{lead.model} {lead.normalized_score:.3f}{flag}", "best" if a.leader == family else "", title)
+
+
+def h2h_cell(a: SizeAnswer, family: str) -> Cell:
+    h = a.vs_boosting.get(family)
+    if h is None or not h.n:
+        return cell("—")
+    cls = "best" if h.low > 0.5 else ("missing" if h.high < 0.5 else "")
+    return cell(f"{h.wins:g}/{h.n} = {h.rate:.0%} [{h.low:.0%}, {h.high:.0%}]", cls,
+                f"{a.leaders[family].model} vs {a.leaders['boosting'].model}, task by task; Wilson 95% interval")
+
+
+def overview_answer(p: Page, data: ReportData) -> None:
+    """The per-size answer: family leaders, head-to-head win rates, costs, crossovers, in words first."""
+    c = data.cells
+    answers = [size_answer(s, c[c.sample_size == s], data.kinds) for s in data.sizes]
+    crossovers = family_crossovers(data.curves, data.kinds)
+    splits = c.groupby(["suite", "dataset", "sample_size"])[["repeat", "fold", "seed"]].apply(
+        lambda g: len(g.drop_duplicates()))
+    coverage = {"datasets": int(c[["suite", "dataset"]].drop_duplicates().shape[0]), "sizes": len(data.sizes),
+                "splits": int(splits.max()) if len(splits) else 0, "cells": len(c),
+                "cells_ok": int((c.status == "ok").sum())}
+    p.h2("Attention, MLP or boosting: the answer by training size", "answer")
+    sentences = summary_sentences(answers, crossovers, coverage)
+    floor = floor_sentence(c)
+    if floor:
+        sentences.append(floor)
+    p.add('<div class="card" id="answer-summary">' + "".join(f"<p>{esc(t)}</p>" for t in sentences) + "</div>")
+    rows = [[cell(size_label(a.size)), cell(a.n_tasks), *(family_cell(a, f) for f in FAMILIES),
+             cell(a.leader_text), h2h_cell(a, "attention"), h2h_cell(a, "MLP")] for a in answers]
+    p.add(table(["training size", "tasks", "best attention (normalised score)", "best MLP", "best boosting",
+                 "leader", "attention vs boosting: wins [95% CI]", "MLP vs boosting: wins [95% CI]"], rows,
+                "table-answer"))
+    p.add(note("Each family's best model at each size by mean normalised score over that size's tasks (1 = best "
+               "model on a task, 0 = worst; test scores of the configurations validation selected). Wins: tasks on "
+               "which the family's best model beat the best boosting model (ties ½), with a Wilson 95% interval; "
+               "green where it is above an even match, red where below. " + BOUND_NOTE))
+    p.h3("Cost per 1,000 rows")
+    rows = []
+    for a in answers:
+        row = [cell(size_label(a.size))]
+        for f in FAMILIES:
+            lead = a.leaders.get(f)
+            row += ([cell(num(lead.train_s_per_1k, ".3g")), cell(num(lead.predict_s_per_1k, ".3g"))] if lead
+                    else [cell("—"), cell("—")])
+        rows.append(row)
+    p.add(table(["training size", *[f"{f} {w} s / 1K rows" for f in FAMILIES for w in ("train", "predict")]], rows,
+                "table-answer-cost"))
+    p.add(note("Seconds of the family leader's selected trial: training per 1,000 training rows, prediction per "
+               "1,000 rows; means over its cells at that size."))
+    if len(data.sizes) > 1:
+        p.figure(figs.normalized_curves(agg.normalized_by_size(c, data.sizes), data.style(), data.sizes),
+                 "fig-index-sizes")
+    if not crossovers.empty:
+        p.h3("Crossover size per dataset")
+        wide = crossovers.assign(text=[crossover_text(r) for r in crossovers.itertuples(index=False)])
+        rows = []
+        for (suite, dataset), g in wide.groupby(["suite", "dataset"], sort=True):
+            by = g.set_index("family")
+            rows.append([cell(data.task_label(suite, dataset)),
+                         *(cell(by.text.get(f, "—"), "missing" if f in by.index and pd.isna(by.crossover_n[f]) else "")
+                           for f in ("attention", "MLP"))])
+        p.add(table(["dataset", "attention overtakes boosting from", "MLP overtakes boosting from"], rows,
+                    "table-index-crossover"))
+        p.add(note("The smallest training size from which the family's best model beats the best boosting model "
+                   "there and at every larger size run; 'never' when it is behind at the largest."))
+
+
+def page_index(data: ReportData, standings: dict[str, Standing]) -> Page:
+    from pipeline.report.markup import NAV
+
+    p = Page("index.html", "attnbench report")
+    c = data.cells
+    n_ok = int((c.status == "ok").sum()) if len(c) else 0
+    n_missing = int((c.status == "missing").sum()) if len(c) else 0
+    n_failed = len(c) - n_ok - n_missing
+    last = data.runs.iloc[0] if len(data.runs) else None
+    stats = [("suites", ", ".join(sorted(c.suite.unique())) if len(c) else "—"),
+             ("datasets", c.dataset.nunique() if len(c) else 0), ("models", len(data.models)),
+             ("training sizes", ", ".join(data.sizes) or "—"),
+             ("cells", f"{n_ok} ok · {n_failed} failed · {n_missing} missing"),
+             ("last run", f"{last.run_id} ({last.status})" if last is not None else "—")]
+    p.add('<div class="cards" id="summary">' + "".join(
+        f'<div class="card"><div class="note">{esc(k)}</div><div class="stat">{esc(v)}</div></div>'
+        for k, v in stats) + "</div>")
+    size = data.headline_size
+    if size is None or size not in standings:
+        p.add(note("No results yet: run `attnbench run` to fill the database."))
+    else:
+        overview_answer(p, data)
+        st = standings[size]
+        p.h2(f"Leaderboard ({size_label(size)}, {len(st.scores)} tasks)", "leaderboard")
+        p.add(summary_table(st, "table-headline"))
+        p.figure(figs.elo_plot(st.elo.table, data.style(), st.elo.level), "fig-index-elo")
+    p.h2("Pages", "pages")
+    p.add('<div class="cards">' + "".join(
+        f'<a href="{esc(href)}"><div class="card"><strong>{esc(label)}</strong>'
+        f'<div class="note">{esc(DESCRIPTIONS[href])}</div></div></a>'
+        for label, href in NAV if href in DESCRIPTIONS) + "</div>")
+    return p
