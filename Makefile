@@ -28,7 +28,7 @@ tools:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "missing:$$missing — install these Debian packages for the browser and terminal tests"; fi; fi
 
-test: setup tools
+test: setup tools lint
 	$(BIN)/python -m pytest
 
 test-fast: setup

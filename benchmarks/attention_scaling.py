@@ -128,7 +128,7 @@ def best_seconds(fn: Callable[[], object], rounds: int, sync: Callable[[], None]
 def measure_times(args: argparse.Namespace) -> dict[tuple[int, str], float]:
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    out = {}
+    out: dict[tuple[int, str], float] = {}
     for f in args.sizes:
         fns = passes(args, f, device)
         for _ in range(args.rounds):  # variants alternate, so outside load does not land on one only

@@ -16,6 +16,7 @@ FFN layer is twice as wide).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -135,11 +136,11 @@ def measure_memory(args: argparse.Namespace) -> dict[tuple[str, str], float]:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     tensors = data(args, device)
-    out = {}
+    out: dict[tuple[str, str], float] = {}
     for impl in IMPLS:
         runner = Runner(impl, args, device, tensors)
         runner.train(1)
-        out[impl, "train"] = peak_memory(lambda r=runner: r.train(2), args.device)
+        out[impl, "train"] = peak_memory(functools.partial(runner.train, 2), args.device)
         out[impl, "infer"] = peak_memory(runner.infer, args.device)
         del runner
     return out
@@ -180,8 +181,8 @@ def main(argv: list[str] | None = None) -> None:
     ]
     for phase in ("train", "infer"):
         if mem:
-            o, r = mem["ours", phase], mem["rtdl", phase]
-            rows.append([f"peak MiB ({phase})", o, r, o / r if r > 0 else float("nan")])
+            ours, ref = mem["ours", phase], mem["rtdl", phase]
+            rows.append([f"peak MiB ({phase})", ours, ref, ours / ref if ref > 0 else float("nan")])
     print(table(["", "ours", "rtdl", "ours/rtdl"], rows))
     print("rows/s: higher is better; memory: the peak above the start of the measured block "
           f"({'CUDA allocator' if device.type == 'cuda' else 'resident set'}), "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import socket
@@ -88,8 +89,7 @@ def requests(suite_file: Path, db: Path) -> list[TrialRequest]:
     suite = parse_suite(yaml.safe_load(suite_file.read_text()))
     store = Store(db)
     loader = runner.FoldLoader(store, suite)
-    cells = list(runner.expand(suite, store, datasets(suite, store)))
-    plans = {p.base.cell_id: p for p in runner.plan_cells(suite, store, loader, cells, {}, "bench")}
+    plans = {p.base.cell_id: p for p in runner.plan_cells(suite, store, loader, cells(suite, store), {}, "bench")}
     trials = store.query("SELECT cell_id, trial_id, trial_index, suggestion, config FROM trials ORDER BY started_at")
     out = []
     for t in trials.itertuples(index=False):
@@ -103,8 +103,11 @@ def requests(suite_file: Path, db: Path) -> list[TrialRequest]:
     return out
 
 
-def datasets(suite: Any, store: Store) -> list[Any]:
-    return [ingest.ingest(store, spec, suite.protocol, suite.seed) for spec in sources.expand(suite.datasets)]
+def cells(suite: Any, store: Store) -> list[tuple[Any, Any, str]]:
+    """Every cell of the suite with its stored dataset and split key, as the runner plans them."""
+    prepared = [ingest.prepare(store, spec, suite.protocol, suite.seed) for spec in sources.expand(suite.datasets)]
+    stored = {p.name: ingest.commit(store, p) for p in prepared}
+    return [(cell, stored[p.name], p.split_key) for cell, p in runner.expand(suite, prepared)]
 
 
 def data_loader(suite_file: Path, db: Path) -> runner.FoldLoader:
@@ -112,7 +115,7 @@ def data_loader(suite_file: Path, db: Path) -> runner.FoldLoader:
     suite = parse_suite(yaml.safe_load(suite_file.read_text()))
     store = Store(db)
     loader = runner.FoldLoader(store, suite)
-    for cell, ds, key in runner.expand(suite, store, datasets(suite, store)):
+    for cell, ds, key in cells(suite, store):
         loader.key(cell, ds, key)
     return loader
 
@@ -145,7 +148,7 @@ def pool_run(reqs: list[TrialRequest], suite_file: Path, db: Path, num_cpus: int
 
     t0 = time.perf_counter()
     loader = data_loader(suite_file, db)
-    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     cls: Any = ray.remote(num_cpus=1)(PlainWorker)
     pool = ActorPool([cls.remote() for _ in range(num_cpus)])
     refs = {k: ray.put(loader(k)) for k in dict.fromkeys(r.data_key for r in reqs)}
