@@ -247,7 +247,7 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
                pending: list[tuple[Cell, ingest_mod.StoredDataset, str]], attempts: dict[str, int],
                run_id: str) -> list[Any]:
     """The engine's view of each pending cell: keys, model entry, data key, committed trials."""
-    from pipeline.engine.scheduler import CellPlan
+    from pipeline.engine.cells import CellPlan
     from pipeline.learners.resolve import resolve
 
     models = {m.key: resolve(m) for m in suite.models}  # once per run; each cell carries its entry

@@ -1,0 +1,182 @@
+"""A cell as the scheduler runs it: the runner's plan of it (keys, model entry, where its data is, its
+committed trials) and its search in progress (trials out, trials ended, the selected one, its result
+and its compressed variants)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.data.preprocess import FoldData
+from pipeline.engine.pool import Shape
+from pipeline.engine.records import CARRIED, MODEL_FAILURES, CellResult, Status, TrialRecord, TrialRequest
+from pipeline.engine.searchers import CellSearch, concurrency_cap
+from pipeline.engine.worker import utcnow
+from pipeline.learners.resolve import ResolvedModel
+from pipeline.spec import ModelSpec
+
+INFRA_REQUEUES = 1  # a trial lost with its worker runs once more
+
+
+def family_cost(family: str) -> float:
+    """Rough relative cost of one trial per training row and feature (for ordering only)."""
+    return 30.0 if family == "torch" else 1.0
+
+
+@dataclass
+class CellPlan:
+    """One cell to run, as the runner hands it over: keys, the model entry, where its data is."""
+
+    base: CellResult  # the result's keys, filled in
+    model: ResolvedModel  # the suite's model entry, resolved once per run
+    seed: int
+    data_key: str
+    n_features: int
+    label: str  # how progress lines name the cell
+    prior: list[TrialRecord] = field(default_factory=list)  # committed trials of this attempt (resume)
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.model.spec
+
+    @property
+    def family(self) -> str:
+        return self.model.family
+
+    @property
+    def attention(self) -> bool:
+        return self.model.attention
+
+    @property
+    def shape(self) -> Shape:
+        r = self.spec.resources
+        train = self.family == "torch" and (r.backend == "train" or (r.backend == "auto" and r.workers > 1))
+        return Shape(r.cpus, r.gpus, r.workers if train else 0)
+
+    @property
+    def cost(self) -> float:
+        n = self.base.n_train or 1
+        return n * (self.n_features + 1) * self.spec.trials * family_cost(self.family)
+
+
+class CellState:
+    """A cell's search in progress."""
+
+    def __init__(self, plan: CellPlan) -> None:
+        self.plan = plan
+        self.spec = plan.spec
+        self.cap = concurrency_cap(plan.spec)
+        final = self._final(plan.prior)
+        self.trials: list[TrialRecord] = list(plan.prior)
+        self.final: set[int] = {r.suggestion for r in final}
+        self.final_records = final
+        self.outstanding: set[int] = set()
+        self.requeue: list[TrialRequest] = []
+        self.running = 0
+        self.next_index = max((r.trial_index for r in plan.prior), default=-1) + 1
+        self.spent = sum(r.seconds or 0.0 for r in plan.prior)
+        self.search: CellSearch | None = None
+        self.selected: TrialRecord | None = None  # the trial validation selected, once the search ended
+        self.first_start: float | None = None
+        self.data: FoldData | None = None
+
+    @staticmethod
+    def _final(prior: list[TrialRecord]) -> list[TrialRecord]:
+        """One record per suggestion that has ended for good (a lost first attempt has not)."""
+        out: dict[int, TrialRecord] = {}
+        for r in sorted(prior, key=lambda r: r.trial_index):
+            if r.status != Status.INFRA.value or r.attempt > INFRA_REQUEUES:
+                out[r.suggestion] = r
+        return list(out.values())
+
+    @property
+    def started(self) -> bool:
+        return self.search is not None
+
+    def budget_left(self, now: float) -> bool:
+        return self.spent < self.spec.time_budget_s
+
+    def can_dispatch(self, now: float) -> bool:
+        if self.running >= self.cap:
+            return False
+        if self.requeue:
+            return True
+        return len(self.final) + len(self.outstanding) < self.spec.trials and self.budget_left(now)
+
+    def done(self, now: float) -> bool:
+        if self.running or self.requeue or self.outstanding:
+            return False
+        return len(self.final) >= self.spec.trials or not self.budget_left(now)
+
+    def next_request(self, run_id: str) -> TrialRequest:
+        if self.requeue:
+            return self.requeue.pop(0)
+        assert self.search is not None
+        suggestion, config = self.search.suggest()
+        self.outstanding.add(suggestion)
+        return self.request(suggestion, config, attempt=1)
+
+    def request(self, suggestion: int, config: dict[str, Any], attempt: int) -> TrialRequest:
+        p, r = self.plan, self.spec.resources
+        index = self.next_index
+        self.next_index += 1
+        return TrialRequest(
+            cell_id=p.base.cell_id, trial_id=f"{p.base.cell_id}-{p.base.attempts}-{index}", trial_index=index,
+            suggestion=suggestion, attempt=attempt, model=p.model, config=config, seed=p.seed,
+            data_key=p.data_key, cpus=r.cpus, gpus=r.gpus, workers=r.workers, backend=r.backend,
+            trial_timeout_s=self.spec.trial_timeout_s, attention=p.attention, asha=self.spec.search == "asha")
+
+    def result(self) -> tuple[CellResult, dict[str, Any] | None]:
+        """The selected trial's (best validation score; ties: lower validation loss) test metrics."""
+        res = self.plan.base
+        res.n_trials = len(self.trials)
+        res.n_trials_failed = sum(not Status(t.status).scored for t in self.trials)
+        if self.trials:
+            starts = [t.started_at for t in self.trials if t.started_at]
+            ends = [t.finished_at for t in self.trials if t.finished_at]
+            if starts and ends:
+                res.search_seconds = (max(ends) - min(starts)).total_seconds()
+        scored = [t for t in self.trials if Status(t.status).scored and t.val_score is not None]
+        res.finished_at = utcnow()
+        if not scored:
+            statuses = [t.status for t in self.trials] or [Status.ERROR.value]
+            res.status = (Status.INFRA.value if all(s == Status.INFRA.value for s in statuses)
+                          else next((s for s in statuses if s in {m.value for m in MODEL_FAILURES}), statuses[0]))
+            res.error = next((t.error for t in self.trials if t.error), "no trial finished")
+            return res, None
+        best = max(scored, key=lambda t: (t.val_score, -(t.val_loss if t.val_loss is not None else math.inf),
+                                          -t.trial_index))
+        res.status = Status.OK.value
+        res.best_config, res.best_trial = best.config, best.trial_id
+        for key in CARRIED:
+            setattr(res, key, getattr(best, key))
+        self.selected = best
+        return res, best.attention
+
+    def variants(self, res: CellResult) -> list[CellResult]:
+        """The suite's ``compress`` option: one result per method, from the selected trial's variant (the
+        same configuration, compressed), stored as the model ``<key>+<method>``. Where the cell or the
+        variant failed, the variant's row says so."""
+        out = []
+        best = self.selected
+        for method in self.spec.compress:
+            v = dataclasses.replace(res, cell_id=f"{res.cell_id}+{method}", model=f"{res.model}+{method}",
+                                    variant=method)
+            got = ((best.variants or {}).get(method) if best is not None and res.status == Status.OK.value
+                   else None)
+            if got is None or "error" in got:
+                v.status = res.status if res.status != Status.OK.value else Status.ERROR.value
+                v.error = (got or {}).get("error") or res.error or f"no {method} variant was recorded"
+                for key in CARRIED:
+                    setattr(v, key, None)
+            else:
+                for key in CARRIED:
+                    if key in got:
+                        setattr(v, key, got[key])
+                if method == "pca":  # a model of its own, trained anew: the base's epochs are not its
+                    v.epochs = v.best_epoch = None
+                    v.stop_reason = None
+            out.append(v)
+        return out
