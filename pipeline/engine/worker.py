@@ -12,7 +12,6 @@ the object store once and cached, and a trial is one method call.
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 import socket
@@ -109,7 +108,7 @@ class TrialWorker:
         if "gbdt" in families:
             import catboost  # noqa: F401
             import xgboost  # noqa: F401
-        from pipeline.cost import pin_allocator
+        from pipeline.cost import freeze_long_lived, pin_allocator
         from pipeline.learners.resolve import model_defaults, quick_config
         from pipeline.learners.trial import Context, warm_up
 
@@ -120,8 +119,7 @@ class TrialWorker:
             # that cannot itself be the failure a trial of a huge configuration records.
             warm_up(model.info, {**model_defaults(model.info), **quick_config(model.info)}, task_type, ctx,
                     compress=tuple(model.spec.compress))
-        gc.collect()
-        gc.freeze()  # what the worker keeps for good; the collection before each trial skips it
+        freeze_long_lived()  # what the worker keeps for good; the collection before each trial skips it
         self.where = {"node": ray.get_runtime_context().get_node_id(), "worker": f"{socket.gethostname()}:{os.getpid()}"}
         return self.where
 
