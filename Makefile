@@ -35,7 +35,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -m "not slow"
 
 lint: setup
-	$(BIN)/ruff check pipeline tests benchmarks
+	$(BIN)/ruff check pipeline tests benchmarks examples
 	$(BIN)/mypy
 
 clean:

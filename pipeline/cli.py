@@ -146,10 +146,29 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from pipeline.models.registry import REGISTRY
+    """Every model a run can name: the registered ones (this package's and installed packages'), and
+    with a suite file, the models it declares by import path; each with its kind, where it comes from
+    and what its Learner says it can do."""
+    from pipeline.models.registry import PROBLEMS, REGISTRY, ModelInfo, listing_order
+    from pipeline.spec import load_suite
 
-    for info in sorted(REGISTRY.values(), key=lambda i: (i.family, i.name)):
-        print(f"{info.name:24s} {info.family:6s} {'attention' if info.attention else '':9s} {info.description}")
+    infos: list[tuple[ModelInfo, str]] = [(i, i.source) for i in REGISTRY.values()]
+    if args.suite:
+        suite = load_suite(args.suite)
+        infos += [(m.model_info(), f"{args.suite} ({m.builder or m.learner})") for m in suite.models
+                  if m.builder or m.learner]
+    infos.sort(key=lambda t: listing_order(t[0]))
+    rows = [("model", "kind", "from", "can", "description")]
+    for info, source in infos:
+        caps = info.capabilities
+        can = ", ".join(filter(None, ["GPU" if caps.gpu else "", f"ASHA on {caps.rungs}" if caps.rungs else "",
+                                      "DDP" if caps.distributed else "", "compress" if caps.compress else ""]))
+        rows.append((info.name, info.family, source, can or "-", info.description))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print("  ".join(f"{v:{w}s}" for v, w in zip(r, widths)) + "  " + r[4])
+    for problem in PROBLEMS:
+        print(f"not registered: {problem}", file=sys.stderr)
     return 0
 
 
@@ -263,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("models", help="list the registered models")
+    p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")
+    p.add_argument("suite", nargs="?", help="also list the models this suite file declares by import path")
     p.set_defaults(func=cmd_models)
 
     p = sub.add_parser("suites", help="check suite files (`suites check [FILES]`) or pin an OpenML suite (`suites pin ID`)")

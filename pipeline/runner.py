@@ -87,11 +87,19 @@ def cell_id(suite: SuiteSpec, dataset: str, split_key: str, repeat: int, fold: i
 
 
 # ---------------------------------------------------------------------------------- provenance
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
+HARNESS_PACKAGES = ("attnbench", "ray", "scikit-learn", "duckdb", "openml", "numpy", "pandas")
 
+
+def versions(suite: SuiteSpec | None = None) -> dict[str, str]:
+    """The harness's packages' versions, and those of the libraries the suite's models' Learners name
+    (torch, xgboost, a user model's own package...)."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    dists = packages_distributions()
+    libraries = sorted({lib for m in (suite.models if suite else []) for lib in m.model_info().capabilities.libraries})
+    packages = [*HARNESS_PACKAGES, *(d for lib in libraries for d in dists.get(lib.split(".")[0], [lib]))]
     out = {"python": platform.python_version()}
-    for pkg in ("attnbench", "torch", "ray", "xgboost", "catboost", "scikit-learn", "duckdb", "openml", "numpy", "pandas"):
+    for pkg in dict.fromkeys(packages):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
@@ -162,6 +170,7 @@ def plan(suite: SuiteSpec, run_id: str, cells: list[tuple[Cell, ingest_mod.Prepa
     """The run's plan as the store keeps it: every cell of the suite (with the compressed variants its
     model entries ask for), and the constant predictor's scores on every split (the report's floor)."""
     entries = {m.key: m for m in suite.models}
+    kinds = {m.key: m.model_info().kind for m in suite.models}  # stored: reports of this file need no registry
     rows: list[dict[str, Any]] = []
     splits: dict[str, dict[tuple[int, int, str, int, int], None]] = {}
     by_name = {}
@@ -170,7 +179,7 @@ def plan(suite: SuiteSpec, run_id: str, cells: list[tuple[Cell, ingest_mod.Prepa
         base = {"suite": suite.name, "cell_id": cell.cell_id, "run_id": run_id, "dataset": cell.dataset,
                 "task_type": ds.dataset.task_type, "repeat": cell.repeat, "fold": cell.fold,
                 "sample_size": cell.sample_size, "seed": cell.seed, "model": cell.model, "model_name": m.name,
-                "variant": None, "n_train": cell.n_train}
+                "variant": None, "n_train": cell.n_train, "model_kind": kinds[cell.model]}
         rows.append(base)
         rows.extend({**base, "cell_id": f"{cell.cell_id}+{method}", "model": f"{cell.model}+{method}",
                      "variant": method} for method in m.compress)
@@ -258,7 +267,8 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
         model = models[cell.model]
         base = CellResult(cell_id=cell.cell_id, run_id=run_id, suite=suite.name, dataset=cell.dataset,
                           task_type=ds.task_type, repeat=cell.repeat, fold=cell.fold, sample_size=cell.sample_size,
-                          seed=cell.seed, model=cell.model, model_name=model.name, spec_hash=hashes[cell.model],
+                          seed=cell.seed, model=cell.model, model_name=model.name, model_kind=model.kind,
+                          spec_hash=hashes[cell.model],
                           attempts=attempts.get(cell.cell_id, 0) + 1, n_train=cell.n_train)
         plans.append(CellPlan(base=base, model=model, seed=suite.seed * 1000 + cell.seed, data_key=loader.key(cell, ds, split_key),
                               n_features=int(ds.features.shape[1]), label=_describe(cell),
@@ -325,7 +335,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         suite = suite.model_copy(update={"models": [
             m.model_copy(update={"resources": m.resources.model_copy(update={"gpus": 0})}) for m in suite.models]})
     run_row: dict[str, Any] = {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
-               "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(),
+               "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(suite),
                "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
                "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped}
     store.write_plan(suite.name, *plan(suite, run_id, cells), run=run_row)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -20,11 +21,15 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from pipeline.errors import SpecError
+
+if TYPE_CHECKING:
+    from pipeline.models.registry import ModelInfo
 
 SKLEARN_DATASETS = ("breast_cancer", "wine", "digits", "iris", "diabetes")
 
@@ -175,11 +180,23 @@ class Resources(_Strict):
     )
 
 
+OWN_MODEL_KEYS = {"builder", "learner", "kind", "defaults"}  # the keys that declare a model of one's own
 Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
 
 
 class ModelSpec(_Strict):
     name: str
+    builder: str | None = Field(
+        default=None, description="your own model: a torch nn.Module class by import path (package.module:Class) "
+        "whose constructor takes n_num, cat_cardinalities, d_out and its hyperparameters; trained with our recipe")
+    learner: str | None = Field(
+        default=None, description="your own model: a Learner subclass by import path (package.module:Class), for "
+        "anything that is not a torch module")
+    kind: str | None = Field(
+        default=None, pattern=r"^[a-z][a-z0-9_ -]{0,40}$", description="your own model's kind: attention, network, "
+        "boosting, trees, or a word of your own (default: network for a builder, the Learner's own kind)")
+    defaults: dict[str, Any] = Field(default_factory=dict, description="your own model's default hyperparameters "
+                                     "(on top of its constructor's or Learner's)")
     trials: int = Field(default=4, ge=1)
     time_budget_s: float = Field(default=600, gt=0, description="seconds the trials of one cell may spend in all (their own run time, summed); no trial starts once it is spent")
     trial_timeout_s: float = Field(default=300, gt=0, description="one trial is stopped and recorded past this")
@@ -202,12 +219,28 @@ class ModelSpec(_Strict):
 
     @field_validator("name")
     @classmethod
-    def _registered(cls, v: str) -> str:
-        from pipeline.models.registry import REGISTRY
-
-        if v not in REGISTRY:
-            raise ValueError(f"unknown model {v!r}; registered models: {', '.join(sorted(REGISTRY))}")
+    def _name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", v):
+            raise ValueError(f"model name {v!r}: use letters, digits, '_', '.' and '-'")
         return v
+
+    @field_validator("builder", "learner")
+    @classmethod
+    def _importable(cls, v: str | None, info: ValidationInfo) -> str | None:
+        from pipeline.models.registry import checked_class
+
+        if v is not None:
+            checked_class(str(info.field_name), v)  # ImportPathError (a ValueError) says what is wrong
+        return v
+
+    def model_info(self) -> ModelInfo:
+        """The registered model this entry names, or the model it declares by import path."""
+        from pipeline.models.registry import declared, get
+
+        if self.builder is None and self.learner is None:
+            return get(self.name)
+        return declared(self.name, builder=self.builder, learner=self.learner, kind=self.kind,
+                        defaults=self.defaults, source="suite")
 
     @field_validator("space")
     @classmethod
@@ -219,13 +252,25 @@ class ModelSpec(_Strict):
 
     @model_validator(mode="after")
     def _keys(self) -> ModelSpec:
-        from pipeline.learners.resolve import check_keys
         from pipeline.models.registry import REGISTRY
 
-        check_keys(REGISTRY[self.name], self.space, self.fixed)
-        if self.compress and REGISTRY[self.name].family != "torch":
-            raise ValueError(f"model {self.name!r}: compress applies to torch models (pruning, quantization and "
-                             "PCA act on a network's layers and inputs)")
+        own = self.builder is not None or self.learner is not None
+        if not own:
+            if self.name not in REGISTRY:
+                raise ValueError(f"unknown model {self.name!r}; registered models: {', '.join(sorted(REGISTRY))} "
+                                 "(or declare your own with 'builder' or 'learner')")
+            given = [k for k in ("kind", "defaults") if getattr(self, k)]
+            if given:
+                raise ValueError(f"model {self.name!r}: {' and '.join(map(repr, given))} describe a model of your own "
+                                 "(with 'builder' or 'learner'); a registered model's values are changed with 'fixed'")
+        elif self.name in REGISTRY:
+            raise ValueError(f"model {self.name!r} is registered ({REGISTRY[self.name].source}); give your model "
+                             "another name")
+        info = self.model_info()
+        info.check_keys(self.space, self.fixed)
+        if self.compress and not info.capabilities.compress:
+            raise ValueError(f"model {self.name!r}: compress applies to models whose Learner can prune, quantize "
+                             "and retrain on principal components (torch networks)")
         if len(set(self.compress)) != len(self.compress):
             raise ValueError(f"compress lists a method twice: {self.compress}")
         return self
@@ -283,7 +328,10 @@ class SuiteSpec(_Strict):
         cell depends on goes into its id with the split (:func:`pipeline.runner.cell_id`). Computed once,
         from the suite as written: a copy the runner adapts to its cluster (GPUs asked for but absent)
         keeps these, so a cell's id does not depend on the hardware it ran on."""
-        return {m.key: hashlib.sha256(json.dumps(m.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:12]
+        # A registered model's entry leaves out the keys that declare models of one's own, so that its
+        # cells keep the ids they had before those keys existed.
+        return {m.key: hashlib.sha256(json.dumps(m.model_dump(mode="json", exclude=OWN_MODEL_KEYS - m.model_fields_set),
+                                                 sort_keys=True).encode()).hexdigest()[:12]
                 for m in self.models}
 
     def model_hash(self, key: str) -> str:
@@ -292,7 +340,7 @@ class SuiteSpec(_Strict):
 
 # ------------------------------------------------------------------------------------------ loading
 def _format_errors(path: str, err: ValidationError) -> str:
-    lines = [f"{path}: invalid suite ({err.error_count()} problem{'s' if err.error_count() > 1 else ''})"]
+    lines = [f"{path}: invalid suite ({err.error_count()} problems)"]
     for e in err.errors():
         tags = {"OpenMLTask", "OpenMLSuite", "LocalFile", "SklearnDataset"}
         loc = ".".join(str(p) for p in e["loc"] if p not in tags)
@@ -305,6 +353,8 @@ def _format_errors(path: str, err: ValidationError) -> str:
             # strict types: say what was given, since YAML turns `true`, `"5"` and `1.0` into other types
             msg = f"{msg}, not {e['input']!r} ({type(e['input']).__name__})"
         lines.append(f"  - {loc or '(top level)'}: {msg}")
+    if len(lines) == 2:  # one problem: one line
+        return f"{path}: invalid suite: {lines[1].removeprefix('  - ')}"
     return "\n".join(lines)
 
 

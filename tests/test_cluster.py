@@ -116,13 +116,17 @@ def test_docs_security_group_commands_open_only_ssh_from_a_chosen_range():
     assert "ray rsync-down cluster.yaml /home/ray/attnbench/results.duckdb ." in text
 
 
-# Eight cells of two ~1 s trials each: enough for four slots to hold trials of several cells at once.
+# Eight cells of two ~1 s trials each: enough for four slots to hold trials of several cells at once;
+# and eight of a model of one's own (the example's gated attention, by import path), whose package is
+# in neither the working directory nor the environment: the job sends it to the nodes (py_modules).
 TINY = {
     "name": "jobtiny", "seed": 0, "datasets": [{"sklearn": "wine"}],
     "protocol": {"folds": 4, "sample_sizes": [60, "all"]},
-    "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 60, "patience": 60, "d_block": 64}}],
+    "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 60, "patience": 60, "d_block": 64}},
+               {"name": "gated", "builder": "attnbench_gated.gated:GatedAttentionNet", "trials": 1,
+                "defaults": {"d_token": 8}, "fixed": {"max_epochs": 30, "patience": 30}}],
 }
-N_CELLS = 8
+N_CELLS = 16
 
 
 def ray_cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
@@ -144,6 +148,9 @@ def test_job_submitted_to_a_token_authenticated_cluster(tmp_path: Path):
         shutil.copytree(REPO / part, work / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", work)
     (work / "suites" / "jobtiny.yaml").write_text(yaml.safe_dump(TINY))
+    package = tmp_path / "user" / "attnbench_gated"
+    shutil.copytree(REPO / "examples" / "gated_attention" / "attnbench_gated", package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
     db = tmp_path / "r.duckdb"
     ray = str(Path(sys.executable).with_name("ray"))
     nodes = Spawned()
@@ -178,7 +185,8 @@ def test_job_submitted_to_a_token_authenticated_cluster(tmp_path: Path):
         agent_deadline = time.monotonic() + 90  # the head's job agent registers a few seconds after `ray start`
         while True:
             sub = ray_cli("job", "submit", "--address", f"http://127.0.0.1:{dash}", "--submission-id", "jobtiny",
-                          "--working-dir", str(work), "--", sys.executable, "-m", "pipeline.cli", "run",
+                          "--working-dir", str(work), "--runtime-env-json", json.dumps({"py_modules": [str(package)]}),
+                          "--", sys.executable, "-m", "pipeline.cli", "run",
                           "suites/jobtiny.yaml", "--db", str(db), "--no-report", env=env, timeout=400)
             if "No available agent" not in sub.stderr or time.monotonic() > agent_deadline:
                 break
@@ -193,10 +201,12 @@ def test_job_submitted_to_a_token_authenticated_cluster(tmp_path: Path):
         import duckdb
 
         with duckdb.connect(str(db), read_only=True) as con:
-            rows = con.execute("SELECT model, status, accuracy FROM results").fetchall()
+            rows = con.execute("SELECT model, status, accuracy, model_kind FROM results").fetchall()
             hw = json.loads(con.execute("SELECT hardware FROM runs").fetchone()[0])
             trials = con.execute("SELECT * FROM trials").df()
-        assert len(rows) == N_CELLS and all(r[1] == "ok" and r[2] > 0.6 for r in rows), rows
+        assert len(rows) == N_CELLS and all(r[1] == "ok" and r[2] > 0.6 for r in rows if r[0] == "mlp"), rows
+        gated = [r for r in rows if r[0] == "gated"]  # the user's model ran on the nodes, with its kind stored
+        assert len(gated) == 8 and all(r[1] == "ok" and r[2] > 0.4 and r[3] == "attention" for r in gated), gated
         assert hw["cluster_cpus"] == 4  # the job's driver joined the cluster, not a Ray of its own
         # The engine spreads the trials over both worker nodes, several cells at once.
         use = usage(trials)

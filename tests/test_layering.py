@@ -62,3 +62,36 @@ def test_validating_a_suite_imports_no_torch_ray_or_boosting():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=PKG.parent).stdout.strip()
     assert out == "", f"validating a suite loaded {out}"
+
+
+KIND_WORDS = {"gbdt", "torch", "attention", "boosting", "network", "trees"}
+
+
+def kind_branches(path: Path) -> list[str]:
+    """Where a file decides something by a model's kind: a comparison or a condition on an attribute
+    called kind, family or attention, or a comparison with a kind's name."""
+
+    def about_kind(node: ast.AST) -> bool:
+        return ((isinstance(node, ast.Attribute) and node.attr in ("kind", "family", "attention"))
+                or (isinstance(node, ast.Constant) and node.value in KIND_WORDS))
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Compare) and any(about_kind(n) for n in [node.left, *node.comparators])) or (isinstance(node, ast.If | ast.IfExp | ast.While) and about_kind(node.test)):
+            out.append(f"{path.name}:{node.lineno}")
+    return out
+
+
+def test_only_the_learners_and_the_registry_branch_on_a_models_kind(tmp_path: Path):
+    """Every per-model question outside pipeline/learners and the registry is asked of the model's
+    Learner (its capabilities, defaults, space, libraries). The report groups models by the kind stored
+    with each result: naming families is what it is for, so it is left out of this check."""
+    checked = [p for p in PKG.rglob("*.py")
+               if p.parent.name not in ("learners", "report") and p.name != "registry.py"]
+    bad = [b for p in checked for b in kind_branches(p)]
+    assert bad == [], f"kind branches outside the learners and the registry: {bad}"
+    # The check sees the branches it is for (the code before the Learner answered these questions).
+    before = "if info.family == 'torch':\n    pass\nx = 30.0 if family == 'torch' else 1.0\nif req.model.attention:\n    pass\n"
+    probe = tmp_path / "before.py"
+    probe.write_text(before)
+    assert len(kind_branches(probe)) == 3

@@ -67,7 +67,7 @@ def test_a_trial_measures_the_same_on_a_fresh_worker_and_after_other_trials(ray_
     for name, req in measured.items():
         worker = ray.remote(TrialWorker).options(num_cpus=1).remote()
         warm = [(r.model, "multiclass") for r in [req, *others]]
-        ray.get(worker.ready.remote(["torch", "gbdt"], warm, 1, 0))
+        ray.get(worker.ready.remote(["torch", "xgboost", "catboost"], warm, 1, 0))
         first = ray.get(worker.run.remote(req, [ref]))
         for other in others:
             assert ray.get(worker.run.remote(other, [ref])).status == "ok"

@@ -37,7 +37,7 @@ def test_good_suite_and_relative_file(tmp_path: Path):
     ("patch", "expected"),
     [
         ({"modles": []}, ["modles", "unknown key"]),
-        ({"models": [{"name": "nope"}]}, ["models.0.name: unknown model 'nope'", "xgboost"]),
+        ({"models": [{"name": "nope"}]}, ["models.0: unknown model 'nope'", "xgboost"]),
         ({"models": [{"name": "xgboost", "trials": "many"}]}, ["models.0.trials"]),
         ({"models": [{"name": "xgboost", "trials": 0}]}, ["models.0.trials", "greater than or equal to 1"]),
         ({"models": [{"name": "xgboost", "space": {"max_depth": {"between": [1, 2]}}}]}, ["unknown domain 'between'"]),

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 # 2: trials carry test metrics, cost, node/worker, start and attempt; 3: each suite's planned cells
-# (suite_cells) and the constant predictor's score per split (reference_scores)
-SCHEMA_VERSION = 3
+# (suite_cells) and the constant predictor's score per split (reference_scores); 4: each planned cell and
+# result carries its model's kind (model_kind), so that a report needs no registry to name families
+SCHEMA_VERSION = 4
 APP = "attnbench"
 
 SCHEMA = """
@@ -40,7 +41,7 @@ CREATE TABLE IF NOT EXISTS attention_maps (
 CREATE TABLE IF NOT EXISTS suite_cells (
     suite VARCHAR, cell_id VARCHAR, run_id VARCHAR, dataset VARCHAR, task_type VARCHAR, repeat INTEGER,
     fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR, variant VARCHAR,
-    n_train INTEGER, PRIMARY KEY (suite, cell_id)
+    n_train INTEGER, model_kind VARCHAR, PRIMARY KEY (suite, cell_id)
 );
 CREATE TABLE IF NOT EXISTS reference_scores (
     suite VARCHAR, dataset VARCHAR, repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER,
@@ -52,7 +53,7 @@ CREATE TABLE IF NOT EXISTS reference_scores (
 
 # The columns of a suite's plan, in table order (see ``Store.write_plan``).
 PLAN_COLUMNS = ["suite", "cell_id", "run_id", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
-                "model_name", "variant", "n_train"]
+                "model_name", "variant", "n_train", "model_kind"]
 REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed", "task_type", "n_train", "predictor",
                      "score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2"]
 

@@ -183,6 +183,7 @@ class Store:
                 return
         con.execute("BEGIN")
         con.execute(SCHEMA)
+        con.execute("ALTER TABLE suite_cells ADD COLUMN IF NOT EXISTS model_kind VARCHAR")  # files before kinds
         for name, cls, key in record_tables():
             con.execute(record_table(name, cls, key))
             for col, typ in sql_columns(cls):  # a file from an earlier version gains the new columns

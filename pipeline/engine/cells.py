@@ -20,11 +20,6 @@ from pipeline.spec import ModelSpec
 INFRA_REQUEUES = 1  # a trial lost with its worker runs once more
 
 
-def family_cost(family: str) -> float:
-    """Rough relative cost of one trial per training row and feature (for ordering only)."""
-    return 30.0 if family == "torch" else 1.0
-
-
 @dataclass
 class CellPlan:
     """One cell to run, as the runner hands it over: keys, the model entry, where its data is."""
@@ -42,23 +37,15 @@ class CellPlan:
         return self.model.spec
 
     @property
-    def family(self) -> str:
-        return self.model.family
-
-    @property
-    def attention(self) -> bool:
-        return self.model.attention
-
-    @property
     def shape(self) -> Shape:
         r = self.spec.resources
-        train = self.family == "torch" and (r.backend == "train" or (r.backend == "auto" and r.workers > 1))
+        train = self.model.capabilities.distributed and (r.backend == "train" or (r.backend == "auto" and r.workers > 1))
         return Shape(r.cpus, r.gpus, r.workers if train else 0)
 
     @property
     def cost(self) -> float:
         n = self.base.n_train or 1
-        return n * (self.n_features + 1) * self.spec.trials * family_cost(self.family)
+        return n * (self.n_features + 1) * self.spec.trials * self.model.capabilities.cost
 
 
 class CellState:
@@ -126,7 +113,8 @@ class CellState:
             cell_id=p.base.cell_id, trial_id=f"{p.base.cell_id}-{p.base.attempts}-{index}", trial_index=index,
             suggestion=suggestion, attempt=attempt, model=p.model, config=config, seed=p.seed,
             data_key=p.data_key, cpus=r.cpus, gpus=r.gpus, workers=r.workers, backend=r.backend,
-            trial_timeout_s=self.spec.trial_timeout_s, attention=p.attention, asha=self.spec.search == "asha")
+            trial_timeout_s=self.spec.trial_timeout_s, asha=self.spec.search == "asha",
+            attention=True)  # every Learner is asked for its feature-attention map: one without answers None
 
     def result(self) -> tuple[CellResult, dict[str, Any] | None]:
         """The selected trial's (best validation score; ties: lower validation loss) test metrics."""

@@ -28,7 +28,7 @@ OUTCOME = "outcome.json"
 
 
 def uses_ray_train(info: ModelInfo, resources: Resources) -> bool:
-    if info.family != "torch":
+    if not info.capabilities.distributed:
         return False
     if resources.backend == "train":
         return True

@@ -73,8 +73,8 @@ class WorkerPool:
     """Warm trial workers, one per slot of each resource shape. ``warm``: the (model, task type) pairs
     each new worker fits once on made-up rows before it takes trials (see ``TrialWorker.ready``)."""
 
-    def __init__(self, families: list[str], notice: Any = print, warm: list[tuple[Any, str]] | None = None) -> None:
-        self.families = families
+    def __init__(self, libraries: list[str], notice: Any = print, warm: list[tuple[Any, str]] | None = None) -> None:
+        self.libraries = libraries
         self.warm = list(warm or [])
         self.notice = notice
         self.slots: list[Slot] = []
@@ -113,7 +113,7 @@ class WorkerPool:
         actor = cls.options(**shape.actor_options()).remote()
         # A launcher of Ray Train workers holds no resources and fits nothing itself: no warm-up there.
         warm = [] if shape.train_workers else self.warm
-        self.slots.append(Slot(shape, actor, actor.ready.remote(self.families, warm, shape.cpus, shape.gpus)))
+        self.slots.append(Slot(shape, actor, actor.ready.remote(self.libraries, warm, shape.cpus, shape.gpus)))
         self.created += 1
 
     def _drop_dead_nodes(self) -> None:

@@ -59,7 +59,7 @@ class TrialRequest:
     workers: int
     backend: str
     trial_timeout_s: float
-    attention: bool  # compute the feature-attention map (attention models)
+    attention: bool  # ask the learner for its feature-attention map (a model without one answers None)
     asha: bool = False  # ask the rung board at each rung whether to go on
 
 
@@ -123,6 +123,7 @@ class CellResult:
     model: str
     model_name: str
     spec_hash: str
+    model_kind: str | None = None  # its Learner's kind (attention, network, boosting, trees, or a user's own)
     status: str = Status.ERROR.value
     error: str | None = None
     attempts: int = 1

@@ -75,10 +75,10 @@ class Scheduler:
         self.last_resize = 0.0
         self.counts = Counts(cells_total=len(plans),
                              trials_planned=sum(max(0, p.spec.trials - len(CellState._final(p.prior))) for p in plans))
-        families = sorted({p.family for p in plans})
+        libraries = sorted({lib for p in plans for lib in p.model.capabilities.libraries})
         warm = {(p.model.name, tuple(p.model.spec.compress), p.base.task_type): (p.model, p.base.task_type)
                 for p in plans}
-        self.pool = WorkerPool(families, notice=progress.line, warm=list(warm.values()))
+        self.pool = WorkerPool(libraries, notice=progress.line, warm=list(warm.values()))
         self.board: Any = None
         if any(p.spec.search == "asha" for p in plans):
             import ray
@@ -199,7 +199,7 @@ class Scheduler:
                                                                    len(data.test))
         cell.search = CellSearch(cell.plan.model, cell.plan.seed, cell.final_records)
         if self.board is not None and cell.spec.search == "asha" and cell.plan.prior:
-            self.board.replay.remote(base.cell_id, [t.curve for t in cell.plan.prior], grace_for(cell.plan.family))
+            self.board.replay.remote(base.cell_id, [t.curve for t in cell.plan.prior], grace_for(cell.plan.model))
         self.counts.cells_running += 1
 
     # -------------------------------------------------------------------------------------- collect

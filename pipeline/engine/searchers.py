@@ -24,14 +24,14 @@ from pipeline.engine.records import TrialRecord
 from pipeline.learners.resolve import ResolvedModel
 from pipeline.spec import ModelSpec
 
-GRACE_EPOCHS = 3  # torch models: the first rung, in epochs
-GRACE_ROUNDS = 10  # boosting: the first rung, in boosting rounds
+GRACE = 3  # the first rung of a board asked without one (each model's comes from its Learner: grace_for)
 REDUCTION_FACTOR = 3
 MAX_RUNG_EPOCHS = 10_000
 
 
-def grace_for(family: str) -> int:
-    return GRACE_EPOCHS if family == "torch" else GRACE_ROUNDS
+def grace_for(model: ResolvedModel) -> int:
+    """ASHA's first rung for the model, in the steps its Learner's rungs count (epochs, boosting rounds)."""
+    return int(model.capabilities.grace)
 
 
 def milestones(grace: int, reduction_factor: int = REDUCTION_FACTOR, max_t: int = MAX_RUNG_EPOCHS) -> list[int]:
@@ -71,13 +71,14 @@ def tune_space(model: ResolvedModel) -> dict[str, Any]:
 def default_point(model: ResolvedModel) -> dict[str, Any]:
     """The defaults, restricted to the searched keys, with the suite's fixed values.
 
-    Where a suite narrows a domain so that the default falls outside it, the default is moved
-    into the domain (clipped to the range, or the first choice).
+    Where a default falls outside its domain (a suite narrowed the domain, or declared a default of
+    its own model outside the model's space), the default is moved into the domain (clipped to the
+    range, or the first choice).
     """
     spec, defaults = model.spec, model.defaults
     point = {}
     for k in tune_space(model):
-        v, dom = defaults[k], spec.space.get(k)
+        v, dom = defaults[k], model.space.get(k)
         if isinstance(dom, dict) and k not in spec.fixed:
             (kind, arg), = dom.items()
             if kind == "choice" and v not in arg:
@@ -170,7 +171,7 @@ class Rungs:
     A score is higher-is-better: validation accuracy or −RMSE for torch models, minus the validation
     loss (the booster's eval metric) for boosting."""
 
-    def __init__(self, grace: int = GRACE_EPOCHS, reduction_factor: int = REDUCTION_FACTOR,
+    def __init__(self, grace: int = GRACE, reduction_factor: int = REDUCTION_FACTOR,
                  max_t: int = MAX_RUNG_EPOCHS) -> None:
         self.rf = reduction_factor
         self.milestones = milestones(grace, reduction_factor, max_t)
@@ -207,12 +208,12 @@ class RungBoard:
     def __init__(self) -> None:
         self.cells: dict[str, Rungs] = {}
 
-    def replay(self, cell_id: str, curves: list[list[dict[str, Any]] | None], grace: int = GRACE_EPOCHS) -> None:
+    def replay(self, cell_id: str, curves: list[list[dict[str, Any]] | None], grace: int = GRACE) -> None:
         rungs = self.cells.setdefault(cell_id, Rungs(grace))
         for curve in curves:
             rungs.replay(curve)
 
-    def decide(self, cell_id: str, epoch: int, score: float, grace: int = GRACE_EPOCHS) -> bool:
+    def decide(self, cell_id: str, epoch: int, score: float, grace: int = GRACE) -> bool:
         return self.cells.setdefault(cell_id, Rungs(grace)).decide(epoch, score)
 
     def forget(self, cell_id: str) -> None:

@@ -12,6 +12,7 @@ the object store once and cached, and a trial is one method call.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
@@ -28,6 +29,8 @@ from pipeline.engine.faults import classify
 from pipeline.engine.records import Status, TrialRecord, TrialRequest
 from pipeline.learners.resolve import ResolvedModel
 from pipeline.spec import Resources
+
+log = logging.getLogger(__name__)
 
 CACHED_FOLDS = 3  # fold arrays a worker keeps; the scheduler runs one fold's cells together
 FIELDS = ("val_score", "val_loss", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "epochs",
@@ -95,21 +98,22 @@ class TrialWorker:
         self.folds: OrderedDict[str, FoldData] = OrderedDict()
         self.where: dict[str, str] = {}
 
-    def ready(self, families: list[str], warm: list[tuple[ResolvedModel, str]] = (),  # type: ignore[assignment]
+    def ready(self, libraries: list[str], warm: list[tuple[ResolvedModel, str]] = (),  # type: ignore[assignment]
               cpus: float = 1, gpus: float = 0) -> dict[str, str]:
-        """Import what the run's models need and fit each of them once on made-up rows of each task
-        type of the run (``warm``: model, task type), so that no trial's time or memory includes a
-        library's start-up; then say where this worker is."""
+        """Import the libraries the run's models' Learners name and fit each model once on made-up rows
+        of each task type of the run (``warm``: model, task type), so that no trial's time or memory
+        includes a library's start-up; then say where this worker is. A library that fails to import
+        is left to the trials that need it, which record the error."""
+        import importlib
+
         import ray
 
-        if "torch" in families:
-            import torch  # noqa: F401
-
-        if "gbdt" in families:
-            import catboost  # noqa: F401
-            import xgboost  # noqa: F401
+        for lib in libraries:
+            try:
+                importlib.import_module(lib)
+            except Exception as err:  # the trials of its models record the same error
+                log.warning("worker warm-up: cannot import %s: %s", lib, f"{type(err).__name__}: {err}")
         from pipeline.cost import freeze_long_lived, pin_allocator
-        from pipeline.learners.resolve import model_defaults, quick_config
         from pipeline.learners.trial import Context, warm_up
 
         pin_allocator()  # before the warm-up, so that it and every trial run under one allocator policy
@@ -117,7 +121,7 @@ class TrialWorker:
         for model, task_type in warm:
             # The registry's defaults, not the suite entry's: the same code paths and kernels, at a size
             # that cannot itself be the failure a trial of a huge configuration records.
-            warm_up(model.info, {**model_defaults(model.info), **quick_config(model.info)}, task_type, ctx,
+            warm_up(model.info, {**model.info.config_defaults(), **model.info.quick_config()}, task_type, ctx,
                     compress=tuple(model.spec.compress))
         freeze_long_lived()  # what the worker keeps for good; the collection before each trial skips it
         self.where = {"node": ray.get_runtime_context().get_node_id(), "worker": f"{socket.gethostname()}:{os.getpid()}"}
@@ -143,7 +147,7 @@ class TrialWorker:
         if req.asha and board is not None:
             from pipeline.engine.searchers import grace_for, milestones
 
-            grace = grace_for(req.model.family)
+            grace = grace_for(req.model)
             rungs = set(milestones(grace))
 
             def decide(epoch: int, score: float) -> bool:  # the board is asked at its rungs only

@@ -1,8 +1,10 @@
 """Learners: how a registered model is fit on a fold, predicts and reports its cost.
 
-- :mod:`.base`: the :class:`~.base.Learner` contract and :class:`~.base.FitReport`.
+- :mod:`.base`: the :class:`~.base.Learner` contract (its :class:`~.base.Capabilities` and its
+  models' defaults and space) and :class:`~.base.FitReport`.
 - :mod:`.torch`: the one learner of every torch model (the recipe of :mod:`pipeline.train.loop`).
-- :mod:`.xgboost`, :mod:`.catboost`: the boosting baselines (each registers itself with ``INFO``).
+- :mod:`.xgboost`, :mod:`.catboost`: the boosting baselines (each registers itself with ``INFO``):
+  a new library is one new module here.
 - :mod:`.resolve`: a suite's model entry resolved once per run (:class:`~.resolve.ResolvedModel`).
 - :mod:`.trial`: fit one configuration and score it: the unit every trial runs.
 - :mod:`.estimator`: scikit-learn estimators over the torch learner.
@@ -25,12 +27,7 @@ if TYPE_CHECKING:
 
 def make_learner(info: ModelInfo, config: Mapping[str, Any], *, threads: int = 1, use_gpu: bool = False,
                  seed: int = 0, max_seconds: float = math.inf, **extra: Any) -> Learner:
-    """The learner of a registered model with one whole configuration (``extra``: the torch
-    learner's ``shard`` and ``wrap`` for a DDP worker)."""
-    if info.family == "torch":
-        from pipeline.learners.torch import TorchLearner
-
-        return TorchLearner(info, config, threads=threads, use_gpu=use_gpu, seed=seed, max_seconds=max_seconds,
-                            **extra)
-    cls = info.load()
-    return cls(info, config, threads=threads, use_gpu=use_gpu, seed=seed, max_seconds=max_seconds)
+    """The learner of a model with one whole configuration (``extra``: a distributed learner's
+    ``shard`` and ``wrap`` for a DDP worker)."""
+    cls = info.learner_class()
+    return cls(info, config, threads=threads, use_gpu=use_gpu, seed=seed, max_seconds=max_seconds, **extra)

@@ -1,10 +1,16 @@
-"""The learner contract: what the engine, the scikit-learn estimators and compression ask of a model.
+"""The learner contract: everything the harness asks of a model, and the one voice that answers it.
 
-A learner is built from a model's registry entry and one whole configuration; :meth:`Learner.fit`
+A Learner class declares what its models are and can do (:class:`Capabilities`: GPU, ASHA rungs and
+what a rung counts, distributed training, compression, relative cost, the libraries a worker imports
+and the provenance records), and its models' whole default configuration, search space and tiny
+warm-up configuration (classmethods over a registry entry). No module outside the learners and the
+registry asks what kind a model is: they ask its Learner.
+
+An instance is built from a model's registry entry and one whole configuration; :meth:`Learner.fit`
 trains on a fold's train part with early stopping on its valid part and reports what the training
 cost (:class:`FitReport`); :meth:`Learner.predict` gives probabilities (N × classes) or values in the
 target's units for any part. Torch models share one learner (:class:`pipeline.learners.torch.TorchLearner`);
-each boosting library has its own.
+each library has its own. A Learner module imports its library inside ``fit``, never at import time.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import abc
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,6 +29,19 @@ from pipeline.models.registry import ModelInfo
 # Asked after each epoch (torch) or boosting round with (iteration, validation score, higher is
 # better); returning False stops training there, keeping the best iteration so far (ASHA's rungs).
 OnStep = Callable[[int, float], bool]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a Learner's models can do, as the scheduler, the searchers and the workers need to know."""
+
+    gpu: bool = False  # trains on a GPU when the trial is given one
+    rungs: str | None = None  # what one ASHA step counts ('epochs', 'boosting rounds'); None: no rungs
+    grace: int = 1  # ASHA's first rung, in those steps
+    distributed: bool = False  # can train on several Ray Train workers (DDP)
+    compress: bool = False  # pruning, quantization and PCA variants apply
+    cost: float = 1.0  # relative cost of a trial per training row and feature (scheduling order only)
+    libraries: tuple[str, ...] = ()  # modules a worker imports before its first trial; their versions are recorded
 
 
 @dataclass
@@ -39,12 +58,46 @@ class FitReport:
 
 class Learner(abc.ABC):
     """Fit on a fold, predict any part, report the cost. ``config`` is the whole configuration
-    (defaults with the trial's suggestion on top: :meth:`pipeline.learners.resolve.ResolvedModel.config`)."""
+    (defaults with the trial's suggestion on top: :meth:`pipeline.learners.resolve.ResolvedModel.config`).
+
+    A Learner named by import path in a suite (``learner: package.module:Class``) declares its model
+    with the class attributes ``kind``, ``defaults``, ``space`` and ``quick``; a registered one, in its
+    module's ``INFO``."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    kind: ClassVar[str] = "other"
+    defaults: ClassVar[Mapping[str, Any]] = {}
+    space: ClassVar[Mapping[str, Any]] = {}
+    quick: ClassVar[Mapping[str, Any]] = {}
+
+    @classmethod
+    def config_defaults(cls, info: ModelInfo) -> dict[str, Any]:
+        """Every configurable key of the model with its default."""
+        return dict(info.defaults)
+
+    @classmethod
+    def search_space(cls, info: ModelInfo) -> dict[str, Any]:
+        """The model's default search space."""
+        return dict(info.space)
+
+    @classmethod
+    def quick_config(cls, info: ModelInfo) -> dict[str, Any]:
+        """What makes a fit of the model tiny (a worker's warm-up fits each model of its run so)."""
+        return dict(info.quick)
+
+    @classmethod
+    def build_problem(cls, info: ModelInfo, defaults: Mapping[str, Any], space: Mapping[str, Any],
+                      fixed: Mapping[str, Any]) -> str | None:
+        """Why no configuration of this search can be built (``suites check``); None when one can."""
+        return None
 
     def __init__(self, info: ModelInfo, config: Mapping[str, Any], *, threads: int = 1, use_gpu: bool = False,
-                 seed: int = 0, max_seconds: float = math.inf) -> None:
+                 seed: int = 0, max_seconds: float = math.inf, device: Any = None) -> None:
+        """``device``: a torch device to train on, for the learners that take one (the torch learner);
+        the others train on a GPU when ``use_gpu``, else on the CPU."""
         self.info, self.config = info, dict(config)
         self.threads, self.use_gpu, self.seed, self.max_seconds = max(1, threads), use_gpu, seed, max_seconds
+        self.device = device
 
     @abc.abstractmethod
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
@@ -58,8 +111,8 @@ class Learner(abc.ABC):
         """Forward FLOPs per row on ``part``, where the learner can count them."""
         return None
 
-    def feature_attention(self, part: Part) -> np.ndarray | None:
-        """Mean feature-to-feature attention (F × F) on ``part``, for attention models."""
+    def feature_attention(self, part: Part, rows: int = 512) -> np.ndarray | None:
+        """Mean feature-to-feature attention (F × F) on ``part``'s first ``rows`` rows, for attention models."""
         return None
 
 

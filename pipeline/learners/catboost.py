@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data.preprocess import FoldData, Part
-from pipeline.learners.base import FitReport, Learner, OnStep, on_all_classes, rounds_report
+from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep, on_all_classes, rounds_report
 
 INFO = {
     "name": "catboost",
     "display_name": "CatBoost",
-    "family": "gbdt",
+    "kind": "boosting",
     "class": "CatBoostLearner",
     "description": "Oblivious gradient-boosted trees with ordered boosting and native categoricals.",
     "quick": {"iterations": 3, "early_stopping_rounds": 2},
@@ -51,6 +51,9 @@ class CatBoostLearner(Learner):
     """``on_step`` is asked after each boosting round with minus the validation loss; False stops
     training there (ASHA's rung cut), keeping the best round so far. CatBoost takes no callbacks in
     its GPU mode, so there a trial runs to its end or to early stopping."""
+
+    capabilities = Capabilities(gpu=True, rungs="boosting rounds", grace=10, libraries=("catboost",))
+    kind = "boosting"
 
     on_step: OnStep | None = None
     pruned = False

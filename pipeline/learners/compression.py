@@ -248,14 +248,13 @@ def train_pca(data: FoldData, n_components: int | float, *, name: str, config: d
               seed: int = 0, device: torch.device | None = None, max_seconds: float = math.inf) -> tuple[PCAInput, float]:
     """A registered model trained on the principal components of ``data``'s numerics, wrapped so that it
     takes the original inputs; and the explained variance ratio kept."""
-    from pipeline.learners.resolve import model_defaults
     from pipeline.learners.torch import TorchLearner
     from pipeline.models.registry import get
 
     mean, projection, explained = fit_pca(data.train.x_num, n_components, seed)
     reduced = pca_fold(data, mean, projection)
     info = get(name)
-    learner = TorchLearner(info, {**model_defaults(info), **(config or {})}, threads=torch.get_num_threads(),
+    learner = TorchLearner(info, {**info.config_defaults(), **(config or {})}, threads=torch.get_num_threads(),
                            seed=seed, max_seconds=max_seconds, device=device)
     learner.fit(reduced)
     wrapped = PCAInput(learner.module, torch.as_tensor(mean), torch.as_tensor(projection)).to(device or "cpu")

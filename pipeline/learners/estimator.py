@@ -1,4 +1,4 @@
-"""scikit-learn estimators around every torch model of the registry.
+"""scikit-learn estimators around every model of the registry (torch networks and boosting alike).
 
 >>> clf = TabularClassifier("ft_transformer", random_state=0, d_token=32, max_epochs=5)  # doctest: +SKIP
 >>> clf.fit(X_train, y_train).predict_proba(X_test)  # doctest: +SKIP
@@ -11,9 +11,8 @@ at ``fit`` that names the key and the allowed ones.
 
 ``fit`` carves a seeded, stratified validation part from the training rows unless ``X_valid`` and
 ``y_valid`` are given, fits the :class:`~pipeline.data.preprocess.Preprocessor` on the training part
-only, and trains through :class:`~pipeline.learners.torch.TorchLearner`, the shared recipe of
-:mod:`pipeline.train.loop` (early stopping on the
-validation part, best weights restored). Pandas 'category', object, string and boolean columns are
+only, and trains through the model's own Learner, as a trial does (a torch model: the shared recipe
+of :mod:`pipeline.train.loop`; early stopping on the validation part, best iteration kept). Pandas 'category', object, string and boolean columns are
 categorical; everything else is numeric. NumPy arrays are numeric unless they hold objects.
 ``n_jobs`` is torch's thread count during fit and predict: None (the default) is one thread, as in
 scikit-learn, -1 every core. A fit whose best epoch was its last warns (``ConvergenceWarning``): the
@@ -37,7 +36,6 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from pipeline.data.preprocess import FoldData, Part, Preprocessor
-from pipeline.learners.resolve import model_defaults
 from pipeline.models.registry import get
 
 _OWN_PARAMS = ("model", "random_state", "validation_fraction", "device", "n_jobs", "max_seconds")
@@ -117,11 +115,8 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
 
     def _config(self) -> dict[str, Any]:
         info = get(self.model)
-        if info.family != "torch":
-            raise ValueError(f"model {self.model!r} is a {info.family} model; "
-                             "these estimators wrap torch models")
         hyper = {k: getattr(self, k) for k in self._hyperparam_names()}
-        allowed = model_defaults(info)
+        allowed = info.config_defaults()
         unknown = sorted(set(hyper) - set(allowed))
         if unknown:
             raise ValueError(f"model {self.model!r}: unknown hyperparameter(s) {unknown}; "
@@ -187,7 +182,7 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         """Train on (X, y); early stopping on (X_valid, y_valid), or on a seeded stratified share of X."""
         import torch
 
-        from pipeline.learners.torch import TorchLearner
+        from pipeline.learners import make_learner
 
         config = self._config()
         if (X_valid is None) != (y_valid is None):
@@ -212,15 +207,18 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         data = self._meta()
         data.train = Part(*pre.transform(self._typed(train_x)), train_y)
         data.valid = Part(*pre.transform(self._typed(valid_x)), valid_y)
-        device = None if self.device == "auto" else torch.device(self.device)  # any torch device, or auto
         max_seconds = float("inf") if self.max_seconds is None else self.max_seconds
         with _torch_threads(self.n_jobs):
-            learner = TorchLearner(get(self.model), config, threads=torch.get_num_threads(), use_gpu=True,
-                                   device=device, seed=self.random_state, max_seconds=max_seconds)
+            info = get(self.model)
+            # device: any torch device for a torch model; 'auto' is a GPU where the model can use one and there is one
+            device = {} if self.device == "auto" else {"device": self.device}
+            gpu = self.device != "cpu" and info.capabilities.gpu and torch.cuda.is_available()
+            learner = make_learner(info, config, threads=torch.get_num_threads(), use_gpu=gpu,
+                                   seed=self.random_state, max_seconds=max_seconds, **device)
             report = learner.fit(data)
         self.learner_ = learner
-        self.module_ = learner.module
-        self.device_ = learner.device
+        self.module_ = getattr(learner, "module", None)  # a torch model's trained nn.Module
+        self.device_ = getattr(learner, "device", None) or ("cuda" if gpu else "cpu")
         self.n_epochs_, self.best_epoch_ = report.iterations, report.best_iteration
         self.curve_, self.stop_reason_ = report.curve, report.stop_reason
         if report.stop_reason in ("max_epochs", "time_limit") and report.best_iteration >= report.iterations:
@@ -247,7 +245,7 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         return Part(xn, xc, np.zeros(len(frame)))
 
     def _raw_predict(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "module_")
+        check_is_fitted(self, "learner_")
         with _torch_threads(self.n_jobs):
             return self.learner_.predict(self._part(X))
 
@@ -261,7 +259,7 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
 
         Features are in the model's token order (numeric, then categorical), named as in ``X``.
         """
-        check_is_fitted(self, "module_")
+        check_is_fitted(self, "learner_")
         part = self._part(X)
         with _torch_threads(self.n_jobs):
             fa = self.learner_.feature_attention(part, rows=len(part))
@@ -305,7 +303,7 @@ class TabularClassifier(ClassifierMixin, _TabularEstimator):
         return self._raw_predict(X).astype(np.float64)
 
     def predict(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "module_")
+        check_is_fitted(self, "learner_")
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
 
 

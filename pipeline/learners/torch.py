@@ -3,13 +3,16 @@ shared recipe of :mod:`pipeline.train.loop`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from pipeline.data.preprocess import FoldData, Part
-from pipeline.learners.base import FitReport, Learner, OnStep
+from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep
+from pipeline.models.registry import ModelInfo
+from pipeline.train.recipe import TRAINING_DEFAULTS, TRAINING_SPACE
 
 
 class TorchLearner(Learner):
@@ -19,8 +22,46 @@ class TorchLearner(Learner):
     After :meth:`fit`, ``module`` is the trained network (best epoch restored) and ``device`` where it is.
     """
 
+    capabilities = Capabilities(gpu=True, rungs="epochs", grace=3, distributed=True, compress=True, cost=30.0,
+                                libraries=("torch",))
+    kind = "network"
     module: Any = None
     device: Any = None
+
+    @classmethod
+    def config_defaults(cls, info: ModelInfo) -> dict[str, Any]:
+        """The recipe's keys, then the model's own training defaults, then its architecture's."""
+        return {**TRAINING_DEFAULTS, **info.training, **info.defaults}
+
+    @classmethod
+    def search_space(cls, info: ModelInfo) -> dict[str, Any]:
+        """The recipe's learning rate and weight decay, and the model's own space."""
+        return {**TRAINING_SPACE, **info.space}
+
+    @classmethod
+    def quick_config(cls, info: ModelInfo) -> dict[str, Any]:
+        return {"max_epochs": 1, **info.quick}
+
+    @classmethod
+    def build_problem(cls, info: ModelInfo, defaults: Mapping[str, Any], space: Mapping[str, Any],
+                      fixed: Mapping[str, Any]) -> str | None:
+        """Why the architecture cannot be built with any configuration of the search (``fixed:
+        {d_token: 30, n_heads: 4}``, say), tried on a tiny input: the defaults, and each searched
+        architecture key at its bounds or choices. Imports torch."""
+        arch = {k: v for k, v in defaults.items() if k in info.defaults}
+        options: list[list[tuple[str, Any]]] = []
+        for k, dom in space.items():
+            if k in arch and isinstance(dom, dict) and k not in fixed:
+                (kind, values), = dom.items()
+                options.append([(k, v) for v in (values if kind == "choice" else values[:2])])
+        first = None
+        for combo in itertools.islice(itertools.chain([()], itertools.product(*options)), 64):
+            try:
+                info.load()(n_num=3, cat_cardinalities=[3], d_out=2, **{**arch, **dict(combo)})
+                return None
+            except Exception as err:  # the builder's own message says what is wrong
+                first = first or err
+        return f"its architecture cannot be built ({type(first).__name__}: {first})"
 
     def __init__(self, *args: Any, shard: tuple[int, int] = (0, 1), wrap: Callable[[Any], Any] | None = None,
                  device: Any = None, **kwargs: Any) -> None:

@@ -42,7 +42,7 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
     metrics, cost and the curve; with ``compress`` (and ``score_test``), ``variants``: each compressed
     variant's scores and cost, or the error that stopped it."""
     t_start = time.perf_counter()
-    extra = {"shard": ctx.shard, "wrap": ctx.wrap} if info.family == "torch" else {}
+    extra = {"shard": ctx.shard, "wrap": ctx.wrap} if info.capabilities.distributed else {}
     learner = make_learner(info, config, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
                            max_seconds=ctx.max_seconds, **extra)
     with Measure(gpu=ctx.use_gpu and _cuda()) as m:

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data.preprocess import FoldData, Part
-from pipeline.learners.base import FitReport, Learner, OnStep, on_all_classes, rounds_report
+from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep, on_all_classes, rounds_report
 
 INFO = {
     "name": "xgboost",
     "display_name": "XGBoost",
-    "family": "gbdt",
+    "kind": "boosting",
     "class": "XGBoostLearner",
     "description": "Gradient-boosted trees (histogram method), native categorical splits, early stopping.",
     "quick": {"n_estimators": 3, "early_stopping_rounds": 2},
@@ -59,6 +59,9 @@ def frame(part: Part, data: FoldData) -> pd.DataFrame:
 class XGBoostLearner(Learner):
     """``on_step`` is asked after each boosting round with minus the validation loss; False stops
     training there (ASHA's rung cut), keeping the best round so far, as early stopping does."""
+
+    capabilities = Capabilities(gpu=True, rungs="boosting rounds", grace=10, libraries=("xgboost",))
+    kind = "boosting"
 
     on_step: OnStep | None = None
     pruned = False

@@ -16,11 +16,10 @@ from pipeline.models.layers import CBAM1d, GatedSelfAttention1d, attention_maps,
 INFO = {
     "name": "cbam_cnn",
     "display_name": "CBAM CNN",
-    "family": "torch",
+    "kind": "attention",
     "class": "CBAMCNN",
     "description": "1-D CNN over feature tokens with CBAM channel/spatial attention and SAGAN attention.",
     "paper": "https://arxiv.org/abs/1807.06521",
-    "attention": True,
     "defaults": {
         "d_token": 16,
         "channels": 32,

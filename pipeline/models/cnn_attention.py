@@ -18,11 +18,10 @@ from pipeline.models.layers import MultiheadAttention, attention_maps, mean_atte
 INFO = {
     "name": "cnn_attention",
     "display_name": "1D-CNN + attention",
-    "family": "torch",
+    "kind": "attention",
     "class": "CNNAttention",
     "description": "Feature tokens as a 1-D sequence: Conv1d map, attention over positions, pooled head.",
     "paper": "",
-    "attention": True,
     "defaults": {
         "d_token": 16,
         "channels": 64,

@@ -17,11 +17,10 @@ from pipeline.models.layers import TransformerBlock, attention_maps, mean_attent
 INFO = {
     "name": "cnn_transformer",
     "display_name": "CNN + Transformer",
-    "family": "torch",
+    "kind": "attention",
     "class": "CNNTransformer",
     "description": "CBAM 1-D CNN backbone, its feature map as tokens of a transformer; mean-pooled head.",
     "paper": "",
-    "attention": True,
     "defaults": {
         "d_token": 16,
         "channels": 32,

@@ -30,11 +30,10 @@ from pipeline.models.layers import (
 INFO = {
     "name": "cross_attention_se",
     "display_name": "Cross-attention + SE",
-    "family": "torch",
+    "kind": "attention",
     "class": "CrossAttentionSE",
     "description": "Categorical tokens cross-attend to numeric tokens; SE over tokens; bottleneck FFN.",
     "paper": "",
-    "attention": True,
     "defaults": {
         "d_token": 32,
         "n_blocks": 1,

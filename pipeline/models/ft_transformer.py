@@ -11,11 +11,10 @@ from pipeline.models.layers import TransformerBlock, attention_maps, mean_attent
 INFO = {
     "name": "ft_transformer",
     "display_name": "FT-Transformer",
-    "family": "torch",
+    "kind": "attention",
     "class": "FTTransformer",
     "description": "Feature tokenizer + pre-norm transformer over all features and a [CLS] token.",
     "paper": "https://arxiv.org/abs/2106.11959",
-    "attention": True,
     "defaults": {
         "d_token": 96,
         "n_blocks": 2,

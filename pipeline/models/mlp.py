@@ -8,11 +8,10 @@ from torch import Tensor, nn
 INFO = {
     "name": "mlp",
     "display_name": "MLP",
-    "family": "torch",
+    "kind": "network",
     "class": "MLP",
     "description": "Bag-of-features MLP: numeric features and categorical embeddings, concatenated.",
     "paper": "https://arxiv.org/abs/2106.11959",
-    "attention": False,
     "defaults": {"d_block": 256, "n_blocks": 3, "dropout": 0.1, "d_embedding": 8},
     "space": {
         "d_block": {"choice": [64, 128, 256, 512]},

@@ -1,69 +1,127 @@
-"""The model registry: light metadata, defaults and search spaces; heavy code loads lazily.
+"""The model registry: each model's name → its declaration and the Learner class that trains it.
 
-A torch model is one module of this package declaring ``INFO`` beside its ``nn.Module``; a boosting
-baseline is one module of :mod:`pipeline.learners` declaring ``INFO`` beside its learner. The INFO
-dicts are read with ``ast``, so this file imports no torch, no boosting library and nothing of the
-harness: ``import pipeline`` and suite validation stay fast. A duplicate name is an error, never an
-overwrite.
+Where models come from (``ModelInfo.source``):
 
-``defaults`` are the builder's own arguments (a torch model's architecture, a boosting library's
-parameters); ``training`` overrides the torch training recipe's defaults for one model (the recipe
-itself lives with the training loop, in train/recipe.py). Search spaces are plain data
-(``{"lr": {"loguniform": [1e-4, 1e-2]}}``) so that suites can override them in YAML.
+- **attnbench**: a torch model is one module of :mod:`pipeline.models` declaring ``INFO`` beside its
+  ``nn.Module`` (trained by :class:`pipeline.learners.torch.TorchLearner`); any other model is one module
+  of :mod:`pipeline.learners` declaring ``INFO`` beside its Learner.
+- **an installed package**: an entry point in the ``attnbench.models`` group names a module (or a
+  ``module:Class`` in it) that declares ``INFO`` the same way (``pip install`` is enough).
+- **a suite file**: a model entry with ``builder: package.module:Class`` (a torch ``nn.Module``) or
+  ``learner: package.module:Class`` (a Learner subclass) declares a model of its own
+  (:func:`declared`).
+
+The INFO dicts are read with ``ast``, so this file imports no torch, no boosting library and nothing
+of the harness: ``import pipeline`` and suite validation stay fast. The Learner class is imported by
+its path when it is asked something (:meth:`ModelInfo.learner_class`): its capabilities, its whole
+default configuration and search space, the libraries it needs. A duplicate name is an error, never
+an overwrite.
+
+``defaults`` are the builder's own arguments (a torch model's architecture, a library's parameters);
+``training`` overrides the torch training recipe's defaults for one model. Search spaces are plain
+data (``{"lr": {"loguniform": [1e-4, 1e-2]}}``) so that suites can override them in YAML.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-Family = Literal["torch", "gbdt"]
+# The kinds the report names families by; a model may declare any other kind, shown as written.
+KINDS = {"attention": "attention network", "network": "other network", "boosting": "gradient boosting",
+         "trees": "other trees"}
+TORCH_LEARNER = "pipeline.learners.torch:TorchLearner"
+ENTRY_POINTS = "attnbench.models"
 
 
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
     display_name: str
-    family: Family
+    kind: str  # attention | network | boosting | trees | what a user declares
     description: str
-    builder: str  # "module:attribute" — a torch nn.Module class or a boosting learner, imported on use
+    builder: str  # "module:attribute": the torch nn.Module class, or the Learner itself, imported on use
+    learner: str  # "module:attribute": the Learner class that trains it
     defaults: Mapping[str, Any]
     space: Mapping[str, Any]
     training: Mapping[str, Any] = field(default_factory=dict)  # torch: this model's recipe defaults
     quick: Mapping[str, Any] = field(default_factory=dict)  # overrides that make a fit tiny (a worker's warm-up)
-    attention: bool = False
     gpu: bool = True
     paper: str = ""
     notes: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "attnbench"  # attnbench | package <dist> | suite <file>
+
+    @property
+    def attention(self) -> bool:
+        return self.kind == "attention"
+
+    @property
+    def family(self) -> str:
+        """The kind in words: the report's family name."""
+        return KINDS.get(self.kind, self.kind)
 
     def load(self) -> Any:
-        module, attr = self.builder.split(":")
-        return getattr(importlib.import_module(module), attr)
+        return load_path(self.builder)
+
+    def learner_class(self) -> Any:
+        """The Learner class (imported on first use; importing it imports no torch or library)."""
+        return load_path(self.learner)
+
+    @property
+    def capabilities(self) -> Any:
+        """What the model can do (:class:`pipeline.learners.base.Capabilities`), as its Learner declares."""
+        return self.learner_class().capabilities
+
+    def config_defaults(self) -> dict[str, Any]:
+        """Every configurable key with its default (a torch model's also has the recipe's)."""
+        return dict(self.learner_class().config_defaults(self))
+
+    def search_space(self) -> dict[str, Any]:
+        return dict(self.learner_class().search_space(self))
+
+    def quick_config(self) -> dict[str, Any]:
+        """What makes a fit tiny (a worker's warm-up)."""
+        return dict(self.learner_class().quick_config(self))
+
+    def check_keys(self, space: Mapping[str, Any], fixed: Mapping[str, Any]) -> None:
+        """A suite entry's space and fixed keys must be the model's; the error lists the allowed ones."""
+        known = self.config_defaults()
+        for where, keys in (("space", space), ("fixed", fixed)):
+            unknown = sorted(set(keys) - set(known))
+            if unknown:
+                raise ValueError(f"model {self.name!r}: unknown {where} key(s) {unknown}; allowed: "
+                                 f"{', '.join(sorted(known))}")
 
 
 REGISTRY: dict[str, ModelInfo] = {}
+PROBLEMS: list[str] = []  # installed packages' models that could not be registered, and why
 
-_INFO_KEYS = {f for f in ModelInfo.__dataclass_fields__ if f != "builder"} | {"class"}
+_INFO_KEYS = {f for f in ModelInfo.__dataclass_fields__ if f not in ("builder", "source")} | {"class"}
 
 
 def register(info: ModelInfo) -> ModelInfo:
-    """Add a model; a duplicate name is an error, and so is a boosting model's search key without a
-    default (a torch model's space may name the recipe's keys, which this file does not know: the
-    tests check those against the recipe, tests/models/test_architectures.py)."""
+    """Add a model; a duplicate name is an error (it names where both come from)."""
     if info.name in REGISTRY:
-        raise ValueError(f"model {info.name!r} is registered twice")
-    if info.family == "gbdt" and info.training:
-        raise ValueError(f"model {info.name!r}: 'training' defaults are for torch models")
-    unknown = set(info.space) - set(info.defaults) - set(info.training)
-    if info.family == "gbdt" and unknown:
-        raise ValueError(f"model {info.name!r}: space keys without a default: {sorted(unknown)}")
+        raise ValueError(f"model {info.name!r} is registered twice ({REGISTRY[info.name].source}; {info.source})")
     REGISTRY[info.name] = info
     return info
+
+
+def listing_order(info: ModelInfo) -> tuple[int, str, str]:
+    """Our kinds first, in their order, then users' own kinds; by name within a kind."""
+    order = list(KINDS)
+    return (order.index(info.kind) if info.kind in order else len(order), info.kind, info.name)
 
 
 def get(name: str) -> ModelInfo:
@@ -71,6 +129,29 @@ def get(name: str) -> ModelInfo:
         return REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(REGISTRY))}") from None
+
+
+class ImportPathError(ValueError):
+    """An import path that does not name a class that fits the contract it must."""
+
+
+def load_path(path: str) -> Any:
+    """The object ``module:attribute`` names. The working directory counts as a place to import from,
+    as it does for ``python -m`` and for the workers of a local Ray instance."""
+    module, _, attr = path.partition(":")
+    if not module or not attr:
+        raise ImportPathError(f"{path!r} is not an import path; write package.module:Class")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
+    try:
+        mod = importlib.import_module(module)
+    except Exception as err:
+        raise ImportPathError(f"cannot import {module!r} ({type(err).__name__}: {err})") from None
+    try:
+        return functools.reduce(getattr, attr.split("."), mod)
+    except AttributeError:
+        raise ImportPathError(f"module {module!r} has no {attr!r}") from None
 
 
 def _read_info(path: Path) -> dict[str, Any] | None:
@@ -89,17 +170,132 @@ def _read_info(path: Path) -> dict[str, Any] | None:
     return None
 
 
+def from_info(info: dict[str, Any], module: str, *, learner: str | None, source: str) -> ModelInfo:
+    """A model declared by a module's INFO dict (``class`` names its class in ``module``); ``learner``:
+    the Learner that trains it when INFO does not say (None: the class is the Learner)."""
+    info = dict(info)
+    builder = f"{module}:{info.pop('class')}"
+    learner = info.pop("learner", None) or learner or builder
+    info.setdefault("display_name", info["name"])
+    info.setdefault("description", "")
+    info.setdefault("kind", "network" if learner == TORCH_LEARNER else "other")
+    info.setdefault("defaults", {})
+    info.setdefault("space", {})
+    return ModelInfo(builder=builder, learner=learner, source=source, **info)
+
+
 def _discover() -> None:
-    """Register every module that declares ``INFO``: the torch models of this package and the
-    boosting learners of :mod:`pipeline.learners`. A new model is one new module."""
+    """Register the models of this package, then those of installed packages' entry points."""
     root = Path(__file__).parent.parent
-    for package in ("models", "learners"):
+    for package, learner in (("models", TORCH_LEARNER), ("learners", None)):
         for path in sorted((root / package).glob("*.py")):
             info = _read_info(path)
-            if info is None:
-                continue
-            cls = info.pop("class")
-            register(ModelInfo(builder=f"pipeline.{package}.{path.stem}:{cls}", **info))
+            if info is not None:
+                register(from_info(info, f"pipeline.{package}.{path.stem}", learner=learner, source="attnbench"))
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINTS):
+        try:  # a broken package leaves the others usable; `attnbench models` says what went wrong
+            register(_from_entry_point(ep))
+        except (ValueError, SyntaxError, OSError) as err:
+            PROBLEMS.append(f"entry point {ep.name!r} ({ep.value}): {err}")
+
+
+def _from_entry_point(ep: Any) -> ModelInfo:
+    """An entry point names a module that declares ``INFO`` (``module`` or ``module:Class``)."""
+    dist = ep.dist.name if getattr(ep, "dist", None) is not None else "?"
+    module = ep.value.partition(":")[0]
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        raise ValueError(f"entry point {ep.name!r} of {dist}: module {module!r} not found")
+    info = _read_info(Path(spec.origin))
+    if info is None:
+        raise ValueError(f"entry point {ep.name!r} of {dist}: module {module!r} declares no INFO")
+    return from_info(info, module, learner=TORCH_LEARNER if "learner" not in info else None,
+                     source=f"package {dist}")
+
+
+def _own_doc(cls: Any) -> str:
+    """The first line of the class's own docstring (not one it inherits)."""
+    return str(cls.__dict__.get("__doc__") or "").strip().split("\n")[0]
+
+
+def _module_info(path: str) -> dict[str, Any]:
+    """The INFO dict of the module ``path`` names, when it declares the class ``path`` names; else {}."""
+    module, _, attr = path.partition(":")
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return {}
+    info = _read_info(Path(spec.origin))
+    return info if info is not None and info.get("class") == attr else {}
+
+
+def checked_class(role: str, path: str) -> Any:
+    """The class ``path`` names, if it fits its role: a ``builder`` is a torch ``nn.Module`` class, a
+    ``learner`` a Learner subclass (duck-typed: this module imports neither torch nor the learners)."""
+    cls = load_path(path)
+    if role == "builder":
+        if not inspect.isclass(cls) or not callable(getattr(cls, "forward", None)):
+            raise ImportPathError(f"{path!r} is not a torch nn.Module class (it has no forward)")
+    elif not inspect.isclass(cls) or not hasattr(cls, "capabilities") or not all(
+            callable(getattr(cls, m, None)) for m in ("fit", "predict", "config_defaults")):
+        raise ImportPathError(f"{path!r} is not a Learner subclass (pipeline.learners.base.Learner)")
+    return cls
+
+
+@functools.lru_cache(maxsize=256)
+def _declared(key: str) -> ModelInfo:
+    d = json.loads(key)
+    name, builder, learner, source = d["name"], d["builder"], d["learner"], d["source"]
+    if builder:
+        cls = checked_class("builder", builder)
+        params = inspect.signature(cls).parameters
+        takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        missing = [a for a in ("n_num", "cat_cardinalities", "d_out") if a not in params and not takes_all]
+        if missing:
+            raise ImportPathError(f"{builder!r} does not take {', '.join(missing)}: a model's constructor takes "
+                                  "n_num, cat_cardinalities, d_out and its own hyperparameters")
+        unknown = [k for k in d["defaults"] if k not in params and not takes_all]
+        if unknown:
+            raise ImportPathError(f"defaults {unknown}: {builder!r} takes no such argument")
+        own = {k: p.default for k, p in params.items() if k not in ("n_num", "cat_cardinalities", "d_out")
+               and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty}
+        required = [k for k, p in params.items() if k not in ("n_num", "cat_cardinalities", "d_out")
+                    and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+                    and k not in d["defaults"]]
+        if required:
+            raise ImportPathError(f"{builder!r} needs {', '.join(required)}: give them under 'defaults'")
+        info = _module_info(builder)  # the module's INFO for this class, where it declares one
+        return ModelInfo(name=name, display_name=d["display_name"] or info.get("display_name") or name,
+                         kind=d["kind"] or info.get("kind") or "network",
+                         description=d["description"] or info.get("description") or _own_doc(cls),
+                         builder=builder, learner=TORCH_LEARNER,
+                         defaults={**own, **info.get("defaults", {}), **d["defaults"]},
+                         space={**info.get("space", {}), **d["space"]}, training=info.get("training", {}),
+                         quick=info.get("quick", {}), paper=info.get("paper", ""), source=source)
+    cls = checked_class("learner", learner)
+    return ModelInfo(name=name, display_name=d["display_name"] or getattr(cls, "display_name", "") or name,
+                     kind=d["kind"] or getattr(cls, "kind", "other"),
+                     description=d["description"] or _own_doc(cls),
+                     builder=learner, learner=learner, defaults={**getattr(cls, "defaults", {}), **d["defaults"]},
+                     space={**getattr(cls, "space", {}), **d["space"]}, quick=dict(getattr(cls, "quick", {})),
+                     source=source)
+
+
+def declared(name: str, *, builder: str | None = None, learner: str | None = None, kind: str | None = None,
+             defaults: Mapping[str, Any] | None = None, space: Mapping[str, Any] | None = None,
+             display_name: str | None = None, description: str | None = None, source: str = "suite") -> ModelInfo:
+    """A model a suite entry declares by import path: ``builder`` (a torch ``nn.Module`` whose
+    constructor takes ``n_num, cat_cardinalities, d_out`` and its hyperparameters, trained with our
+    recipe) or ``learner`` (a Learner subclass, for anything else). Its defaults: the constructor's
+    (or the Learner's ``defaults``), then the entry's. Raises :class:`ImportPathError` with what is
+    wrong. Not added to :data:`REGISTRY`: it belongs to its suite."""
+    if (builder is None) == (learner is None):
+        raise ImportPathError("give one of 'builder' (a torch nn.Module) and 'learner' (a Learner subclass)")
+    key = json.dumps({"name": name, "builder": builder, "learner": learner, "kind": kind, "defaults": dict(defaults or {}),
+                      "space": dict(space or {}), "display_name": display_name, "description": description,
+                      "source": source}, sort_keys=True, default=str)
+    return _declared(key)
 
 
 _discover()

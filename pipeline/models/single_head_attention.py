@@ -19,11 +19,10 @@ from pipeline.models.layers import MultiheadAttention, attention_maps, mean_atte
 INFO = {
     "name": "single_head_attention",
     "display_name": "Single-head attention",
-    "family": "torch",
+    "kind": "attention",
     "class": "SingleHeadAttention",
     "description": "Token + position embeddings, post-norm single-head attention, masked mean pool.",
     "paper": "",
-    "attention": True,
     "defaults": {
         "d_token": 32,
         "n_blocks": 2,

@@ -26,11 +26,10 @@ from pipeline.models.layers import TransformerBlock, attention_maps, mean_attent
 INFO = {
     "name": "tab_transformer",
     "display_name": "TabTransformer",
-    "family": "torch",
+    "kind": "attention",
     "class": "TabTransformer",
     "description": "Transformer over categorical embeddings, flattened with the numerics into an MLP.",
     "paper": "https://arxiv.org/abs/2012.06678",
-    "attention": True,
     "defaults": {
         "d_token": 32,
         "n_blocks": 2,

@@ -10,7 +10,7 @@ import pandas as pd
 
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.answer import FAMILY
+from pipeline.report.answer import family_of
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, cell, esc, note, num, table
 
@@ -97,7 +97,7 @@ def summary_table(st: Standing, table_id: str) -> str:
         gain = (f"{num(r.tuning_gain, '+.3f')} ({int(r.tuning_helped)}/{int(r.tuning_compared)} tasks)"
                 if r.tuning_compared else "—")
         bound = bound_text(r.epochs_bound, r.search_bound)
-        rows.append([cell(r.model), cell(FAMILY.get(r.kind, r.kind)), cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
+        rows.append([cell(r.model), cell(family_of(r.kind)), cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
                      cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo else ""),
                      cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),
                      cell(gain), cell(num(r.train_s_per_1k, ".3g")), cell(num(r.predict_s_per_1k, ".3g")),

@@ -1,6 +1,8 @@
-"""The overview's answer: per training size, the best model of each family (attention, MLP, boosting),
-how often the attention and MLP leaders beat the boosting leader, what each costs per 1,000 rows, and
-a few generated sentences that say all of that with its coverage.
+"""The overview's answer: per training size, the best model of each family (attention networks, other
+networks, gradient boosting, other trees, and any kind a user's model declares), how often each
+leader beats the boosting leader, what each costs per 1,000 rows, and a few generated sentences that
+say all of that with its coverage. A model's family is its stored kind (``model_kind``), so old
+results files keep their families when models are renamed or removed.
 
 A family's representative at a size is its model with the highest mean normalised score over that
 size's tasks (test scores of the configurations validation selected). Head-to-head win rates compare
@@ -15,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline.models.registry import KINDS
 from pipeline.report import aggregate as agg
 
-FAMILY = {"attention": "attention", "torch": "MLP", "gbdt": "boosting"}  # model kind → family
-FAMILIES = ("attention", "MLP", "boosting")
+BOOSTING = KINDS["boosting"]  # the family every other family is compared with
 FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
 TIE = 1e-9  # mean normalised scores closer than this are equal: a tie, which no family wins
 
@@ -56,8 +58,8 @@ class HeadToHead:
 class SizeAnswer:
     size: str
     n_tasks: int
-    leaders: dict[str, Leader] = field(default_factory=dict)  # family → leader
-    vs_boosting: dict[str, HeadToHead] = field(default_factory=dict)  # 'attention' / 'MLP' → record
+    leaders: dict[str, Leader] = field(default_factory=dict)  # family → leader, in the families' order
+    vs_boosting: dict[str, HeadToHead] = field(default_factory=dict)  # every other family → record
 
     @property
     def leading(self) -> list[str]:
@@ -65,7 +67,7 @@ class SizeAnswer:
         if not self.leaders:
             return []
         top = max(lead.normalized_score for lead in self.leaders.values())
-        return [f for f in FAMILIES if f in self.leaders and self.leaders[f].normalized_score >= top - TIE]
+        return [f for f, lead in self.leaders.items() if lead.normalized_score >= top - TIE]
 
     @property
     def leader(self) -> str | None:
@@ -79,6 +81,17 @@ class SizeAnswer:
         return lead[0] if len(lead) == 1 else ("tie: " + ", ".join(lead) if lead else "—")
 
 
+def family_of(kind: str | None) -> str:
+    """A kind in words: the family the report names (a kind of a user's own is its own family)."""
+    return KINDS.get(kind or "", kind or "unknown")
+
+
+def families(kinds: dict[str, str]) -> list[str]:
+    """The families of these models (model → kind): ours in a fixed order, then users' own, sorted."""
+    present = {family_of(k) for k in kinds.values()}
+    return [f for f in KINDS.values() if f in present] + sorted(present - set(KINDS.values()))
+
+
 def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAnswer:
     """``cells``: rows of the ``expected_cells`` view at this size."""
     scores = agg.task_scores(cells)
@@ -90,8 +103,8 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
     cost = ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
     bound = cells.groupby("model")[["epochs_bound", "search_bound"]].sum()
     n_cells = cells.groupby("model").size()
-    for family in FAMILIES:
-        members = [m for m in scores.columns if FAMILY.get(kinds.get(m, "torch")) == family]
+    for family in families(kinds):
+        members = [m for m in scores.columns if family_of(kinds.get(m)) == family]
         if not members:
             continue
         best = max(members, key=lambda m: (norm[m], m))
@@ -99,26 +112,26 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
             best, float(norm[best]), int(scores[best].notna().sum()), len(scores),
             float(cost.train_s_per_1k.get(best, np.nan)), float(cost.predict_s_per_1k.get(best, np.nan)),
             int(bound.epochs_bound.get(best, 0)), int(bound.search_bound.get(best, 0)), int(n_cells.get(best, 0)))
-    if "boosting" in out.leaders:
+    if BOOSTING in out.leaders:
         wins, n = agg.pairwise_wins(scores)
-        b = out.leaders["boosting"].model
-        for family in ("attention", "MLP"):
-            if family in out.leaders:
-                m = out.leaders[family].model
+        b = out.leaders[BOOSTING].model
+        for family, lead in out.leaders.items():
+            if family != BOOSTING:
+                m = lead.model
                 w, k = float(wins.loc[m, b]), int(n.loc[m, b])
                 out.vs_boosting[family] = HeadToHead(w, k, *agg.wilson(w, k))
     return out
 
 
 def family_crossovers(curves: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
-    """Per dataset, the size from which the best attention model and the best MLP (each the best of
-    its family at every size) beat the best boosting model for good: columns suite, dataset, family,
+    """Per dataset, the size from which the best model of each family but boosting (the best of its
+    family at every size) beats the best boosting model for good: columns suite, dataset, family,
     crossover_n, behind_at, n_sizes, ahead_everywhere."""
-    boosting = [m for m, k in kinds.items() if k == "gbdt"]
+    boosting = [m for m, k in kinds.items() if family_of(k) == BOOSTING]
     parts = []
-    for family, kind in (("attention", "attention"), ("MLP", "torch")):
-        members = sorted(m for m, k in kinds.items() if k == kind)
-        if not members:
+    for family in families(kinds):
+        members = sorted(m for m, k in kinds.items() if family_of(k) == family)
+        if family == BOOSTING or not members or not boosting:
             continue
         label = f"best {family}"
         c = agg.crossover(curves, members, boosting, best_label=label)
@@ -159,8 +172,7 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
         if not a.leaders:
             continue
         lead = a.leading
-        parts = [f"{fam} ({a.leaders[fam].model}) {a.leaders[fam].normalized_score:.2f}" for fam in FAMILIES
-                 if fam in a.leaders]
+        parts = [f"{fam} ({lead.model}) {lead.normalized_score:.2f}" for fam, lead in a.leaders.items()]
         who = (f"{lead[0]} leads" if len(lead) == 1 else
                f"{' and '.join(lead) if len(lead) == 2 else ', '.join(lead[:-1]) + ' and ' + lead[-1]} tie")
         text = (f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''}), {who} on mean "
@@ -169,7 +181,7 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
             if not h.n:
                 continue
             side = ("better than" if h.low > 0.5 else "worse than" if h.high < 0.5 else "not distinguishable from")
-            text += (f" {a.leaders[fam].model} beat {a.leaders['boosting'].model} on {h.wins:g} of {h.n} tasks ({_pct(h.rate)}, 95% "
+            text += (f" {a.leaders[fam].model} beat {a.leaders[BOOSTING].model} on {h.wins:g} of {h.n} tasks ({_pct(h.rate)}, 95% "
                      f"interval {_pct(h.low)}–{_pct(h.high)}): {side} an even match.")
         out.append(text)
     for family, g in crossovers.groupby("family", sort=False):

@@ -145,7 +145,7 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
               "catch up above.", f"share of (dataset, size) points below {REFERENCE_ROWS:,} rows where the best "
               "boosting model beats the best attention model (50% = an even match)", share=True)
     att = [m for m, k in kinds.items() if k == "attention"]
-    gb = [m for m, k in kinds.items() if k == "gbdt"]
+    gb = [m for m, k in kinds.items() if k == "boosting"]
     wide = curves.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
     n_train = curves.groupby(["suite", "dataset", "sample_size"]).n_train.mean()
     if not att or not gb or wide.empty:

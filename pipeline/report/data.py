@@ -3,7 +3,7 @@ read-only connection (as temporary views, so the numbers match ``attnbench query
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +11,7 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.answer import FAMILY
+from pipeline.report.answer import family_of
 from pipeline.report.views import temporary_views
 
 
@@ -32,8 +32,9 @@ class ReportData:
     trials: pd.DataFrame
     configured: pd.DataFrame  # the scores view with each cell's selected configuration (the claims' ablations)
     superseded: pd.DataFrame  # results kept as history, counted per (suite, model, size, why)
-    kinds: dict[str, str]  # model → 'gbdt' | 'attention' | 'torch'
+    kinds: dict[str, str]  # model → its stored kind: attention | network | boosting | trees | a user's own
     model_names: dict[str, str]  # model (results key) → registered model name
+    legacy_kinds: list[str] = field(default_factory=list)  # models whose kind no run stored (files before schema 4)
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
@@ -66,8 +67,11 @@ class ReportData:
                              "FROM superseded GROUP BY ALL ORDER BY suite, model, sample_size, why"),
                 kinds={}, model_names={},
             )
-        data.model_names = dict(zip(data.cells.model, data.cells.model_name)) if len(data.cells) else {}
-        data.kinds = {m: model_kind(n) for m, n in data.model_names.items()}
+        c = data.cells
+        data.model_names = dict(zip(c.model, c.model_name)) if len(c) else {}
+        stored = c.dropna(subset=["model_kind"]).groupby("model").model_kind.first().to_dict() if len(c) else {}
+        data.legacy_kinds = sorted(set(data.model_names) - set(stored))
+        data.kinds = {m: stored.get(m) or legacy_kind(data.model_names[m]) for m in data.model_names}
         return data
 
     @property
@@ -91,21 +95,20 @@ class ReportData:
         return f"{suite} / {dataset}" if self.multi_suite else str(dataset)
 
     def family(self, model: str) -> str:
-        """attention, MLP or boosting."""
-        kind = self.kinds.get(model, "")
-        return FAMILY.get(kind, kind)
+        """The model's family: its stored kind in words."""
+        return family_of(self.kinds.get(model))
 
     def style(self) -> figs.Style:
         return figs.Style(self.models, self.kinds)
 
 
-def model_kind(model_name: str) -> str:
+def legacy_kind(model_name: str) -> str:
+    """The kind of a model no run stored a kind for (a file before schema 4): today's registry's, else
+    'unknown' (never a guess)."""
     from pipeline.models.registry import REGISTRY
 
     info = REGISTRY.get(str(model_name))
-    if info is None:
-        return "torch"
-    return "gbdt" if info.family == "gbdt" else ("attention" if info.attention else "torch")
+    return info.kind if info is not None else "unknown"
 
 
 def size_label(size: str) -> str:

@@ -22,8 +22,10 @@ from pipeline.report.aggregate import CriticalDifference
 
 TEMPLATE = "plotly_white"
 PALETTE = qualitative.Plotly + qualitative.D3 + qualitative.Set2
-DASH = {"gbdt": "dash", "attention": "solid", "torch": "dot"}
-SYMBOL = {"gbdt": "square", "attention": "circle", "torch": "diamond"}
+# By kind: boosting dashed squares, attention solid circles, other networks dotted diamonds, other
+# trees dash-dotted triangles; a user's own kind long-dashed crosses.
+DASH = {"boosting": "dash", "attention": "solid", "network": "dot", "trees": "dashdot"}
+SYMBOL = {"boosting": "square", "attention": "circle", "network": "diamond", "trees": "triangle-up"}
 
 
 def lab(x: object) -> str:
@@ -42,10 +44,10 @@ class Style:
         return self.colors.get(model, "#888888")
 
     def dash(self, model: str) -> str:
-        return DASH.get(self.kinds.get(model, "torch"), "dot")
+        return DASH.get(self.kinds.get(model, ""), "longdash")
 
     def symbol(self, model: str) -> str:
-        return SYMBOL.get(self.kinds.get(model, "torch"), "diamond")
+        return SYMBOL.get(self.kinds.get(model, ""), "x")
 
 
 def _layout(fig: go.Figure, height: int = 420, **kw: object) -> go.Figure:

@@ -9,9 +9,10 @@ from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, summary_table
 from pipeline.report.answer import (
-    FAMILIES,
+    BOOSTING,
     SizeAnswer,
     crossover_text,
+    families,
     family_crossovers,
     floor_sentence,
     size_answer,
@@ -49,7 +50,7 @@ def h2h_cell(a: SizeAnswer, family: str) -> Cell:
         return cell("—")
     cls = "best" if h.low > 0.5 else ("missing" if h.high < 0.5 else "")
     return cell(f"{h.wins:g}/{h.n} = {h.rate:.0%} [{h.low:.0%}, {h.high:.0%}]", cls,
-                f"{a.leaders[family].model} vs {a.leaders['boosting'].model}, task by task; Wilson 95% interval")
+                f"{a.leaders[family].model} vs {a.leaders[BOOSTING].model}, task by task; Wilson 95% interval")
 
 
 def overview_answer(p: Page, data: ReportData) -> None:
@@ -62,17 +63,19 @@ def overview_answer(p: Page, data: ReportData) -> None:
     coverage = {"datasets": int(c[["suite", "dataset"]].drop_duplicates().shape[0]), "sizes": len(data.sizes),
                 "splits": int(splits.max()) if len(splits) else 0, "cells": len(c),
                 "cells_ok": int((c.status == "ok").sum())}
-    p.h2("Attention, MLP or boosting: the answer by training size", "answer")
+    fams = families(data.kinds)  # the families of the models in the file, by their stored kinds
+    others = [f for f in fams if f != BOOSTING] if BOOSTING in fams else []
+    p.h2("Attention networks, other networks or boosting: the answer by training size", "answer")
     sentences = summary_sentences(answers, crossovers, coverage)
     floor = floor_sentence(c)
     if floor:
         sentences.append(floor)
     p.add('<div class="card" id="answer-summary">' + "".join(f"<p>{esc(t)}</p>" for t in sentences) + "</div>")
-    rows = [[cell(size_label(a.size)), cell(a.n_tasks), *(family_cell(a, f) for f in FAMILIES),
-             cell(a.leader_text), h2h_cell(a, "attention"), h2h_cell(a, "MLP")] for a in answers]
-    p.add(table(["training size", "tasks", "best attention (normalised score)", "best MLP", "best boosting",
-                 "leader", "attention vs boosting: wins [95% CI]", "MLP vs boosting: wins [95% CI]"], rows,
-                "table-answer"))
+    rows = [[cell(size_label(a.size)), cell(a.n_tasks), *(family_cell(a, f) for f in fams),
+             cell(a.leader_text), *(h2h_cell(a, f) for f in others)] for a in answers]
+    p.add(table(["training size", "tasks", *(f"best {f}" + (" (normalised score)" if i == 0 else "")
+                                             for i, f in enumerate(fams)),
+                 "leader", *(f"{f} vs {BOOSTING}: wins [95% CI]" for f in others)], rows, "table-answer"))
     p.add(note("Each family's best model at each size by mean normalised score over that size's tasks (1 = best "
                "model on a task, 0 = worst; test scores of the configurations validation selected). Wins: tasks on "
                "which the family's best model beat the best boosting model (ties ½), with a Wilson 95% interval; "
@@ -81,12 +84,12 @@ def overview_answer(p: Page, data: ReportData) -> None:
     rows = []
     for a in answers:
         row = [cell(size_label(a.size))]
-        for f in FAMILIES:
+        for f in fams:
             lead = a.leaders.get(f)
             row += ([cell(num(lead.train_s_per_1k, ".3g")), cell(num(lead.predict_s_per_1k, ".3g"))] if lead
                     else [cell("—"), cell("—")])
         rows.append(row)
-    p.add(table(["training size", *[f"{f} {w} s / 1K rows" for f in FAMILIES for w in ("train", "predict")]], rows,
+    p.add(table(["training size", *[f"{f} {w} s / 1K rows" for f in fams for w in ("train", "predict")]], rows,
                 "table-answer-cost"))
     p.add(note("Seconds of the family leader's selected trial: training per 1,000 training rows, prediction per "
                "1,000 rows; means over its cells at that size."))
@@ -101,9 +104,8 @@ def overview_answer(p: Page, data: ReportData) -> None:
             by = g.set_index("family")
             rows.append([cell(data.task_label(suite, dataset)),
                          *(cell(by.text.get(f, "—"), "missing" if f in by.index and pd.isna(by.crossover_n[f]) else "")
-                           for f in ("attention", "MLP"))])
-        p.add(table(["dataset", "attention overtakes boosting from", "MLP overtakes boosting from"], rows,
-                    "table-index-crossover"))
+                           for f in others)])
+        p.add(table(["dataset", *(f"{f} overtakes {BOOSTING} from" for f in others)], rows, "table-index-crossover"))
         p.add(note("The smallest training size from which the family's best model beats the best boosting model "
                    "there and at every larger size run; 'never' when it is behind at the largest."))
 

@@ -23,7 +23,7 @@ from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import figures as figs
 from pipeline.report.accuracy import Standing, bound_text, page_accuracy, standing
-from pipeline.report.answer import crossover_text
+from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import PLOTLY_JS, Page, cell, esc, note, num, table
 from pipeline.report.overview import page_index
@@ -54,21 +54,21 @@ def page_sample_size(data: ReportData) -> Page:
     curves["flag"] = [("budget-bound: " + bound_text(e, t).replace("⚑ ", "")) if e or t else ""
                       for e, t in zip(curves.n_epochs_bound, curves.n_search_bound)]
     style = data.style()
-    networks = [m for m in data.models if data.kinds[m] != "gbdt"]
-    incumbents = [m for m in data.models if data.kinds[m] == "gbdt"]
+    networks = [m for m in data.models if data.family(m) != BOOSTING]  # every challenger of boosting
+    incumbents = [m for m in data.models if data.family(m) == BOOSTING]
 
     p.add(curve_coverage(curves, sizes))
 
-    p.h2("Crossover: networks vs the best boosting model", "crossover")
-    cross = agg.crossover(curves, networks, incumbents, best_label="best network")
-    cross = cross[cross.model != "best network"]
-    attention = [m for m in networks if data.kinds[m] == "attention"]
+    p.h2("Crossover: each model vs the best boosting model", "crossover")
+    cross = agg.crossover(curves, networks, incumbents, best_label="best challenger")
+    cross = cross[cross.model != "best challenger"]
+    attention = [m for m in networks if data.family(m) == family_of("attention")]
     if len(attention) > 1:  # the best attention model at each size, as the overview reports it
         best = agg.crossover(curves, attention, incumbents)
         cross = pd.concat([cross, best[best.model == "best attention"]], ignore_index=True)
         cross = cross.sort_values(["suite", "dataset", "model"], ignore_index=True)
     if cross.empty:
-        p.add(note("Needs at least one network and one boosting model with scores."))
+        p.add(note("Needs at least one boosting model and one other model with scores."))
     else:
         rows = []
         for r in cross.itertuples(index=False):
@@ -122,13 +122,15 @@ def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
 
 
 def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[str], kinds: dict[str, str]) -> str:
-    """How often the best attention model and the MLP beat the best boosting model below the reference size."""
+    """How often the best model of each family but boosting beat the best boosting model below the
+    reference size."""
     below = curves[curves.n_train < claims_mod.REFERENCE_ROWS]
     wide = below.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
     gb = wide[[m for m in incumbents if m in wide]].max(axis=1)
     parts = []
-    for label, kind in (("the best attention model", "attention"), ("the MLP", "torch")):
-        members = [m for m in networks if kinds.get(m) == kind and m in wide]
+    for family in families(kinds):
+        label = f"the best {family}"
+        members = [m for m in networks if family_of(kinds.get(m)) == family and m in wide]
         if not members:
             continue
         best = wide[members].max(axis=1)
@@ -137,7 +139,7 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
         if n:
             parts.append(f"{label} beat the best boosting model at {k} of {n} (dataset, size) points")
     if not parts:
-        return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a network and a boosting model."
+        return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a boosting model and another."
     return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
 
 

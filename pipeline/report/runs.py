@@ -33,14 +33,12 @@ def page_runs(data: ReportData) -> Page:
               + f"<h3>Suite</h3><pre>{esc(r.suite_yaml)}</pre><h3>Versions</h3>{json_table(r.versions)}"
               f"<h3>Hardware</h3>{json_table(r.hardware)}</details>")
     p.h2("Models", "models")
-    from pipeline.models.registry import REGISTRY
-
-    rows = []
-    for m in data.models:
-        info = REGISTRY.get(data.model_names.get(m, ""))
-        rows.append([cell(m), cell(data.model_names.get(m)), cell(info.display_name if info else "unregistered"),
-                     cell(info.family if info else ""), cell("yes" if info and info.attention else "no")])
-    p.add(table(["model", "registered as", "display name", "family", "attention"], rows, "table-models"))
+    rows = [[cell(m), cell(data.model_names.get(m)), cell(data.kinds.get(m)), cell(data.family(m))]
+            for m in data.models]
+    p.add(table(["model", "model name", "kind", "family"], rows, "table-models"))
+    p.add(note("Each model's kind as its run stored it (a model of one's own declares its own)."
+               + (" Files written before kinds were stored take them from today's registry: "
+                  + ", ".join(data.legacy_kinds) + "." if data.legacy_kinds else "")))
     p.h2("Datasets", "datasets")
     p.add(table(list(data.datasets.columns), [[cell(v) for v in r] for r in data.datasets.itertuples(index=False)],
                 "table-datasets"))

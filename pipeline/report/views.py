@@ -97,15 +97,18 @@ VIEWS: dict[str, str] = {
             SELECT DISTINCT suite, dataset, task_type, sample_size, repeat, fold, seed FROM current_results
             WHERE suite NOT IN (SELECT suite FROM suite_cells)
         ), legacy_models AS (
-            SELECT suite, model, any_value(model_name) AS model_name FROM current_results
-            WHERE suite NOT IN (SELECT suite FROM suite_cells) GROUP BY ALL
+            SELECT suite, model, any_value(model_name) AS model_name, any_value(model_kind) AS model_kind
+            FROM current_results WHERE suite NOT IN (SELECT suite FROM suite_cells) GROUP BY ALL
         ), planned AS (
-            SELECT suite, dataset, task_type, sample_size, repeat, fold, seed, model, model_name FROM suite_cells
+            SELECT suite, dataset, task_type, sample_size, repeat, fold, seed, model, model_name, model_kind
+            FROM suite_cells
             UNION ALL
-            SELECT s.suite, s.dataset, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model, m.model_name
+            SELECT s.suite, s.dataset, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model, m.model_name,
+                   m.model_kind
             FROM legacy_splits s JOIN legacy_models m USING (suite)
         )
         SELECT p.suite, p.dataset, p.task_type, p.sample_size, p.repeat, p.fold, p.seed, p.model, p.model_name,
+               p.model_kind,
                coalesce(c.status, 'missing') AS status,
                CASE WHEN c.status = 'ok' THEN c.score END AS score,
                CASE WHEN p.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from pipeline.models.embeddings import POSITIONS
-from pipeline.models.registry import REGISTRY
+from pipeline.models.registry import REGISTRY, TORCH_LEARNER
 
-TORCH_MODELS = sorted(name for name, info in REGISTRY.items() if info.family == "torch")
+TORCH_MODELS = sorted(name for name, info in REGISTRY.items() if info.learner == TORCH_LEARNER)
 ATTENTION_MODELS = [name for name in TORCH_MODELS if REGISTRY[name].attention]
 NEW_MODELS = ["cnn_attention", "tab_transformer", "cross_attention_se", "cbam_cnn", "cnn_transformer",
               "single_head_attention"]
@@ -262,12 +262,10 @@ def test_default_sizes_are_small():
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_searched_key_has_a_default(name):
-    """The registry cannot see the torch recipe's keys (models/ knows nothing of training), so this is
-    where a model's space is checked against its defaults, recipe included."""
-    from pipeline.learners.resolve import model_defaults, model_space
-
+    """A model's whole space (its Learner's: a torch model's includes the recipe's keys) against its
+    whole defaults: the registry reads INFO without the Learner, so this is where they meet."""
     info = REGISTRY[name]
-    assert set(model_space(info)) <= set(model_defaults(info))
+    assert set(info.search_space()) <= set(info.config_defaults())
     assert not set(info.training) & set(info.defaults), "a key is either the builder's or the recipe's"
 
 

@@ -35,14 +35,13 @@ from pipeline.learners.compression import (
     quantize,
 )
 from pipeline.learners.estimator import TabularClassifier, TabularRegressor
-from pipeline.learners.resolve import model_defaults
 from pipeline.learners.torch import TorchLearner
 from pipeline.metrics import score
-from pipeline.models.registry import REGISTRY
+from pipeline.models.registry import REGISTRY, TORCH_LEARNER
 from pipeline.train.loop import Diverged, Recipe, TimeLimit, predict, train, warmup_cosine
 
 OPENML = Path(__file__).parents[2].parent / "shared" / "data" / "openml"
-TORCH_MODELS = sorted(name for name, info in REGISTRY.items() if info.family == "torch")
+TORCH_MODELS = sorted(name for name, info in REGISTRY.items() if info.learner == TORCH_LEARNER)
 ATTENTION_MODELS = [name for name in TORCH_MODELS if REGISTRY[name].attention]
 # FT-Transformer's defaults (d_token 96, lr 1e-4) are sized for real runs; the tests take a small one.
 SMALL = {"ft_transformer": {"d_token": 32, "n_blocks": 2, "n_heads": 4}}
@@ -171,7 +170,7 @@ def random_fold(n_train: int = 256, n_valid: int = 64, seed: int = 0, signal: bo
 
 
 def fit_small(name: str, data: FoldData, **recipe) -> tuple[nn.Module, object]:
-    config = {**model_defaults(REGISTRY[name]), **SMALL.get(name, {}), **recipe}
+    config = {**REGISTRY[name].config_defaults(), **SMALL.get(name, {}), **recipe}
     torch.manual_seed(config.get("seed", 0))
     res = train(build(name, config, data), data, Recipe.from_config(config))
     return res.model, res
@@ -228,7 +227,7 @@ def test_time_limit_inside_the_first_epoch_is_a_timeout():
     """Past the limit before any epoch finished: no model to keep, so a TimeoutError (a trial's
     ``timeout``), raised at the step that crossed it, not at the end of the epoch."""
     data = random_fold(256)
-    config = {**model_defaults(REGISTRY["mlp"]), **SMALL.get("mlp", {}), "batch_size": 16, "max_epochs": 5}
+    config = {**REGISTRY["mlp"].config_defaults(), **SMALL.get("mlp", {}), "batch_size": 16, "max_epochs": 5}
     model = SlowStep(build("mlp", config, data), slow_at=2, seconds=0.3)
     with pytest.raises(TimeLimit, match=r"during the first epoch \(after step 2 of 16\)") as err:
         train(model, data, Recipe.from_config(config, max_seconds=0.2))
@@ -237,7 +236,7 @@ def test_time_limit_inside_the_first_epoch_is_a_timeout():
 
 def test_time_limit_inside_a_later_epoch_keeps_the_best_finished_one():
     data = random_fold(256)
-    config = {**model_defaults(REGISTRY["mlp"]), **SMALL.get("mlp", {}), "batch_size": 16, "max_epochs": 5,
+    config = {**REGISTRY["mlp"].config_defaults(), **SMALL.get("mlp", {}), "batch_size": 16, "max_epochs": 5,
               "patience": 5}
     model = SlowStep(build("mlp", config, data), slow_at=16 + 3, seconds=3.0)  # the 3rd step of epoch 2
     res = train(model, data, Recipe.from_config(config, max_seconds=2.5))
@@ -253,7 +252,7 @@ def test_boosting_stops_at_its_time_limit(name):
     info = REGISTRY[name]
     rounds = {"xgboost": {"n_estimators": 100_000, "early_stopping_rounds": 100_000},
               "catboost": {"iterations": 100_000, "early_stopping_rounds": 100_000}}[name]
-    learner = make_learner(info, {**model_defaults(info), **rounds}, max_seconds=0.5)
+    learner = make_learner(info, {**info.config_defaults(), **rounds}, max_seconds=0.5)
     report = learner.fit(random_fold(2000))
     assert report.stop_reason == "time_limit" and 1 <= report.iterations < 100_000, report
     assert np.isfinite(learner.predict(random_fold(64).test)).all()
@@ -266,7 +265,7 @@ def test_huge_learning_rate_raises_diverged():
 
 def test_nan_weights_raise_diverged():
     data = random_fold()
-    config = {**model_defaults(REGISTRY["ft_transformer"]), **SMALL["ft_transformer"], "max_epochs": 2}
+    config = {**REGISTRY["ft_transformer"].config_defaults(), **SMALL["ft_transformer"], "max_epochs": 2}
     model = build("ft_transformer", config, data)
     with torch.no_grad():
         model.head[-1].bias.fill_(math.nan)
@@ -354,8 +353,12 @@ def test_regressor_and_bad_parameters(wine):
     assert not hasattr(TabularRegressor("mlp"), "feature_attention")  # the MLP has no attention
     with pytest.raises(ValueError, match=r"unknown hyperparameter.*d_tokn"):
         TabularRegressor("ft_transformer", d_tokn=32).fit(x_train, y_train)
-    with pytest.raises(ValueError, match="gbdt"):
-        TabularRegressor("xgboost").fit(x_train, y_train)
+    # The estimators serve every registered model, boosting included, through its own Learner.
+    boosted = TabularRegressor("xgboost", random_state=0, n_estimators=60).fit(x_train, y_train)
+    assert boosted.module_ is None and boosted.n_epochs_ <= 60
+    assert abs(boosted.predict(x_test).mean() - y_train.mean()) < 1.0 and boosted.score(x_test, y_test) > 0.1
+    with pytest.raises(ValueError, match=r"unknown hyperparameter.*d_token"):
+        TabularRegressor("xgboost", d_token=32).fit(x_train, y_train)
 
 
 # --------------------------------------------------------------------------------- e. compression
@@ -381,7 +384,7 @@ def test_structural_pruning_equals_zeroing(name):
     """Cutting neurons out computes exactly what zeroing them does (ReLU/GELU send 0 on): the pairing
     of outputs with the next layer's inputs is right, on every model."""
     data = random_fold(8, 8)
-    model = build(name, {**model_defaults(REGISTRY[name]), **SMALL.get(name, {})}, data).eval()
+    model = build(name, {**REGISTRY[name].config_defaults(), **SMALL.get(name, {})}, data).eval()
     cut, removed = prune_neurons(model, 0.4)
     zeroed, zeroed_count = prune_neurons(model, 0.4, structural=False)
     widths = [seq[i].out_features for seq, i, _ in linear_pairs(model)]
@@ -396,9 +399,9 @@ def test_structural_pruning_equals_zeroing(name):
 
 def test_pairs_are_the_unambiguous_ones():
     data = random_fold(8, 8)
-    ft = build("ft_transformer", {**model_defaults(REGISTRY["ft_transformer"]), "n_blocks": 3}, data)
+    ft = build("ft_transformer", {**REGISTRY["ft_transformer"].config_defaults(), "n_blocks": 3}, data)
     assert len(list(linear_pairs(ft))) == 3  # one FFN per block; attention projections untouched
-    mlp = build("mlp", {**model_defaults(REGISTRY["mlp"]), "n_blocks": 3}, data)
+    mlp = build("mlp", {**REGISTRY["mlp"].config_defaults(), "n_blocks": 3}, data)
     assert len(list(linear_pairs(mlp))) == 2  # block → block; the head sits outside the Sequential
 
 
@@ -446,11 +449,10 @@ def test_pca_reduces_the_numeric_inputs(trained, credit_fold):
 def test_a_trials_compressed_variants_and_a_variant_that_fails(credit_fold):
     """fit_and_score with a suite's `compress`: each variant is scored like the trial; one that cannot be
     made (PCA of a fold with no numeric feature) is recorded with its error and the trial stands."""
-    from pipeline.learners.resolve import model_defaults
     from pipeline.learners.trial import Context, fit_and_score
 
     info = REGISTRY["mlp"]
-    config = {**model_defaults(info), "max_epochs": 5, "d_block": 64}
+    config = {**info.config_defaults(), "max_epochs": 5, "d_block": 64}
     out = fit_and_score(info, config, credit_fold, Context(seed=0), score_test=True,
                         compress=("prune", "quantize", "pca"))
     v = out["variants"]
@@ -478,7 +480,6 @@ def test_categorical_columns_with_no_level_or_one_in_training(name, task_type):
     0, cardinality 1) and a single level of another (cardinality 2), while validation and test rows hold
     levels training never saw (mapped to code 0), as sparse OpenML categoricals do (task 1882): every
     learner fits and predicts."""
-    from pipeline.learners.resolve import quick_config
     from pipeline.learners.trial import Context, fit_and_score, tiny_fold
 
     fold = tiny_fold(task_type)
@@ -490,7 +491,7 @@ def test_categorical_columns_with_no_level_or_one_in_training(name, task_type):
         parts.append(dataclasses.replace(part, x_cat=x_cat))
     fold = dataclasses.replace(fold, train=parts[0], valid=parts[1], test=parts[2], cat_cardinalities=[1, 2])
     info = REGISTRY[name]
-    out = fit_and_score(info, {**model_defaults(info), **quick_config(info)}, fold, Context(), score_test=True)
+    out = fit_and_score(info, {**info.config_defaults(), **info.quick_config()}, fold, Context(), score_test=True)
     assert np.isfinite(out["val_score"]) and np.isfinite(out["r2" if task_type == "regression" else "accuracy"]), out
 
 

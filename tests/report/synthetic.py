@@ -19,6 +19,7 @@ from typing import Any
 
 from pipeline.data.store import Store
 from pipeline.engine.records import CellResult, TrialRecord
+from pipeline.models.registry import REGISTRY
 from pipeline.report.views import install
 
 SUITE = "synth"
@@ -149,10 +150,10 @@ def _fill(store: Store, s: Synth) -> None:
                     if s.plan:
                         with store.connect() as con:
                             con.execute("INSERT INTO suite_cells (suite, cell_id, run_id, dataset, task_type, repeat, "
-                                        "fold, sample_size, seed, model, model_name, n_train) VALUES (?, ?, 'run-1', "
-                                        "?, ?, 0, ?, ?, 0, ?, ?, ?)",
+                                        "fold, sample_size, seed, model, model_name, n_train, model_kind) VALUES (?, ?, "
+                                        "'run-1', ?, ?, 0, ?, ?, 0, ?, ?, ?, ?)",
                                         [SUITE, f"{ds.name}|{size}|{fold}|{key}", ds.name, ds.task_type, fold, size,
-                                         key, name, s.n_train(ds, size)])
+                                         key, name, s.n_train(ds, size), kind_of(name)])
                     if (ds.name, size, fold, key) in s.missing:
                         continue
                     _write_cell(store, s, ds, size, fold, key, name)
@@ -164,6 +165,11 @@ def _fill(store: Store, s: Synth) -> None:
         store.commit([], [(old, None)])
 
 
+def kind_of(name: str) -> str:
+    """The kind a run stores for a model: its registry entry's (as the runner takes it from the Learner)."""
+    return REGISTRY[name].kind
+
+
 def _write_cell(store: Store, s: Synth, ds: Dataset, size: str, fold: int, key: str, name: str) -> None:
     n = s.n_train(ds, size)
     failed = (ds.name, size, fold, key) in s.failed
@@ -173,7 +179,7 @@ def _write_cell(store: Store, s: Synth, ds: Dataset, size: str, fold: int, key: 
     cell_id = f"{ds.name}|{size}|{fold}|{key}"
     metric = "r2" if ds.task_type == "regression" else "accuracy"
     result = {"cell_id": cell_id, "run_id": "run-1", "suite": SUITE, "dataset": ds.name, "task_type": ds.task_type,
-              "repeat": 0, "fold": fold, "sample_size": size, "seed": 0, "model": key, "model_name": name, "spec_hash": "synthetic",
+              "repeat": 0, "fold": fold, "sample_size": size, "seed": 0, "model": key, "model_name": name, "model_kind": kind_of(name), "spec_hash": "synthetic",
               "status": "error" if failed else "ok", "n_train": n, "n_trials": 3, "attempts": 1,
               "n_trials_failed": 3 if failed else 0}
     # Budget: the FT-Transformer keeps its last epoch (max_epochs) and its search's last trial is its

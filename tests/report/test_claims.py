@@ -51,7 +51,7 @@ def test_sample_size_claim_counts_points_below_the_reference():
         {"suite": "s", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v}
         for i in range(6) for size, n in (("512", 512), ("all", 20_000))
         for m, v in (("xgboost", 0.90 if n < 10_000 else 0.80), ("ft_transformer", 0.85))])
-    c = claims.claim_sample_size(curves, {"xgboost": "gbdt", "ft_transformer": "attention"})
+    c = claims.claim_sample_size(curves, {"xgboost": "boosting", "ft_transformer": "attention"})
     assert c.verdict == claims.SUPPORTED and c.n == 6 and c.effect == 1.0 and c.low > 0.5  # Wilson 6/6: 61%
     assert "attention matched or beat boosting at 6 of 6" in c.why
     assert claims.effect_text(c).startswith("100% [61%")

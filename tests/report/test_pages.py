@@ -135,8 +135,8 @@ def test_sample_size_page_crossover(synth_report):
     html = text(synth_report / "sample_size.html")
     assert "800 rows (behind at 128)" in html  # alpha: FT-Transformer 0.9025 > CatBoost 0.8936 at 800 rows
     assert "never (behind at 320 rows)" in html  # beta: 0.8563 < 0.8704
-    assert "the best attention model beat the best boosting model at 1 of 6 (dataset, size) points" in html
-    assert "the MLP beat the best boosting model at 0 of 6" in html  # the MLP is shown beside attention
+    assert "the best attention network beat the best boosting model at 1 of 6 (dataset, size) points" in html
+    assert "the best other network beat the best boosting model at 0 of 6" in html  # the MLP, beside attention
     assert 'id="fig-curve-avg"' in html
     assert "design notes" not in html  # page text for users, not notes to ourselves
 
@@ -292,16 +292,17 @@ def test_overview_answers_by_training_size_with_costs(synth_report):
     # The generated summary states its coverage first, then one sentence per size.
     assert "Based on 2 datasets at 3 training sizes, up to 2 splits (folds × seeds) each; 46 of 48 cells finished." in html
     assert "With fewer than 10 datasets per size" in html
-    assert ("At 32 training rows (2 tasks), boosting leads on mean normalised score: attention (ft_transformer) 0.00, "
-            "MLP (mlp) 0.15, boosting (catboost) 1.00.") in html
-    assert "At all training rows (2 tasks), attention leads" in html
+    assert ("At 32 training rows (2 tasks), gradient boosting leads on mean normalised score: attention network "
+            "(ft_transformer) 0.00, other network (mlp) 0.15, gradient boosting (catboost) 1.00.") in html
+    assert "At all training rows (2 tasks), attention network leads" in html
     assert "ft_transformer beat catboost on 1 of 2 tasks (50%, 95% interval 9%–91%)" in html  # Wilson, by hand
     assert "on 1 of 2 datasets, at 800 training rows; never on 1." in html  # alpha crosses at 'all', beta never
     assert "ft_transformer kept its last epoch or round in 12 of 12 cells" in html
     answer = {r[0]: r for r in table_rows(html, "table-answer")}
     assert list(answer) == ["32 training rows", "128 training rows", "all training rows"]
-    assert answer["32 training rows"][2:6] == ["ft_transformer 0.000 ⚑", "mlp 0.148", "catboost 1.000", "boosting"]
-    assert answer["all training rows"][5:7] == ["attention", "1/2 = 50% [9%, 91%]"]
+    assert answer["32 training rows"][2:6] == ["ft_transformer 0.000 ⚑", "mlp 0.148", "catboost 1.000",
+                                               "gradient boosting"]
+    assert answer["all training rows"][5:7] == ["attention network", "1/2 = 50% [9%, 91%]"]
     # Train seconds per 1,000 rows: fit = base · n / 32 → 1000 · base / 32; predict: 1000 / (1000 / base).
     cost = {r[0]: r[1:] for r in table_rows(html, "table-answer-cost")}
     assert cost["all training rows"] == ["62.5", "2", "31.2", "1", "6.25", "0.2"]
@@ -365,9 +366,10 @@ def test_a_tie_is_no_ones_win(tmp_path):
     write_report(db, tmp_path / "r")
     html = html_lib.unescape(text(tmp_path / "r" / "index.html"))
     assert " leads " not in html
-    assert "At all training rows (2 tasks), attention, MLP and boosting tie on mean normalised score" in html
+    assert ("At all training rows (2 tasks), attention network, other network and gradient boosting tie on mean "
+            "normalised score") in html
     answer = {r[0]: r for r in table_rows(html, "table-answer")}
-    assert all(r[5] == "tie: attention, MLP, boosting" for r in answer.values()), answer
+    assert all(r[5] == "tie: attention network, other network, gradient boosting" for r in answer.values()), answer
     for table_id in ("table-answer", "table-headline"):
         assert 'class="best"' not in table_html(html, table_id), table_id
     accuracy = html_lib.unescape(text(tmp_path / "r" / "accuracy.html"))
