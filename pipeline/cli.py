@@ -94,7 +94,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         ds = ingest.ingest(store, spec, suite.protocol, suite.seed, refresh=args.refresh)
         print(f"{ds.name}: {len(ds.y)} rows, {ds.features.shape[1]} features, {ds.task_type}"
               f"{', official folds' if ds.has_official_folds else ''}")
-    from pipeline.report.views import install
+    from pipeline.data.views import install
 
     install(store)
     return 0

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.data.store import Store
+from pipeline.data.views import temporary_views
 from pipeline.errors import AttnbenchError
-from pipeline.report.views import temporary_views
 
 
 def run_query(db: str | Path, sql: str, *, out: str | None = None, max_rows: int = 200) -> pd.DataFrame:

@@ -38,9 +38,9 @@ from pipeline.data.preprocess import FoldData, build_fold
 from pipeline.data.reference import constant_scores
 from pipeline.data.schema import PLAN_COLUMNS, REFERENCE_COLUMNS
 from pipeline.data.store import Store
-from pipeline.engine.records import MODEL_FAILURES, CellResult
+from pipeline.data.views import install as install_views
 from pipeline.errors import AttnbenchError
-from pipeline.report.views import install as install_views
+from pipeline.records import MODEL_FAILURES, CellResult
 from pipeline.spec import SuiteSpec, dataset_label
 
 log = logging.getLogger(__name__)

@@ -268,6 +268,9 @@ class ModelSpec(_Strict):
                              "another name")
         info = self.model_info()
         info.check_keys(self.space, self.fixed)
+        if self.search == "asha" and not info.capabilities.rungs:
+            raise ValueError(f"model {self.name!r}: search 'asha' stops trials at rungs, and its Learner has none "
+                             "(it trains in one go); use random or tpe")
         if self.compress and not info.capabilities.compress:
             raise ValueError(f"model {self.name!r}: compress applies to models whose Learner can prune, quantize "
                              "and retrain on principal components (torch networks)")

@@ -197,7 +197,7 @@ QUERY_CASES = {
 @pytest.fixture(scope="module")
 def results_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from pipeline.data.store import Store
-    from pipeline.report.views import install
+    from pipeline.data.views import install
 
     db = tmp_path_factory.mktemp("query") / "results.duckdb"
     install(Store(db))  # an empty results file as a run leaves it: tables, and the views in the file

@@ -11,9 +11,9 @@ import pytest
 from pipeline.data.store import Store
 from pipeline.engine import faults
 from pipeline.engine.progress import Counts, Progress
-from pipeline.engine.records import CellResult, Status, TrialRecord, sql_columns
 from pipeline.engine.searchers import CellSearch, Rungs, concurrency_cap, default_point, grace_for, milestones
 from pipeline.learners.resolve import resolve, resolve_name
+from pipeline.records import CellResult, Status, TrialRecord, sql_columns
 from pipeline.spec import ModelSpec
 from pipeline.train.loop import Diverged
 

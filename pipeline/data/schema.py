@@ -59,15 +59,15 @@ REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed"
 
 
 def record_table(name: str, cls: type, key: str) -> str:
-    """A table whose columns are the stored fields of a record dataclass (pipeline.engine.records)."""
-    from pipeline.engine.records import sql_columns
+    """A table whose columns are the stored fields of a record dataclass (pipeline.records)."""
+    from pipeline.records import sql_columns
 
     cols = ", ".join(f"{c} {t}" for c, t in sql_columns(cls))
     return f"CREATE TABLE IF NOT EXISTS {name} ({cols}, PRIMARY KEY ({key}));"
 
 
 def record_tables() -> list[tuple[str, type, str]]:
-    from pipeline.engine.records import CellResult, TrialRecord
+    from pipeline.records import CellResult, TrialRecord
 
     return [("trials", TrialRecord, "cell_id, trial_id"), ("results", CellResult, "cell_id")]
 

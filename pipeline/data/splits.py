@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import RepeatedStratifiedKFold, train_test_split
 
 from pipeline.errors import DataError
 
@@ -42,6 +41,9 @@ def make_folds(y: pd.Series, task_type: str, n_folds: int, n_repeats: int, seed:
         raise DataError(f"class{'es' if len(rare) > 1 else ''} {', '.join(map(repr, rare))} of the target "
                         f"{'have' if len(rare) > 1 else 'has'} fewer rows than the {n_folds} folds asked for (the "
                         f"smallest has {smallest}); drop or merge rare classes, or lower protocol.folds")
+    # Imported on use: scikit-learn costs 0.7 s at start-up, which a refused command need not pay.
+    from sklearn.model_selection import RepeatedStratifiedKFold
+
     rskf = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=n_repeats, random_state=seed)
     rows = []
     for i, (train, test) in enumerate(rskf.split(np.zeros(len(s)), s)):
@@ -53,6 +55,8 @@ def make_folds(y: pd.Series, task_type: str, n_folds: int, n_repeats: int, seed:
 
 def carve_validation(folds: pd.DataFrame, y: pd.Series, task_type: str, fraction: float, seed: int) -> pd.DataFrame:
     """Turn a stratified ``fraction`` of each training fold into role 'valid'."""
+    from sklearn.model_selection import train_test_split
+
     s = strata(y, task_type)
     out = []
     for (r, f), part in folds.groupby(["repeat", "fold"], sort=True):

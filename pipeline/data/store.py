@@ -173,7 +173,7 @@ class Store:
     def _init(self, con: Any) -> None:
         """Create or upgrade the tables. A file already in this version's shape is not written at all:
         opening it leaves it byte for byte as it was. (The views are the report's: it installs them.)"""
-        from pipeline.engine.records import sql_columns
+        from pipeline.records import sql_columns
 
         shape = hashlib.sha256(json.dumps([SCHEMA, [record_table(*t) for t in record_tables()]],
                                           sort_keys=True).encode()).hexdigest()[:16]
@@ -248,7 +248,7 @@ class Store:
     def committed_trials(self, cells: dict[str, int]) -> dict[str, list[Any]]:
         """The trials already committed for each cell's current attempt (``cell_id → attempt``): a
         resumed search goes on from them."""
-        from pipeline.engine.records import TrialRecord, sql_columns
+        from pipeline.records import TrialRecord, sql_columns
 
         if not cells:
             return {}
@@ -316,7 +316,7 @@ class Store:
                run: dict[str, Any] | None = None) -> None:
         """Finished trials, finished cells (result and attention map) and the run's row, in one
         transaction: a cell is done once this commits. A re-run cell's older attempt's trials go."""
-        from pipeline.engine.records import CellResult, TrialRecord, sql_columns, stored
+        from pipeline.records import CellResult, TrialRecord, sql_columns, stored
 
         tcols = [c for c, _ in sql_columns(TrialRecord)]
         rcols = [c for c, _ in sql_columns(CellResult)]

@@ -5,16 +5,17 @@ and its compressed variants)."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.data.preprocess import FoldData
 from pipeline.engine.pool import Shape
-from pipeline.engine.records import CARRIED, MODEL_FAILURES, CellResult, Status, TrialRecord, TrialRequest
+from pipeline.engine.records import TrialRequest
 from pipeline.engine.searchers import CellSearch, concurrency_cap
 from pipeline.engine.worker import utcnow
+from pipeline.evaluation import select
 from pipeline.learners.resolve import ResolvedModel
+from pipeline.records import CARRIED, MODEL_FAILURES, CellResult, Status, TrialRecord
 from pipeline.spec import ModelSpec
 
 INFRA_REQUEUES = 1  # a trial lost with its worker runs once more
@@ -134,8 +135,8 @@ class CellState:
                           else next((s for s in statuses if s in {m.value for m in MODEL_FAILURES}), statuses[0]))
             res.error = next((t.error for t in self.trials if t.error), "no trial finished")
             return res, None
-        best = max(scored, key=lambda t: (t.val_score, -(t.val_loss if t.val_loss is not None else math.inf),
-                                          -t.trial_index))
+        best = select(scored)
+        assert best is not None
         res.status = Status.OK.value
         res.best_config, res.best_trial = best.config, best.trial_id
         for key in CARRIED:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.engine.records import Status
+from pipeline.records import Status
 
 # Signs of a worker or task killed for memory: torch's and the C++ allocators' messages, Ray's memory
 # monitor ("... killed due to the node running low on memory"), the kernel's OOM killer as Ray reports it.

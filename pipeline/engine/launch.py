@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.data.preprocess import FoldData
 from pipeline.learners.base import OnStep
-from pipeline.learners.trial import Context, fit_and_score
+from pipeline.learners.trial import Context, TrialOutcome, fit_and_score
 from pipeline.models.registry import ModelInfo
 from pipeline.spec import Resources
 
@@ -37,7 +37,7 @@ def uses_ray_train(info: ModelInfo, resources: Resources) -> bool:
 
 def run_fit(info: ModelInfo, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
             max_seconds: float = math.inf, score_test: bool = False, attention: bool = False,
-            on_step: OnStep | None = None, data_ref: Any = None, compress: tuple[str, ...] = ()) -> dict[str, Any]:
+            on_step: OnStep | None = None, data_ref: Any = None, compress: tuple[str, ...] = ()) -> TrialOutcome:
     """Fit and score one whole configuration on the path ``resources`` asks for. On Ray Train the
     workers run every epoch they are given (early stopping only): ASHA's rungs apply to in-worker trials."""
     if uses_ray_train(info, resources):
@@ -65,14 +65,14 @@ def _worker_loop(cfg: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = None
         if rank == 0:
-            (Path(tmp) / OUTCOME).write_text(json.dumps({**out, "world_size": world}, default=float))
+            (Path(tmp) / OUTCOME).write_text(json.dumps(out.to_json(), default=float))
             checkpoint = ray.train.Checkpoint.from_directory(tmp)
-        ray.train.report({"status": "final", "val_score": out["val_score"]}, checkpoint=checkpoint)
+        ray.train.report({"status": "final", "val_score": out.scores.val_score}, checkpoint=checkpoint)
 
 
 def _fit_on_ray_train(info: ModelInfo, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
                       max_seconds: float, score_test: bool, attention: bool, data_ref: Any = None,
-                      compress: tuple[str, ...] = ()) -> dict[str, Any]:
+                      compress: tuple[str, ...] = ()) -> TrialOutcome:
     import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
@@ -97,4 +97,4 @@ def _fit_on_ray_train(info: ModelInfo, config: dict[str, Any], data: FoldData, r
     if result.checkpoint is None:
         raise RuntimeError(f"Ray Train run ended without a final report (last metrics: {result.metrics})")
     with result.checkpoint.as_directory() as path:
-        return json.loads((Path(path) / OUTCOME).read_text())
+        return TrialOutcome.from_json(json.loads((Path(path) / OUTCOME).read_text()))

@@ -30,9 +30,10 @@ from pipeline.engine.cells import INFRA_REQUEUES, CellPlan, CellState
 from pipeline.engine.faults import hard_limit_s, lost_worker_status
 from pipeline.engine.pool import Shape, Slot, WorkerPool
 from pipeline.engine.progress import Counts, Progress
-from pipeline.engine.records import CellResult, Status, TrialRecord, TrialRequest
+from pipeline.engine.records import TrialRequest
 from pipeline.engine.searchers import CellSearch, grace_for
 from pipeline.engine.worker import utcnow
+from pipeline.records import CellResult, Status, TrialRecord
 
 log = logging.getLogger(__name__)
 FLUSH_EVERY_S = 1.0

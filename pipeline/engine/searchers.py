@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.engine.records import TrialRecord
 from pipeline.learners.resolve import ResolvedModel
+from pipeline.records import TrialRecord
 from pipeline.spec import ModelSpec
 
 GRACE = 3  # the first rung of a board asked without one (each model's comes from its Learner: grace_for)

@@ -22,20 +22,21 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.data.preprocess import FoldData
 from pipeline.engine.faults import classify
-from pipeline.engine.records import Status, TrialRecord, TrialRequest
+from pipeline.engine.records import TrialRequest
 from pipeline.learners.resolve import ResolvedModel
+from pipeline.records import Status, TrialRecord
 from pipeline.spec import Resources
+
+if TYPE_CHECKING:
+    from pipeline.learners.trial import TrialOutcome
 
 log = logging.getLogger(__name__)
 
 CACHED_FOLDS = 3  # fold arrays a worker keeps; the scheduler runs one fold's cells together
-FIELDS = ("val_score", "val_loss", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "epochs",
-          "best_epoch", "stop_reason", "fit_seconds", "predict_seconds", "predict_rows_per_s", "peak_cpu_mb",
-          "peak_gpu_mb", "n_params", "flops_per_row", "device", "curve", "attention", "variants")
 
 
 def utcnow() -> datetime:
@@ -59,15 +60,27 @@ def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float
         rec.status = classify(err).value
         rec.error = "".join(traceback.format_exception(err))[-4000:]
     else:
-        for key in FIELDS:
-            if key in out:
-                setattr(rec, key, out[key])
-        rec.status = (Status.STOPPED if out.get("stop_reason") == "pruned" else Status.OK).value
+        record_outcome(rec, out)
+        rec.status = (Status.STOPPED if out.fit.stop_reason == "pruned" else Status.OK).value
         if rec.val_score is None or not math.isfinite(rec.val_score):
             rec.status, rec.error = Status.DIVERGED.value, f"the validation score is {rec.val_score}"
     rec.seconds = time.perf_counter() - t0
     rec.finished_at = utcnow()
     return rec
+
+
+def record_outcome(rec: TrialRecord, out: TrialOutcome) -> None:
+    """A trial's typed outcome into its stored record, field by field."""
+    f, u = out.fit, out.usage
+    rec.epochs, rec.best_epoch, rec.stop_reason, rec.n_params, rec.device, rec.curve = (
+        f.iterations, f.best_iteration, f.stop_reason, f.n_params, f.device, f.curve)
+    rec.fit_seconds, rec.peak_cpu_mb, rec.peak_gpu_mb = u.seconds, u.peak_cpu_mb, u.peak_gpu_mb
+    s = out.scores
+    rec.val_score, rec.val_loss, rec.predict_seconds, rec.predict_rows_per_s = (
+        s.val_score, s.val_loss, s.predict_seconds, s.predict_rows_per_s)
+    rec.accuracy, rec.balanced_accuracy, rec.roc_auc, rec.log_loss, rec.rmse, rec.r2 = (
+        s.accuracy, s.balanced_accuracy, s.roc_auc, s.log_loss, s.rmse, s.r2)
+    rec.flops_per_row, rec.attention, rec.variants = out.flops_per_row, out.attention, out.variants
 
 
 def in_own_thread(fn: Callable[[], TrialRecord]) -> TrialRecord:

@@ -353,7 +353,7 @@ def variant(learner: Any, data: FoldData, method: str, *, max_seconds: float = m
     the model anew on the components). ``prune`` and ``quantize`` start from the trained model;
     ``quantize`` runs on the CPU."""
     from pipeline.cost import Measure, flops_per_row
-    from pipeline.learners.trial import evaluate
+    from pipeline.evaluation import evaluate
     from pipeline.train.loop import predict, to_tensors
 
     if method not in ("prune", "quantize", "pca"):
@@ -372,7 +372,7 @@ def variant(learner: Any, data: FoldData, method: str, *, max_seconds: float = m
                                           seed=learner.seed, device=device, max_seconds=max_seconds)
             details.update(n_components=module.components, n_num=len(data.num_names), explained_variance=explained)
     module = module.eval()
-    out = evaluate(lambda part: predict(module, meta, part, device), data)
+    out: dict[str, Any] = evaluate(lambda part: predict(module, meta, part, device), data).as_dict()
     xn, xc = to_tensors(data.test, device)
     flops = None if method == "quantize" else flops_per_row(module, xn, xc)  # int8 kernels are not counted
     out.update(compress_seconds=m.usage.seconds,

@@ -6,6 +6,7 @@ nothing of Ray: it runs the same in a test, a notebook or a worker.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
@@ -15,11 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.cost import Measure
+from pipeline.cost import Measure, Usage
 from pipeline.data.preprocess import FoldData, Part
+from pipeline.evaluation import Scores, evaluate
 from pipeline.learners import make_learner
-from pipeline.learners.base import OnStep
-from pipeline.metrics import score
+from pipeline.learners.base import FitReport, OnStep
 from pipeline.models.registry import ModelInfo
 
 log = logging.getLogger(__name__)
@@ -36,52 +37,51 @@ class Context:
     wrap: Callable[[Any], Any] | None = None
 
 
+@dataclass
+class TrialOutcome:
+    """What one fit and its scoring produced, typed: the Learner's fit report, what the fit used, the
+    one evaluation's scores, and what only some models give (FLOPs, an attention map, compressed
+    variants: each variant's scores and cost as stored, or the error that stopped it)."""
+
+    fit: FitReport
+    usage: Usage
+    scores: Scores
+    flops_per_row: float | None = None
+    attention: dict[str, Any] | None = None
+    variants: dict[str, dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TrialOutcome:
+        return cls(**{**d, "fit": FitReport(**d["fit"]), "usage": Usage(**d["usage"]), "scores": Scores(**d["scores"])})
+
+
 def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: Context, *,
-                  score_test: bool = False, attention: bool = False, compress: Sequence[str] = ()) -> dict[str, Any]:
-    """Train with the whole ``config``, then score on validation (and test when asked). Returns
-    metrics, cost and the curve; with ``compress`` (and ``score_test``), ``variants``: each compressed
-    variant's scores and cost, or the error that stopped it."""
+                  score_test: bool = False, attention: bool = False, compress: Sequence[str] = ()) -> TrialOutcome:
+    """Train with the whole ``config``, then score on validation (and test when asked); with
+    ``compress`` (and ``score_test``), each compressed variant too."""
     t_start = time.perf_counter()
     extra = {"shard": ctx.shard, "wrap": ctx.wrap} if info.capabilities.distributed else {}
     learner = make_learner(info, config, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
                            max_seconds=ctx.max_seconds, **extra)
     with Measure(gpu=ctx.use_gpu and _cuda()) as m:
         report = learner.fit(data, ctx.on_step)
-    out: dict[str, Any] = {
-        "epochs": report.iterations, "best_epoch": report.best_iteration, "stop_reason": report.stop_reason,
-        "device": report.device, "n_params": report.n_params, "curve": report.curve,
-        "fit_seconds": m.usage.seconds, "peak_cpu_mb": m.usage.peak_cpu_mb, "peak_gpu_mb": m.usage.peak_gpu_mb,
-    }
-    out.update(evaluate(learner.predict, data, test=score_test))
+    out = TrialOutcome(fit=report, usage=m.usage, scores=evaluate(learner.predict, data, test=score_test))
     if score_test:
-        flops = learner.flops_per_row(data.test)
-        if flops is not None:
-            out["flops_per_row"] = flops
+        out.flops_per_row = learner.flops_per_row(data.test)
         if attention:
             fa = learner.feature_attention(data.test)
             if fa is not None:
-                out["attention"] = {"features": data.feature_names, "map": fa.tolist()}
+                out.attention = {"features": data.feature_names, "map": fa.tolist()}
         if compress:
-            out["variants"] = {method: _variant(learner, data, method, out, ctx.max_seconds - (time.perf_counter() - t_start))
-                               for method in compress}
+            out.variants = {method: _variant(learner, data, method, out, ctx.max_seconds - (time.perf_counter() - t_start))
+                            for method in compress}
     return out
 
 
-def evaluate(predict: Callable[[Part], Any], data: FoldData, *, test: bool = True) -> dict[str, Any]:
-    """Validation score and loss; with ``test``, the test metrics and the prediction time (one pass)."""
-    val = score(data.task_type, data.valid.y, predict(data.valid), data.n_classes)
-    out: dict[str, Any] = {"val_score": val["score"], "val_loss": val["loss"]}
-    if test:
-        t0 = time.perf_counter()
-        pred = predict(data.test)
-        seconds = time.perf_counter() - t0
-        metrics = score(data.task_type, data.test.y, pred, data.n_classes)
-        metrics.pop("score"), metrics.pop("loss")
-        out.update(metrics, predict_seconds=seconds, predict_rows_per_s=len(data.test) / max(seconds, 1e-9))
-    return out
-
-
-def _variant(learner: Any, data: FoldData, method: str, base: dict[str, Any], seconds_left: float) -> dict[str, Any]:
+def _variant(learner: Any, data: FoldData, method: str, base: TrialOutcome, seconds_left: float) -> dict[str, Any]:
     """One compressed variant, its cost counted from the start: pruning and quantization need the
     trained model (its training time and memory come first); PCA trains a model of its own, within
     what is left of the trial's time limit. A variant that fails is recorded with its error; the
@@ -93,10 +93,11 @@ def _variant(learner: Any, data: FoldData, method: str, base: dict[str, Any], se
     except Exception as err:  # recorded in the variant's row, never raised past the trial
         return {"error": "".join(traceback.format_exception(err))[-4000:]}
     if method != "pca":
-        v["fit_seconds"] = base["fit_seconds"] + v["compress_seconds"]
+        v["fit_seconds"] = base.usage.seconds + v["compress_seconds"]
         for key in ("peak_cpu_mb", "peak_gpu_mb"):
-            if base.get(key) is not None or v.get(key) is not None:
-                v[key] = max(base.get(key) or 0.0, v.get(key) or 0.0)
+            trained = getattr(base.usage, key)
+            if trained is not None or v.get(key) is not None:
+                v[key] = max(trained or 0.0, v.get(key) or 0.0)
     else:
         v["fit_seconds"] = v["compress_seconds"]
     return v

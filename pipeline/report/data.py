@@ -1,4 +1,4 @@
-"""What every page is built from: the SQL views of :mod:`pipeline.report.views`, read once on a
+"""What every page is built from: the SQL views of :mod:`pipeline.data.views`, read once on a
 read-only connection (as temporary views, so the numbers match ``attnbench query``)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.data.store import Store
+from pipeline.data.views import temporary_views
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.answer import family_of
-from pipeline.report.views import temporary_views
 
 
 @dataclass
@@ -113,3 +113,14 @@ def legacy_kind(model_name: str) -> str:
 
 def size_label(size: str) -> str:
     return "all training rows" if size == "all" else f"{size} training rows"
+
+
+def per_model(df: pd.DataFrame, how: dict[str, str], data: ReportData) -> pd.DataFrame:
+    """The per-model rows shown on the compute and memory pages: plain means (or sums) over the view's
+    (dataset, sample size) rows; docs/QUERIES.md gives the same numbers in SQL. ``coverage`` counts
+    the cells measured (ok) against the cells expected."""
+    out = df.groupby("model").agg(**{k: (k, v) for k, v in how.items() if k in df}, n_tasks=("dataset", "size"),
+                                  n_ok=("n_ok", "sum")).reset_index()
+    expected = data.cells.groupby("model").size()
+    out["coverage"] = [f"{int(k)}/{int(expected.get(m, k))} cells" for m, k in zip(out.model, out.n_ok)]
+    return out

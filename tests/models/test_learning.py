@@ -455,18 +455,18 @@ def test_a_trials_compressed_variants_and_a_variant_that_fails(credit_fold):
     config = {**info.config_defaults(), "max_epochs": 5, "d_block": 64}
     out = fit_and_score(info, config, credit_fold, Context(seed=0), score_test=True,
                         compress=("prune", "quantize", "pca"))
-    v = out["variants"]
-    assert set(v) == {"prune", "quantize", "pca"} and not any("error" in x for x in v.values()), v
-    assert v["prune"]["n_params"] < out["n_params"] and v["prune"]["details"]["neurons_removed"] > 0
+    v = out.variants
+    assert v is not None and set(v) == {"prune", "quantize", "pca"} and not any("error" in x for x in v.values()), v
+    assert v["prune"]["n_params"] < out.fit.n_params and v["prune"]["details"]["neurons_removed"] > 0
     assert v["quantize"]["device"] == "cpu" and v["quantize"]["flops_per_row"] is None  # int8 kernels: not counted
     assert v["pca"]["details"]["n_components"] < v["pca"]["details"]["n_num"] == 7
     for x in v.values():
         assert 0.5 < x["accuracy"] <= 1 and x["fit_seconds"] > 0 and x["predict_rows_per_s"] > 0
-    assert v["prune"]["fit_seconds"] >= out["fit_seconds"]  # the trained model comes first
+    assert v["prune"]["fit_seconds"] >= out.usage.seconds  # the trained model comes first
     cats = dataclasses.replace(credit_fold, num_names=[], train=part_without_numerics(credit_fold.train),
                                valid=part_without_numerics(credit_fold.valid), test=part_without_numerics(credit_fold.test))
     out = fit_and_score(info, config, cats, Context(seed=0), score_test=True, compress=("pca",))
-    assert out["accuracy"] > 0.5 and "PCA needs numeric features" in out["variants"]["pca"]["error"]
+    assert out.scores.accuracy > 0.5 and out.variants and "PCA needs numeric features" in out.variants["pca"]["error"]
 
 
 def part_without_numerics(part: Part) -> Part:
@@ -492,7 +492,8 @@ def test_categorical_columns_with_no_level_or_one_in_training(name, task_type):
     fold = dataclasses.replace(fold, train=parts[0], valid=parts[1], test=parts[2], cat_cardinalities=[1, 2])
     info = REGISTRY[name]
     out = fit_and_score(info, {**info.config_defaults(), **info.quick_config()}, fold, Context(), score_test=True)
-    assert np.isfinite(out["val_score"]) and np.isfinite(out["r2" if task_type == "regression" else "accuracy"]), out
+    assert np.isfinite(out.scores.val_score), out
+    assert np.isfinite(getattr(out.scores, "r2" if task_type == "regression" else "accuracy")), out
 
 
 def test_estimator_warns_when_still_improving_refuses_continuous_y_and_uses_one_thread(credit_g):

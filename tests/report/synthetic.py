@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.data.store import Store
-from pipeline.engine.records import CellResult, TrialRecord
+from pipeline.data.views import install
 from pipeline.models.registry import REGISTRY
-from pipeline.report.views import install
+from pipeline.records import CellResult, TrialRecord
 
 SUITE = "synth"
 EVIL_DATASET = "<script>alert(1)</script>"

@@ -16,10 +16,10 @@ import synthetic
 from synthetic import EVIL_DATASET, EVIL_FEATURE, EVIL_MODEL, Synth
 
 from pipeline.data.store import Store
+from pipeline.data.views import N_SHUFFLES
 from pipeline.query import run_query
 from pipeline.report.pages import write_report
 from pipeline.report.serve import make_server
-from pipeline.report.views import N_SHUFFLES
 
 PAGES = ["index", "accuracy", "sample_size", "tuning", "compute", "memory", "attention", "claims", "runs"]
 
@@ -246,7 +246,8 @@ def test_every_documented_query_runs(synth_db):
 
 def test_documented_sql_gives_the_page_numbers(synth_db):
     from pipeline.report import aggregate as agg
-    from pipeline.report.pages import ReportData, standing
+    from pipeline.report.accuracy import standing
+    from pipeline.report.data import ReportData
 
     data = ReportData.load(synth_db)
     (rank_sql,) = [b for b in doc_sql() if "task_rank" in b]
@@ -335,7 +336,7 @@ def test_tabarena_columns_and_budget_flags(synth_report):
 
 
 def test_views_are_the_reports_installed_once_and_made_per_connection(tmp_path):
-    from pipeline.report.views import VIEWS, install, temporary_views
+    from pipeline.data.views import VIEWS, install, temporary_views
 
     db = tmp_path / "results.duckdb"
     store = Store(db)  # the store makes tables only: the views are the report's

@@ -1,0 +1,64 @@
+"""The one evaluation every model gets, and the one rule that selects a cell's trial.
+
+:func:`evaluate` scores a fitted model's predictions on a fold's validation part (and its test part)
+with :mod:`pipeline.metrics`, whatever the model: a trial, a compressed variant and the scikit-learn
+estimators all go through it. :func:`select` is the selection rule: validation only, never test.
+Both are pure functions: no Ray, no torch, no store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.data.preprocess import FoldData, Part
+from pipeline.metrics import score
+from pipeline.records import TrialRecord
+
+
+@dataclass
+class Scores:
+    """A fitted model's scores: validation (what selection reads), and test with the prediction time."""
+
+    val_score: float  # higher is better: accuracy, or −RMSE
+    val_loss: float  # log-loss or MSE
+    accuracy: float | None = None
+    balanced_accuracy: float | None = None
+    roc_auc: float | None = None
+    log_loss: float | None = None
+    rmse: float | None = None
+    r2: float | None = None
+    predict_seconds: float | None = None
+    predict_rows_per_s: float | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+def evaluate(predict: Callable[[Part], Any], data: FoldData, *, test: bool = True) -> Scores:
+    """Validation score and loss; with ``test``, the test metrics and the prediction time (one pass)."""
+    val = score(data.task_type, data.valid.y, predict(data.valid), data.n_classes)
+    out = Scores(val_score=val["score"], val_loss=val["loss"])
+    if test:
+        t0 = time.perf_counter()
+        pred = predict(data.test)
+        seconds = time.perf_counter() - t0
+        metrics = score(data.task_type, data.test.y, pred, data.n_classes)
+        metrics.pop("score"), metrics.pop("loss")
+        out = dataclasses.replace(out, **metrics, predict_seconds=seconds,
+                                  predict_rows_per_s=len(data.test) / max(seconds, 1e-9))
+    return out
+
+
+def select(trials: Sequence[TrialRecord]) -> TrialRecord | None:
+    """The trial a cell keeps: the best validation score; on a tie the lower validation loss, then the
+    earlier trial. Test scores play no part. None when no trial has a validation score."""
+    scored = [t for t in trials if t.val_score is not None]
+    if not scored:
+        return None
+    return max(scored, key=lambda t: (t.val_score, -(t.val_loss if t.val_loss is not None else math.inf),
+                                      -t.trial_index))

@@ -1,0 +1,36 @@
+"""The claims page: the design notes' claims, each with its verdict, effect, interval and cells (the
+verdicts themselves are :mod:`pipeline.report.claims`)."""
+
+from __future__ import annotations
+
+from pipeline.report import claims as claims_mod
+from pipeline.report.data import ReportData
+from pipeline.report.markup import Page, cell, esc, note, table
+
+VERDICT_CLASS = {claims_mod.SUPPORTED: "best", claims_mod.CONTRADICTED: "missing", claims_mod.THIN: "partial"}
+
+
+def page_claims(data: ReportData) -> Page:
+    p = Page("claims.html", "Claims")
+    p.card("Five claims from the design notes behind these architectures, tested on the results in this file "
+           "rather than assumed. Each gets an effect with a 95% interval and the comparisons behind it: "
+           "supported when the interval lies on the claim's side, contradicted when it lies on the other, and "
+           f"not enough data when there are fewer than {claims_mod.MIN_PAIRS} comparisons or the interval "
+           "includes no effect. Ablations are found in the selected configurations: cells of one model on one "
+           "split whose configurations differ only in the switch (se_reduction: 0 or se: false, attention: "
+           "self, warmup_frac: 0), i.e. the same model entered twice in a suite, one entry labelled.")
+    found = claims_mod.verdicts(data.curves,
+                                data.configured, data.attention, data.datasets, data.kinds)
+    rows = [[cell(i + 1), cell(c.statement), cell(c.verdict, VERDICT_CLASS[c.verdict]),
+             cell(claims_mod.effect_text(c)),
+             cell(c.n), cell(c.coverage)] for i, c in enumerate(found)]
+    p.add(table(["#", "claim", "verdict", "effect [95% interval]", "comparisons", "coverage"], rows, "table-claims"))
+    for i, c in enumerate(found):
+        p.h2(f"{i + 1}. {c.statement}", f"claim-{c.key}")
+        p.add(f'<p id="verdict-{esc(c.key)}"><strong>{esc(c.verdict)}</strong>: {esc(c.why)}</p>')
+        p.add(note(f"Effect: {c.measure}. Coverage: {c.coverage}."))
+        if c.cells:
+            ids = ", ".join(f"'{x}'" for x in c.cells[:200])
+            p.add(f"<details><summary>{len(c.cells)} cells behind it, and the query that lists them</summary>"
+                  f"<pre>attnbench query \"SELECT * FROM scores WHERE cell_id IN ({esc(ids)})\"</pre></details>")
+    return p

@@ -1,0 +1,123 @@
+"""The sample-size page: test score against training size per dataset, the crossover with the best
+boosting model, and how often each family beat it below the reference size."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pipeline.report import aggregate as agg
+from pipeline.report import claims as claims_mod
+from pipeline.report import figures as figs
+from pipeline.report.accuracy import bound_text
+from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
+from pipeline.report.data import ReportData, size_label
+from pipeline.report.markup import Page, cell, note, table
+
+
+def page_sample_size(data: ReportData) -> Page:
+    p = Page("sample_size.html", "Sample-size sensitivity")
+    p.card("Test score of each model against the number of training rows. Per dataset: the mean over folds "
+           "and subset seeds, with its 95% confidence interval as a band where two or more splits finished; a "
+           "size where a model has no score is a gap in its line. The crossover size is the smallest training "
+           "size from which a network beats the best boosting model at that size and at every larger size run. "
+           f"The dotted line marks {claims_mod.REFERENCE_ROWS:,} rows, below which tree ensembles are often reported to "
+           "win (Grinsztajn et al., 2022).")
+    curves = agg.curve_intervals(data.curves)
+    sizes = data.sizes
+    if len(sizes) < 2:
+        p.add(note(f"Only one training size was run ({', '.join(sizes) or 'none'}); add several to the suite's "
+                   "protocol.sample_sizes (e.g. [64, 128, 1024, all]) to see learning curves."))
+        return p
+    curves["coverage"] = [f"{int(o)}/{int(n)} cells ok" + (f", {int(f)} failed" if f else "") +
+                          (f", {int(m)} missing" if m else "")
+                          for o, n, f, m in zip(curves.n_ok, curves.n_cells, curves.n_failed, curves.n_missing)]
+    curves["flag"] = [("budget-bound: " + bound_text(e, t).replace("⚑ ", "")) if e or t else ""
+                      for e, t in zip(curves.n_epochs_bound, curves.n_search_bound)]
+    style = data.style()
+    networks = [m for m in data.models if data.family(m) != BOOSTING]  # every challenger of boosting
+    incumbents = [m for m in data.models if data.family(m) == BOOSTING]
+
+    p.add(curve_coverage(curves, sizes))
+
+    p.h2("Crossover: each model vs the best boosting model", "crossover")
+    cross = agg.crossover(curves, networks, incumbents, best_label="best challenger")
+    cross = cross[cross.model != "best challenger"]
+    attention = [m for m in networks if data.family(m) == family_of("attention")]
+    if len(attention) > 1:  # the best attention model at each size, as the overview reports it
+        best = agg.crossover(curves, attention, incumbents)
+        cross = pd.concat([cross, best[best.model == "best attention"]], ignore_index=True)
+        cross = cross.sort_values(["suite", "dataset", "model"], ignore_index=True)
+    if cross.empty:
+        p.add(note("Needs at least one boosting model and one other model with scores."))
+    else:
+        rows = []
+        for r in cross.itertuples(index=False):
+            txt = crossover_text(r)
+            cls = "missing" if pd.isna(r.crossover_n) else ("best" if r.ahead_everywhere else "")
+            kind = "attention, best at each size" if r.model == "best attention" else data.family(r.model)
+            rows.append([cell(data.task_label(r.suite, r.dataset)), cell(r.model), cell(kind), cell(txt, cls),
+                         cell(r.n_sizes)])
+        p.add(table(["dataset", "model", "family", "crossover size", "sizes compared"], rows, "table-crossover"))
+        p.add(note(reference_check(curves, networks, incumbents, data.kinds)))
+
+    p.h2("Over all datasets: mean normalised score by size", "average")
+    p.figure(figs.normalized_curves(agg.normalized_by_size(data.cells, sizes), style, sizes), "fig-curve-avg")
+    p.add(note("Per task (dataset and size) the best model scores 1 and the worst 0; each point is the mean "
+               "over that size's tasks, and a model with no score on a task gets 0 there. No band: datasets "
+               "differ in difficulty, so their spread says nothing about the models; the per-dataset bands "
+               "below are confidence intervals."))
+    p.h2("Per dataset", "datasets")
+    for i, ((suite, dataset), g) in enumerate(curves.groupby(["suite", "dataset"], sort=True)):
+        metric = str(g.metric.iloc[0])
+        n_split = int(g.n_cells.max())
+        p.figure(figs.learning_curves(g, style, metric, title=f"{data.task_label(suite, dataset)} · {metric}",
+                                      reference_n=claims_mod.REFERENCE_ROWS), f"fig-curve-{i}")
+        if n_split < 2:
+            p.add(note(f"{data.task_label(suite, dataset)}: one split per size, so no confidence band."))
+    return p
+
+
+def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
+    """Cells ok of expected per model and size, shown when any is short: a curve has no point where a
+    model has no score."""
+    g = curves.groupby(["model", "sample_size"])[["n_ok", "n_cells", "n_failed", "n_missing"]].sum()
+    if (g.n_ok == g.n_cells).all():
+        return note("Every expected cell finished ok.")
+    rows = []
+    for model in sorted(g.index.get_level_values(0).unique()):
+        row = [cell(model)]
+        for size in sizes:
+            if (model, size) not in g.index:
+                row.append(cell("—"))
+                continue
+            r = g.loc[(model, size)]
+            short = r.n_ok < r.n_cells
+            row.append(cell(f"{int(r.n_ok)}/{int(r.n_cells)}", "missing" if r.n_ok == 0 else ("partial" if short else ""),
+                            f"{int(r.n_failed)} failed, {int(r.n_missing)} missing"))
+        rows.append(row)
+    return ("<h3>Coverage: cells ok of expected</h3>"
+            + note("Points are means over the cells that finished; a model with no finished cell at a size has "
+                   "no point there.")
+            + table(["model", *[size_label(x) for x in sizes]], rows, "table-curve-coverage"))
+
+
+def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[str], kinds: dict[str, str]) -> str:
+    """How often the best model of each family but boosting beat the best boosting model below the
+    reference size."""
+    below = curves[curves.n_train < claims_mod.REFERENCE_ROWS]
+    wide = below.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
+    gb = wide[[m for m in incumbents if m in wide]].max(axis=1)
+    parts = []
+    for family in families(kinds):
+        label = f"the best {family}"
+        members = [m for m in networks if family_of(kinds.get(m)) == family and m in wide]
+        if not members:
+            continue
+        best = wide[members].max(axis=1)
+        both = best.notna() & gb.notna()
+        n, k = int(both.sum()), int((best[both] > gb[both]).sum())
+        if n:
+            parts.append(f"{label} beat the best boosting model at {k} of {n} (dataset, size) points")
+    if not parts:
+        return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a boosting model and another."
+    return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
