@@ -16,9 +16,10 @@
   anew on the reduced inputs, so it has fewer numeric tokens.
 
 :func:`measure_compression` reports size (parameters and bytes of the saved state_dict), inference
-rows/s and score, before and after. :func:`variant` is a suite's ``compress`` option: the compressed
-variant of a trial's fitted learner, scored and costed like the trial, which the results store as a
-model of its own (``mlp+prune``), so the accuracy, compute and memory pages show it beside the rest.
+rows/s and score, before and after. :class:`CompressedLearner` is a suite's ``compress`` option as a
+Learner: the compressed variant of a trial's fitted learner; :func:`variant` scores it with the one
+evaluation and costs it like the trial, and the results store it as a model of its own
+(``mlp+prune``), so the accuracy, compute and memory pages show it beside the rest.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from pipeline.data.preprocess import FoldData, Part
+from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep
 from pipeline.metrics import score
 
 METHODS = ("prune", "prune_zero", "quantize", "pca")
@@ -346,38 +348,72 @@ PRUNE_AMOUNT = 0.3  # a suite's `compress: [prune]` drops this share of each hid
 PCA_VARIANCE = 0.9  # `compress: [pca]` keeps the components that explain this share of the variance
 
 
-def variant(learner: Any, data: FoldData, method: str, *, max_seconds: float = math.inf) -> dict[str, Any]:
-    """A fitted :class:`~pipeline.learners.torch.TorchLearner`'s compressed variant (a suite's
-    ``compress`` option), scored and costed as a trial is: validation and test scores, prediction
-    time, parameters, FLOPs, and what compressing cost (``compress_seconds``: for ``pca``, training
-    the model anew on the components). ``prune`` and ``quantize`` start from the trained model;
-    ``quantize`` runs on the CPU."""
-    from pipeline.cost import Measure, flops_per_row
-    from pipeline.evaluation import evaluate
-    from pipeline.train.loop import predict, to_tensors
+class CompressedLearner(Learner):
+    """A trained torch model's compressed variant (a suite's ``compress`` option), as a Learner of its
+    own: :meth:`fit` prunes or quantizes the trained model, or trains the same configuration anew on the
+    principal components (``pca``); :meth:`predict` and the one evaluation then score it as any model
+    is scored. ``quantize`` runs on the CPU (int8 kernels); its FLOPs are not counted."""
 
-    if method not in ("prune", "quantize", "pca"):
-        raise ValueError(f"{method=} must be prune, quantize or pca")
-    device = torch.device("cpu") if method == "quantize" else learner.device
-    meta = learner.meta
-    details: dict[str, Any] = {"method": method}
-    with Measure(gpu=device.type == "cuda") as m:
-        if method == "prune":
-            module, removed = prune_neurons(learner.module, PRUNE_AMOUNT, structural=True)
-            details.update(amount=PRUNE_AMOUNT, neurons_removed=removed)
-        elif method == "quantize":
-            module = quantize(learner.module)
+    capabilities = Capabilities(libraries=("torch",))
+
+    def __init__(self, trained: Any, method: str, *, max_seconds: float = math.inf) -> None:
+        if method not in ("prune", "quantize", "pca"):
+            raise ValueError(f"{method=} must be prune, quantize or pca")
+        super().__init__(trained.info, trained.config, threads=trained.threads, use_gpu=trained.use_gpu,
+                         seed=trained.seed, max_seconds=max_seconds)
+        self.trained, self.method = trained, method
+        self.device = torch.device("cpu") if method == "quantize" else trained.device
+        self.meta: FoldData = trained.meta
+        self.details: dict[str, Any] = {"method": method}
+        self.module: nn.Module | None = None
+
+    def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
+        t = self.trained
+        if self.method == "prune":
+            module, removed = prune_neurons(t.module, PRUNE_AMOUNT, structural=True)
+            self.details.update(amount=PRUNE_AMOUNT, neurons_removed=removed)
+        elif self.method == "quantize":
+            module = quantize(t.module)
         else:
-            module, explained = train_pca(data, PCA_VARIANCE, name=learner.info.name, config=learner.config,
-                                          seed=learner.seed, device=device, max_seconds=max_seconds)
-            details.update(n_components=module.components, n_num=len(data.num_names), explained_variance=explained)
-    module = module.eval()
-    out: dict[str, Any] = evaluate(lambda part: predict(module, meta, part, device), data).as_dict()
-    xn, xc = to_tensors(data.test, device)
-    flops = None if method == "quantize" else flops_per_row(module, xn, xc)  # int8 kernels are not counted
-    out.update(compress_seconds=m.usage.seconds,
-               peak_cpu_mb=m.usage.peak_cpu_mb, peak_gpu_mb=m.usage.peak_gpu_mb,
-               # int8 packed weights are not parameters: count the numbers stored for the quantized model
-               n_params=n_stored(module) if method == "quantize" else sum(p.numel() for p in module.parameters()),
-               bytes=state_bytes(module), flops_per_row=flops, device=str(device), details=details)
+            module, explained = train_pca(data, PCA_VARIANCE, name=self.info.name, config=self.config, seed=self.seed,
+                                          device=self.device, max_seconds=self.max_seconds)
+            self.details.update(n_components=module.components, n_num=len(data.num_names),
+                                explained_variance=explained)
+        self.module = module.eval()
+        # int8 packed weights are not parameters: count the numbers stored for the quantized model
+        n = n_stored(module) if self.method == "quantize" else sum(p.numel() for p in module.parameters())
+        return FitReport(iterations=0, best_iteration=0, stop_reason="compressed", n_params=n,
+                         device=str(self.device))
+
+    def predict(self, part: Part) -> np.ndarray:
+        from pipeline.train.loop import predict
+
+        assert self.module is not None, "fit first"
+        return predict(self.module, self.meta, part, self.device)
+
+    def flops_per_row(self, part: Part) -> float | None:
+        from pipeline.cost import flops_per_row
+        from pipeline.train.loop import to_tensors
+
+        if self.module is None or self.method == "quantize":  # int8 kernels are not counted
+            return None
+        return flops_per_row(self.module, *to_tensors(part, self.device))
+
+
+def variant(learner: Any, data: FoldData, method: str, *, max_seconds: float = math.inf) -> dict[str, Any]:
+    """A fitted :class:`~pipeline.learners.torch.TorchLearner`'s compressed variant
+    (:class:`CompressedLearner`), scored by the one evaluation and costed as a trial is: validation and
+    test scores, prediction time, parameters, FLOPs, and what compressing cost (``compress_seconds``:
+    for ``pca``, training the model anew on the components)."""
+    from pipeline.cost import Measure
+    from pipeline.evaluation import evaluate
+
+    compressed = CompressedLearner(learner, method, max_seconds=max_seconds)
+    with Measure(gpu=compressed.device.type == "cuda") as m:
+        report = compressed.fit(data)
+    out: dict[str, Any] = evaluate(compressed.predict, data).as_dict()
+    assert compressed.module is not None
+    out.update(compress_seconds=m.usage.seconds, peak_cpu_mb=m.usage.peak_cpu_mb, peak_gpu_mb=m.usage.peak_gpu_mb,
+               n_params=report.n_params, bytes=state_bytes(compressed.module),
+               flops_per_row=compressed.flops_per_row(data.test), device=report.device, details=compressed.details)
     return out
