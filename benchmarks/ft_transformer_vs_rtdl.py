@@ -148,6 +148,10 @@ def measure_memory(args: argparse.Namespace) -> dict[tuple[str, str], float]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
+    try:
+        import rtdl_revisiting_models  # noqa: F401
+    except ModuleNotFoundError:
+        sys.exit("ft_transformer_vs_rtdl: the reference implementation is an extra: pip install -e '.[bench]'")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)

@@ -235,9 +235,22 @@ def count(low: int, what: str) -> Callable[[str], int]:
     return parse
 
 
+def _version() -> str:
+    """The installed distribution's version (the one place it is written is pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("attnbench")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        from pipeline import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="attnbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    parser.add_argument("--version", action="version", version=f"attnbench {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run a suite (default: the offline smoke suite) and write the report")

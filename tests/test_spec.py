@@ -90,3 +90,13 @@ def test_import_pipeline_is_light():
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"importing pipeline loaded {out}"
+
+
+def test_version_prints_the_installed_version():
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "--version"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"attnbench {version('attnbench')}", out

@@ -131,9 +131,11 @@ def test_your_models_run_beside_ours_and_keep_their_kind(installed: Path, tmp_pa
 
     assert not {"gated_attention", "gated_by_path", "neighbours"} & set(REGISTRY)
     write_report(db, tmp_path / "again")
-    for page in ("index", "accuracy", "tuning", "compute", "memory", "attention", "runs"):  # one size: no curves
+    for page in ("index", "accuracy", "tuning", "compute", "memory", "runs"):  # one size: no curves
         html = (tmp_path / "again" / f"{page}.html").read_text()
         assert "gated_attention" in html and "neighbours" in html, page
+    attention = (tmp_path / "again" / "attention.html").read_text()  # the maps of models that give one
+    assert "gated_attention: weights" in attention and "neighbours" not in attention
     index = (tmp_path / "again" / "index.html").read_text()
     for header in ("best attention network", "best gradient boosting", "best neighbours",
                    "neighbours vs gradient boosting"):
