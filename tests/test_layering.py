@@ -45,8 +45,8 @@ def module_name(path: Path) -> str:
 
 
 def layer(module: str) -> int:
-    if module == "pipeline":
-        return 0  # the package's own __init__: the version, nothing else
+    if module == "pipeline" or module.startswith("pipeline.__"):
+        return 0  # the package's own __init__ and what it defines: the version, nothing else
     for i, names in enumerate(LAYERS):
         if any(module == n or module.startswith(n + ".") for n in names):
             return i
