@@ -330,6 +330,10 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     totals = start_ray(address, num_cpus, num_gpus)  # an address that cannot work is refused here
     # Nothing was written before this line.
     stored = {p.name: (ingest_mod.commit(store, p), p.split_key) for p in prepared}
+    for m in suite.models:
+        if m.resources.gpus and totals.get("GPU") and not m.model_info().capabilities.gpu:
+            progress(f"  notice: {m.key} trains on the CPU (its Learner has no GPU mode here); its GPU share "
+                     "is reserved but unused")
     if not totals.get("GPU") and any(m.resources.gpus for m in suite.models):
         progress("  notice: the suite asks for GPUs but the cluster has none; those models run on CPU")
         suite = suite.model_copy(update={"models": [

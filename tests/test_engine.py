@@ -13,6 +13,7 @@ from pipeline.engine import faults
 from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.searchers import CellSearch, Rungs, concurrency_cap, default_point, grace_for, milestones
 from pipeline.learners.resolve import resolve, resolve_name
+from pipeline.models.registry import REGISTRY
 from pipeline.records import CellResult, Status, TrialRecord, sql_columns
 from pipeline.spec import ModelSpec
 from pipeline.train.loop import Diverged
@@ -187,7 +188,15 @@ def test_usage_reads_busy_time_overlap_and_node_spread_from_the_trials():
     assert usage(serial).cells_at_once == 1 and usage(frame.iloc[:0]).trials == 0
 
 
-@pytest.mark.parametrize("model", ["xgboost", "catboost"])
+ROUNDS_MODELS = sorted(n for n, i in REGISTRY.items() if i.capabilities.rungs == "boosting rounds")
+
+
+def rounds_key(name: str) -> str:
+    """The key that caps a boosting model's rounds."""
+    return "iterations" if "iterations" in REGISTRY[name].defaults else "n_estimators"
+
+
+@pytest.mark.parametrize("model", ROUNDS_MODELS)
 def test_asha_stops_a_boosting_trial_at_a_rung_and_scores_its_best_round(model):
     """Boosting trials meet ASHA's rungs on their rounds (10, 30, 90, …): a cut stops training there,
     the trial keeps its best round so far and is scored like any other; no cut, no stop."""
@@ -201,7 +210,7 @@ def test_asha_stops_a_boosting_trial_at_a_rung_and_scores_its_best_round(model):
     x, y = load_breast_cancer(return_X_y=True, as_frame=True)
     ids = np.random.default_rng(0).permutation(len(y))
     data = build_fold(x, y.astype(str), "binary", ["0", "1"], ids[:300], ids[300:400], ids[400:])
-    rounds = "n_estimators" if model == "xgboost" else "iterations"
+    rounds = rounds_key(model)
     req = TrialRequest(cell_id="c", trial_id="t", trial_index=0, suggestion=0, attempt=1, model=resolve_name(model),
                        config={rounds: 400, "early_stopping_rounds": 400, "learning_rate": 0.02}, seed=0,
                        data_key="k", cpus=1, gpus=0, workers=1, backend="auto", trial_timeout_s=60,

@@ -244,14 +244,14 @@ def test_time_limit_inside_a_later_epoch_keeps_the_best_finished_one():
     assert model.steps == 16 + 3  # stopped at the step that crossed the limit
 
 
-@pytest.mark.parametrize("name", ["xgboost", "catboost"])
+@pytest.mark.parametrize("name", sorted(n for n, i in REGISTRY.items() if i.capabilities.rungs == "boosting rounds"))
 def test_boosting_stops_at_its_time_limit(name):
     """A boosting fit checks the limit after every round and keeps its best round."""
     from pipeline.learners import make_learner
 
     info = REGISTRY[name]
-    rounds = {"xgboost": {"n_estimators": 100_000, "early_stopping_rounds": 100_000},
-              "catboost": {"iterations": 100_000, "early_stopping_rounds": 100_000}}[name]
+    cap = "iterations" if "iterations" in info.defaults else "n_estimators"
+    rounds = {cap: 100_000, "early_stopping_rounds": 100_000}
     learner = make_learner(info, {**info.config_defaults(), **rounds}, max_seconds=0.5)
     report = learner.fit(random_fold(2000))
     assert report.stop_reason == "time_limit" and 1 <= report.iterations < 100_000, report
