@@ -161,9 +161,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     rows = [("model", "kind", "from", "can", "description")]
     for info, source in infos:
         caps = info.capabilities
-        can = ", ".join(filter(None, ["GPU" if caps.gpu else "", f"ASHA on {caps.rungs}" if caps.rungs else "",
+        can = ", ".join(filter(None, ["GPU" if caps.gpu else "CPU only",
+                                      f"ASHA on {caps.rungs}" if caps.rungs else "no rungs",
                                       "DDP" if caps.distributed else "", "compress" if caps.compress else ""]))
-        rows.append((info.name, info.family, source, can or "-", info.description))
+        rows.append((info.name, info.family, source, can, info.description))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(f"{v:{w}s}" for v, w in zip(r, widths)) + "  " + r[4])

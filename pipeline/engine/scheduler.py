@@ -198,6 +198,7 @@ class Scheduler:
         base = cell.plan.base
         base.task_type, base.n_train, base.n_valid, base.n_test = (data.task_type, len(data.train), len(data.valid),
                                                                    len(data.test))
+        cell.plan.model = cell.plan.model.for_task(data.task_type)  # defaults that differ by task
         cell.search = CellSearch(cell.plan.model, cell.plan.seed, cell.final_records)
         if self.board is not None and cell.spec.search == "asha" and cell.plan.prior:
             self.board.replay.remote(base.cell_id, [t.curve for t in cell.plan.prior], grace_for(cell.plan.model))

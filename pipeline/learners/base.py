@@ -51,6 +51,7 @@ class FitReport:
     iterations: int  # run
     best_iteration: int  # kept (early stopping restores or keeps the best)
     stop_reason: str  # early_stopping | max_epochs (the iteration budget ran out) | time_limit | pruned
+    # | complete (a model without validation-based stopping, a forest, built all it was asked to)
     n_params: int  # torch: parameters; boosting: tree nodes (XGBoost) or leaf values (CatBoost)
     device: str
     curve: list[dict[str, float]] = field(default_factory=list)  # one point per iteration
@@ -79,6 +80,12 @@ class Learner(abc.ABC):
     def search_space(cls, info: ModelInfo) -> dict[str, Any]:
         """The model's default search space."""
         return dict(info.space)
+
+    @classmethod
+    def task_defaults(cls, info: ModelInfo, task_type: str) -> dict[str, Any]:
+        """Defaults that differ by task (RealMLP-TD's learning rate), over :meth:`config_defaults`;
+        a cell applies them once its dataset's task is known, below the suite's own values."""
+        return {}
 
     @classmethod
     def quick_config(cls, info: ModelInfo) -> dict[str, Any]:

@@ -123,7 +123,7 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
                              f"allowed: {', '.join(sorted(allowed))}")
         if not 0.0 < self.validation_fraction < 1.0:
             raise ValueError(f"validation_fraction={self.validation_fraction} must be in (0, 1)")
-        return {**allowed, **hyper}
+        return {**allowed, **info.task_defaults(self._task), **hyper}  # regression | classification
 
     # ----------------------------------------------------------------------------------- fitting
     @abc.abstractmethod

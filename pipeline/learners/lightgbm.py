@@ -35,6 +35,7 @@ INFO = {
     "description": "Leaf-wise gradient-boosted trees (histogram method), native categorical splits, early stopping.",
     "quick": {"n_estimators": 3, "early_stopping_rounds": 2},
     "gpu": False,
+    "protocol": "trains on the CPU where a GPU is given (the pip wheel's GPU mode needs OpenCL; no CUDA build).",
     "paper": "https://papers.nips.cc/paper/6907-lightgbm-a-highly-efficient-gradient-boosting-decision-tree",
     "defaults": {
         "n_estimators": 4000,

@@ -9,6 +9,7 @@ that travels with each cell to the workers, so no layer looks a model up again. 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,13 @@ class ResolvedModel:
     @property
     def attention(self) -> bool:
         return self.info.attention
+
+    def for_task(self, task_type: str) -> ResolvedModel:
+        """The entry on a dataset of this task: the model's task defaults applied where the suite
+        set no value of its own."""
+        own = {k for k, v in self.spec.space.items() if not isinstance(v, dict)} | set(self.spec.fixed)
+        extra = {k: v for k, v in self.info.task_defaults(task_type).items() if k not in own}
+        return dataclasses.replace(self, defaults={**self.defaults, **extra}) if extra else self
 
     def config(self, suggestion: Mapping[str, Any]) -> dict[str, Any]:
         """A trial's whole configuration: the defaults with the searcher's suggestion on top."""

@@ -59,6 +59,7 @@ class ModelInfo:
     gpu: bool = True
     paper: str = ""
     notes: str = ""
+    protocol: str = ""  # where the model leaves the shared protocol (the report lists it beside the answer)
     extra: Mapping[str, Any] = field(default_factory=dict)
     source: str = "attnbench"  # attnbench | package <dist> | suite <file>
 
@@ -89,6 +90,10 @@ class ModelInfo:
 
     def search_space(self) -> dict[str, Any]:
         return dict(self.learner_class().search_space(self))
+
+    def task_defaults(self, task_type: str) -> dict[str, Any]:
+        """Defaults that differ by task (binary, multiclass, regression), on top of ``config_defaults``."""
+        return dict(self.learner_class().task_defaults(self, task_type))
 
     def quick_config(self) -> dict[str, Any]:
         """What makes a fit tiny (a worker's warm-up)."""

@@ -21,6 +21,7 @@ from pipeline.models.registry import KINDS
 from pipeline.report import aggregate as agg
 
 BOOSTING = KINDS["boosting"]  # the family every other family is compared with
+ATTENTION, NETWORK = KINDS["attention"], KINDS["network"]  # and attention with the best non-attention network
 FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
 TIE = 1e-9  # mean normalised scores closer than this are equal: a tie, which no family wins
 
@@ -60,6 +61,7 @@ class SizeAnswer:
     n_tasks: int
     leaders: dict[str, Leader] = field(default_factory=dict)  # family → leader, in the families' order
     vs_boosting: dict[str, HeadToHead] = field(default_factory=dict)  # every other family → record
+    attention_vs_network: HeadToHead | None = None  # the attention leader against the other-network leader
 
     @property
     def leading(self) -> list[str]:
@@ -112,14 +114,18 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
             best, float(norm[best]), int(scores[best].notna().sum()), len(scores),
             float(cost.train_s_per_1k.get(best, np.nan)), float(cost.predict_s_per_1k.get(best, np.nan)),
             int(bound.epochs_bound.get(best, 0)), int(bound.search_bound.get(best, 0)), int(n_cells.get(best, 0)))
+    wins, n = agg.pairwise_wins(scores)
+
+    def record(m: str, other: str) -> HeadToHead:
+        w, k = float(wins.loc[m, other]), int(n.loc[m, other])
+        return HeadToHead(w, k, *agg.wilson(w, k))
+
     if BOOSTING in out.leaders:
-        wins, n = agg.pairwise_wins(scores)
-        b = out.leaders[BOOSTING].model
         for family, lead in out.leaders.items():
             if family != BOOSTING:
-                m = lead.model
-                w, k = float(wins.loc[m, b]), int(n.loc[m, b])
-                out.vs_boosting[family] = HeadToHead(w, k, *agg.wilson(w, k))
+                out.vs_boosting[family] = record(lead.model, out.leaders[BOOSTING].model)
+    if ATTENTION in out.leaders and NETWORK in out.leaders:  # does attention help, or any well-tuned network?
+        out.attention_vs_network = record(out.leaders[ATTENTION].model, out.leaders[NETWORK].model)
     return out
 
 
@@ -183,6 +189,12 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
             side = ("better than" if h.low > 0.5 else "worse than" if h.high < 0.5 else "not distinguishable from")
             text += (f" {a.leaders[fam].model} beat {a.leaders[BOOSTING].model} on {h.wins:g} of {h.n} tasks ({_pct(h.rate)}, 95% "
                      f"interval {_pct(h.low)}–{_pct(h.high)}): {side} an even match.")
+        an = a.attention_vs_network
+        if an is not None and an.n:
+            side = ("better than" if an.low > 0.5 else "worse than" if an.high < 0.5 else "not distinguishable from")
+            text += (f" Against the best non-attention network, {a.leaders[ATTENTION].model} beat "
+                     f"{a.leaders[NETWORK].model} on {an.wins:g} of {an.n} tasks ({_pct(an.rate)}, 95% interval "
+                     f"{_pct(an.low)}–{_pct(an.high)}): {side} an even match.")
         out.append(text)
     for family, g in crossovers.groupby("family", sort=False):
         never = int(g.crossover_n.isna().sum())

@@ -101,6 +101,13 @@ class ReportData:
     def style(self) -> figs.Style:
         return figs.Style(self.models, self.kinds)
 
+    def model_notes(self) -> dict[str, str]:
+        """Each model's declared departures from the shared protocol (RealMLP's own training loop, the
+        forests' lack of rungs), from today's registry; '' for a model it does not hold."""
+        from pipeline.models.registry import REGISTRY
+
+        return {m: getattr(REGISTRY.get(str(self.model_names.get(m))), "protocol", "") for m in self.models}
+
 
 def legacy_kind(model_name: str) -> str:
     """The kind of a model no run stored a kind for (a file before schema 4): today's registry's, else

@@ -9,7 +9,9 @@ from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, summary_table
 from pipeline.report.answer import (
+    ATTENTION,
     BOOSTING,
+    NETWORK,
     SizeAnswer,
     crossover_text,
     families,
@@ -44,13 +46,13 @@ def family_cell(a: SizeAnswer, family: str) -> Cell:
     return cell(f"{lead.model} {lead.normalized_score:.3f}{flag}", "best" if a.leader == family else "", title)
 
 
-def h2h_cell(a: SizeAnswer, family: str) -> Cell:
-    h = a.vs_boosting.get(family)
+def h2h_cell(a: SizeAnswer, family: str, against: str = BOOSTING) -> Cell:
+    h = a.vs_boosting.get(family) if against == BOOSTING else a.attention_vs_network
     if h is None or not h.n:
         return cell("—")
     cls = "best" if h.low > 0.5 else ("missing" if h.high < 0.5 else "")
     return cell(f"{h.wins:g}/{h.n} = {h.rate:.0%} [{h.low:.0%}, {h.high:.0%}]", cls,
-                f"{a.leaders[family].model} vs {a.leaders[BOOSTING].model}, task by task; Wilson 95% interval")
+                f"{a.leaders[family].model} vs {a.leaders[against].model}, task by task; Wilson 95% interval")
 
 
 def overview_answer(p: Page, data: ReportData) -> None:
@@ -71,15 +73,22 @@ def overview_answer(p: Page, data: ReportData) -> None:
     if floor:
         sentences.append(floor)
     p.add('<div class="card" id="answer-summary">' + "".join(f"<p>{esc(t)}</p>" for t in sentences) + "</div>")
+    networks = ATTENTION in fams and NETWORK in fams  # attention against the best non-attention network too
     rows = [[cell(size_label(a.size)), cell(a.n_tasks), *(family_cell(a, f) for f in fams),
-             cell(a.leader_text), *(h2h_cell(a, f) for f in others)] for a in answers]
+             cell(a.leader_text), *(h2h_cell(a, f) for f in others),
+             *([h2h_cell(a, ATTENTION, NETWORK)] if networks else [])] for a in answers]
     p.add(table(["training size", "tasks", *(f"best {f}" + (" (normalised score)" if i == 0 else "")
                                              for i, f in enumerate(fams)),
-                 "leader", *(f"{f} vs {BOOSTING}: wins [95% CI]" for f in others)], rows, "table-answer"))
+                 "leader", *(f"{f} vs {BOOSTING}: wins [95% CI]" for f in others),
+                 *([f"{ATTENTION} vs {NETWORK}: wins [95% CI]"] if networks else [])], rows, "table-answer"))
     p.add(note("Each family's best model at each size by mean normalised score over that size's tasks (1 = best "
                "model on a task, 0 = worst; test scores of the configurations validation selected). Wins: tasks on "
-               "which the family's best model beat the best boosting model (ties ½), with a Wilson 95% interval; "
-               "green where it is above an even match, red where below. " + BOUND_NOTE))
+               "which the family's best model beat the best boosting model (ties ½), and the best attention network "
+               "the best other (non-attention) network, with a Wilson 95% interval; green where it is above an even "
+               "match, red where below. " + BOUND_NOTE))
+    caveats = [(m, n) for m, n in data.model_notes().items() if n]
+    if caveats:
+        p.add(note("Where a model leaves the shared protocol: " + "; ".join(f"{m}: {n}" for m, n in caveats)))
     p.h3("Cost per 1,000 rows")
     rows = []
     for a in answers:

@@ -5,6 +5,11 @@ clipping by global norm, mixed precision on GPU (bf16 where supported, else fp16
 early stopping on validation loss with the best weights restored, seeded batch order. A loss that
 stops being finite raises :class:`Diverged`. ``max_seconds`` is checked after every step: past it,
 training stops and keeps its best finished epoch, or raises :class:`TimeLimit` when none finished.
+
+Ensembles in one module (TabM): a model whose output is N × k × d_out makes k predictions per row;
+its loss is the mean of the k members' losses and its prediction the mean of their probabilities
+(or values). A model with ``member_batches = k`` trains each member on batches of its own: every
+epoch draws k row orders and the model gets N × k × features inputs.
 """
 
 from __future__ import annotations
@@ -103,11 +108,17 @@ def predict(model: nn.Module, data: FoldData, part: Part, device: torch.device,
     outs = [model(x_num[i:i + batch_size], x_cat[i:i + batch_size]).float() for i in range(0, len(part), batch_size)]
     out = torch.cat(outs) if outs else torch.empty(0, data.d_out, device=device)
     if data.task_type == "regression":
-        return (out.squeeze(-1) * data.y_std + data.y_mean).cpu().numpy()
-    return torch.softmax(out, dim=-1).cpu().numpy()
+        values = out.squeeze(-1)
+        return ((values.mean(dim=1) if values.dim() == 2 else values) * data.y_std + data.y_mean).cpu().numpy()
+    proba = torch.softmax(out, dim=-1)
+    return (proba.mean(dim=1) if proba.dim() == 3 else proba).cpu().numpy()  # an ensemble: its members' mean
 
 
 def _loss(out: torch.Tensor, y: torch.Tensor, task_type: str) -> torch.Tensor:
+    """The batch's loss; an ensemble's output (N × k × d_out) is scored member by member and averaged."""
+    if out.dim() == 3:
+        k = out.shape[1]
+        out, y = out.flatten(0, 1), (y if y.dim() == 2 else y[:, None].expand(-1, k)).flatten()
     if task_type == "regression":
         return F.mse_loss(out.squeeze(-1).float(), y)
     return F.cross_entropy(out.float(), y)
@@ -151,9 +162,11 @@ def train(
     t0 = time.perf_counter()
     stop = "max_epochs"
     epoch = 0
+    members = int(getattr(model, "member_batches", 0) or 0)  # k members, each on batches of its own
     for epoch in range(1, recipe.max_epochs + 1):
         net.train()
-        order = torch.as_tensor(rng.permutation(n), device=device)
+        order = torch.as_tensor(np.stack([rng.permutation(n) for _ in range(members)], axis=1) if members
+                                else rng.permutation(n), device=device)  # N, or N × k
         train_loss, seen = 0.0, 0
         for step in range(steps_per_epoch):
             idx = order[step * batch:(step + 1) * batch][rank::world]
