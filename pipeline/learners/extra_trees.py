@@ -2,7 +2,7 @@
 default. AMLB and TabArena run it beside the random forest.
 
 The same Learner as the random forest (:mod:`pipeline.learners.random_forest`: no rungs, trees grown
-in batches under the time limit, one-hot categoricals, native missing values) with scikit-learn's
+in batches under the time limit, categorical codes, native missing values) with scikit-learn's
 ``ExtraTrees`` estimators, 250 trees, and the same search space.
 """
 
@@ -17,11 +17,11 @@ INFO = {
     "display_name": "Extra trees",
     "kind": "trees",
     "class": "ExtraTreesLearner",
-    "description": "Extremely randomized trees (scikit-learn); one-hot categoricals, native missing values.",
+    "description": "Extremely randomized trees (scikit-learn); categorical codes, native missing values.",
     "quick": {"n_estimators": 4},
     "gpu": False,
     "paper": "https://doi.org/10.1007/s10994-006-6226-1",
-    "protocol": "no ASHA rungs (a forest has no rounds to stop early); its own one-hot encoding of categoricals.",
+    "protocol": "no ASHA rungs (a forest has no rounds to stop early).",
     "defaults": {
         "n_estimators": 250,
         "max_depth": None,
@@ -30,7 +30,7 @@ INFO = {
         "min_samples_leaf": 1,
         "bootstrap": False,
         "min_impurity_decrease": 0.0,
-        "one_hot_max": 32,
+        "one_hot_max": 0,  # categorical codes as numbers (AMLB's and AutoGluon's forests); N: one-hot up to N levels
     },
     "space": {
         "max_depth": {"choice": [None, 2, 3, 4]},

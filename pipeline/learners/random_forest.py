@@ -12,9 +12,11 @@ Defaults are scikit-learn's with 250 trees (Grinsztajn et al. fix 250); the sear
 unlimited depth) are dropped, every choice being equally likely; and the split criterion is not
 searched (scikit-learn's absolute-error criterion is orders of magnitude slower on regression).
 
-Preprocessing of its own: missing numeric values are split on natively (scikit-learn ≥ 1.4);
-categorical features are one-hot encoded up to ``one_hot_max`` levels and given as their
-frequency-ordered code above that (trees split the code as a number).
+Preprocessing: missing numeric values are split on natively (scikit-learn ≥ 1.4); categorical
+features are given as their codes (ordered by training frequency), which trees split as numbers, as
+AMLB's and AutoGluon's forests do with ordinal codes; ``one_hot_max: N`` one-hot encodes the columns of
+at most N levels instead. Measured on car (6 ordinal categoricals, 3 folds): codes 0.981 accuracy,
+one-hot 0.958, against AMLB's random forest 0.984.
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ INFO = {
     "display_name": "Random forest",
     "kind": "trees",
     "class": "RandomForestLearner",
-    "description": "Bagged, fully grown decision trees (scikit-learn); one-hot categoricals, native missing values.",
+    "description": "Bagged, fully grown decision trees (scikit-learn); categorical codes, native missing values.",
     "quick": {"n_estimators": 4},
     "gpu": False,
     "paper": "https://doi.org/10.1023/A:1010933404324",
-    "protocol": "no ASHA rungs (a forest has no rounds to stop early); its own one-hot encoding of categoricals.",
+    "protocol": "no ASHA rungs (a forest has no rounds to stop early).",
     "defaults": {
         "n_estimators": 250,
         "max_depth": None,
@@ -46,7 +48,7 @@ INFO = {
         "min_samples_leaf": 1,
         "bootstrap": True,
         "min_impurity_decrease": 0.0,
-        "one_hot_max": 32,
+        "one_hot_max": 0,  # categorical codes as numbers (AMLB's and AutoGluon's forests); N: one-hot up to N levels
     },
     "space": {
         "max_depth": {"choice": [None, 2, 3, 4]},
@@ -61,7 +63,7 @@ INFO = {
 
 def tree_features(part: Part, data: FoldData, one_hot_max: int) -> np.ndarray:
     """Numeric columns (NaN kept) beside the categorical ones: one-hot up to ``one_hot_max`` levels
-    (code 0, missing or unseen, is the all-zero row), the frequency-ordered code above."""
+    (code 0, missing or unseen, is the all-zero row), the frequency-ordered code (0 → NaN) above."""
     cols = [part.x_num.astype(np.float32)]
     for j, card in enumerate(data.cat_cardinalities):
         codes = part.x_cat[:, j]
