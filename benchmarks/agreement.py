@@ -169,17 +169,23 @@ def references(pub: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([out[out.ours.notna()], *best], ignore_index=True)
 
 
-def ours_table(db: str, suites: list[str]) -> pd.DataFrame:
-    """Our results per cell: the selected (tuned) trial's test metrics, and the defaults' (the first trial)."""
+def ours_table(db: str, suites: list[str], models: list[str] | None) -> pd.DataFrame:
+    """Our results per cell: the selected (tuned) trial's test metrics, and the defaults' (the first trial).
+
+    Reads ``results`` (the latest result per cell key), not ``current_results``: a run of some of a
+    group's models plans only those, and the others' finished cells stay valid for this comparison."""
     store = Store(db)
     marks = ", ".join("?" for _ in suites)
-    tuned = store.query(f"SELECT dataset, model, fold, accuracy, roc_auc, log_loss, rmse, r2 FROM current_results "
-                        f"WHERE suite IN ({marks}) AND status = 'ok'", suites)
+    latest = (f"SELECT * FROM results WHERE suite IN ({marks}) AND status = 'ok' "
+              "QUALIFY row_number() OVER (PARTITION BY suite, dataset, model, repeat, fold, sample_size, seed "
+              "ORDER BY finished_at DESC) = 1")
+    tuned = store.query(f"SELECT dataset, model, fold, accuracy, roc_auc, log_loss, rmse, r2 FROM ({latest})", suites)
     default = store.query(
-        f"SELECT r.dataset, r.model, r.fold, t.accuracy, t.roc_auc, t.log_loss, t.rmse, t.r2 FROM current_results r "
-        f"JOIN trials t USING (cell_id) WHERE r.suite IN ({marks}) AND t.suggestion = 0 AND t.status IN ('ok', 'stopped') "
+        f"SELECT r.dataset, r.model, r.fold, t.accuracy, t.roc_auc, t.log_loss, t.rmse, t.r2 FROM ({latest}) r "
+        f"JOIN trials t USING (cell_id) WHERE t.suggestion = 0 AND t.status IN ('ok', 'stopped') "
         f"QUALIFY row_number() OVER (PARTITION BY t.cell_id ORDER BY t.trial_index) = 1", suites)
-    return pd.concat([tuned.assign(kind="tuned"), default.assign(kind="default")], ignore_index=True)
+    out = pd.concat([tuned.assign(kind="tuned"), default.assign(kind="default")], ignore_index=True)
+    return out[out.model.isin(models)] if models else out
 
 
 def compare(res: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
@@ -252,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.db).exists():
         print(f"no results file at {args.db}", file=sys.stderr)
         return 1
-    res = ours_table(args.db, suites)
+    res = ours_table(args.db, suites, args.models)
     if res.empty:
         print("no results yet", file=sys.stderr)
         return 1
