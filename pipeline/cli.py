@@ -62,7 +62,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     configure_openml(args.openml_cache, args.openml_server)
     args.interrupted = ("interrupted; completed cells are saved — run the same command again to resume")
     summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
-                         num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv)
+                         num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv,
+                         predictions=not args.no_predictions)
     print(f"run {summary.run_id}: {summary.n_done} cells done, {summary.n_failed} failed, "
           f"{summary.n_skipped} already done before")
     if not args.no_report:
@@ -267,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GPUs for a local Ray (default: detected)")
     p.add_argument("--no-report", action="store_true", help="skip writing the HTML report")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when cells failed")
+    p.add_argument("--no-predictions", action="store_true",
+                   help="do not keep the trials' validation and test predictions (no post-hoc ensembles then)")
     _add_openml(p)
     p.set_defaults(func=cmd_run)
 

@@ -15,8 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.metrics import score
+from pipeline.predictions import Predictions
 from pipeline.records import TrialRecord
 
 
@@ -41,8 +44,15 @@ class Scores:
 
 def evaluate(predict: Callable[[Part], Any], data: FoldData, *, test: bool = True) -> Scores:
     """Validation score and loss; with ``test``, the test metrics and the prediction time (one pass)."""
-    val = score(data.task_type, data.valid.y, predict(data.valid), data.n_classes)
+    return evaluate_kept(predict, data, test=test)[0]
+
+
+def evaluate_kept(predict: Callable[[Part], Any], data: FoldData, *, test: bool = True) -> tuple[Scores, Predictions]:
+    """:func:`evaluate`, and the predictions it scored (kept for post-hoc ensembles)."""
+    valid = predict(data.valid)
+    val = score(data.task_type, data.valid.y, valid, data.n_classes)
     out = Scores(val_score=val["score"], val_loss=val["loss"])
+    kept = Predictions(valid=np.asarray(valid), test=None, y_valid=data.valid.y, y_test=None)
     if test:
         t0 = time.perf_counter()
         pred = predict(data.test)
@@ -51,7 +61,8 @@ def evaluate(predict: Callable[[Part], Any], data: FoldData, *, test: bool = Tru
         metrics.pop("score"), metrics.pop("loss")
         out = dataclasses.replace(out, **metrics, predict_seconds=seconds,
                                   predict_rows_per_s=len(data.test) / max(seconds, 1e-9))
-    return out
+        kept.test, kept.y_test = np.asarray(pred), data.test.y
+    return out, kept
 
 
 def select(trials: Sequence[TrialRecord]) -> TrialRecord | None:

@@ -80,6 +80,9 @@ class TrialRecord:
     # The suite's `compress` option: method → the compressed variant's scores and cost (or its error).
     variants: dict[str, Any] | None = None
     attention: dict[str, Any] | None = field(default=None, metadata={"stored": False})
+    # Validation and test predictions (pipeline.predictions.Predictions): the store keeps them in
+    # `predictions` and `targets`, not in this table.
+    predictions: Any = field(default=None, metadata={"stored": False})
 
 
 @dataclass

@@ -254,8 +254,9 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
 
 def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
                pending: list[tuple[Cell, ingest_mod.StoredDataset, str]], attempts: dict[str, int],
-               run_id: str) -> list[Any]:
-    """The engine's view of each pending cell: keys, model entry, data key, committed trials."""
+               run_id: str, predictions: bool = True) -> list[Any]:
+    """The engine's view of each pending cell: keys, model entry, data key, committed trials, and
+    whether its trials' predictions are kept."""
     from pipeline.engine.cells import CellPlan
     from pipeline.learners.resolve import resolve
 
@@ -272,7 +273,7 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
                           attempts=attempts.get(cell.cell_id, 0) + 1, n_train=cell.n_train)
         plans.append(CellPlan(base=base, model=model, seed=suite.seed * 1000 + cell.seed, data_key=loader.key(cell, ds, split_key),
                               n_features=int(ds.features.shape[1]), label=_describe(cell),
-                              prior=prior.get(cell.cell_id, [])))
+                              prior=prior.get(cell.cell_id, []), predictions=predictions))
     return plans
 
 
@@ -295,7 +296,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: bool = False,
         address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
-        progress: Callable[[str], None] = print, argv: list[str] | None = None) -> Summary:
+        progress: Callable[[str], None] = print, argv: list[str] | None = None, predictions: bool = True) -> Summary:
     """Run every cell of the suite that is not done yet. Everything that can refuse the run (the results
     file, each dataset, the cells, the Ray address) is checked before the first write: a refused run
     leaves the file system as it was."""
@@ -346,7 +347,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
     loader = FoldLoader(store, suite)
     to_run = [(cell, *stored[ds.name]) for cell, ds in pending]
-    plans = plan_cells(suite, store, loader, to_run, attempts, run_id)
+    plans = plan_cells(suite, store, loader, to_run, attempts, run_id, predictions)
     resumed = sum(bool(p.prior) for p in plans)
     if resumed:
         progress(f"  {resumed} cells resume their search from {sum(len(p.prior) for p in plans)} committed trials")

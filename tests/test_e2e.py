@@ -102,6 +102,36 @@ def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
     assert out.returncode != 0 and "read-only" in out.stderr.lower()
     assert len(store.query("SELECT * FROM results")) == n_cells
 
+    # Every scored trial kept its validation and test predictions, and every cell its targets; no
+    # prediction outlives its trial (the interrupted run's lost trials left none behind).
+    kept = store.query("SELECT p.*, t.status FROM predictions p LEFT JOIN trials t USING (trial_id)")
+    assert kept.status.notna().all()
+    scored = trials[trials.status.isin(["ok", "stopped"])]
+    assert set(kept.trial_id) == set(scored.trial_id) and len(kept) == 2 * len(scored)
+    targets = store.query("SELECT * FROM targets")
+    assert len(targets) == 2 * n_cells
+    # SQL reads them: class probabilities of one test row sum to 1 (to the storage's rounding).
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", str(db),
+                          "SELECT round(list_sum(list_transform(proba[1:3], lambda x: x / 65535)), 3) AS s "
+                          "FROM predictions WHERE part = 'test' LIMIT 1"], capture_output=True, text=True)
+    assert out.returncode == 0 and "1.0" in out.stdout, out
+    # A post-hoc ensemble's first pick is the trial selection picked: its test score is the cell's.
+    from pipeline.report.data import ReportData
+
+    ens = ReportData.load(db).ensembles
+    mine = ens[ens.group == "model"].merge(res[["fold", "sample_size", "model", "accuracy"]],
+                                           on=["fold", "sample_size", "model"])
+    assert len(mine) == n_cells
+    assert (mine.selected_score - mine.accuracy).abs().max() < 1e-9
+    assert ((mine.members >= 1) & (mine.members <= mine.candidates)).all()
+    # The accuracy page shows default, tuned and tuned + ensembled side by side, per size.
+    from pipeline.report.pages import write_report
+
+    page = (write_report(db, tmp_path / "rep").parent / "accuracy.html").read_text()
+    for size in ("48", "all"):
+        table = page.split(f'id="table-ensembles-{size}"')[1].split("</table>")[0]
+        assert ">xgboost<" in table and ">mlp<" in table, table[:500]
+
 
 def test_a_model_whose_every_trial_fails_is_a_recorded_failure(ray_local, tmp_path: Path):
     suite = parse_suite({**TINY, "protocol": {"folds": 3, "max_folds": 1},

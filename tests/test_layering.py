@@ -25,11 +25,12 @@ def imports(path: Path) -> set[str]:
 
 # The layers of docs/ARCHITECTURE.md, bottom first: a module may import its own layer and those below.
 LAYERS = [
-    ["pipeline.errors", "pipeline.metrics", "pipeline.cost", "pipeline.address", "pipeline.records"],
+    ["pipeline.errors", "pipeline.metrics", "pipeline.cost", "pipeline.address", "pipeline.records",
+     "pipeline.predictions"],
     ["pipeline.models"],
     ["pipeline.spec"],
     ["pipeline.data"],
-    ["pipeline.train", "pipeline.evaluation"],
+    ["pipeline.train", "pipeline.evaluation", "pipeline.ensemble"],
     ["pipeline.learners"],
     ["pipeline.engine"],
     ["pipeline.runner"],

@@ -7,8 +7,9 @@ import re
 
 # 2: trials carry test metrics, cost, node/worker, start and attempt; 3: each suite's planned cells
 # (suite_cells) and the constant predictor's score per split (reference_scores); 4: each planned cell and
-# result carries its model's kind (model_kind), so that a report needs no registry to name families
-SCHEMA_VERSION = 4
+# result carries its model's kind (model_kind), so that a report needs no registry to name families;
+# 5: each trial's validation and test predictions (predictions) and each cell's targets (targets)
+SCHEMA_VERSION = 5
 APP = "attnbench"
 
 SCHEMA = """
@@ -42,6 +43,13 @@ CREATE TABLE IF NOT EXISTS suite_cells (
     suite VARCHAR, cell_id VARCHAR, run_id VARCHAR, dataset VARCHAR, task_type VARCHAR, repeat INTEGER,
     fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR, variant VARCHAR,
     n_train INTEGER, model_kind VARCHAR, PRIMARY KEY (suite, cell_id)
+);
+CREATE TABLE IF NOT EXISTS predictions (
+    cell_id VARCHAR, trial_id VARCHAR, part VARCHAR, n_rows INTEGER, n_cols INTEGER, proba USMALLINT[],
+    value FLOAT[], PRIMARY KEY (trial_id, part)
+);
+CREATE TABLE IF NOT EXISTS targets (
+    cell_id VARCHAR, part VARCHAR, n_rows INTEGER, y DOUBLE[], PRIMARY KEY (cell_id, part)
 );
 CREATE TABLE IF NOT EXISTS reference_scores (
     suite VARCHAR, dataset VARCHAR, repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pipeline.data.schema import (
@@ -325,9 +326,12 @@ class Store:
                 con.executemany(f"INSERT OR REPLACE INTO trials ({', '.join(tcols)}) VALUES "
                                 f"({', '.join('?' * len(tcols))})",
                                 [[_jsonable(v) for v in stored(t).values()] for t in trials])
+                _put_predictions(con, trials)
             for res, attention in cells:
                 con.execute("DELETE FROM trials WHERE cell_id = ? AND coalesce(cell_attempt, 0) < ?",
                             [res.cell_id, res.attempts])
+                con.execute("DELETE FROM predictions WHERE cell_id = ? AND trial_id NOT IN "
+                            "(SELECT trial_id FROM trials WHERE cell_id = ?)", [res.cell_id, res.cell_id])
                 con.execute(f"INSERT OR REPLACE INTO results ({', '.join(rcols)}) VALUES "
                             f"({', '.join('?' * len(rcols))})", [_jsonable(v) for v in stored(res).values()])
                 con.execute("DELETE FROM attention_maps WHERE cell_id = ?", [res.cell_id])
@@ -354,6 +358,35 @@ class Store:
     def upsert_run(self, run: dict[str, Any]) -> None:
         with self.connect() as con:
             _put_run(con, run)
+
+
+def _put_predictions(con: Any, trials: list[Any]) -> None:
+    """The trials' kept predictions (:mod:`pipeline.predictions`) and their cells' targets."""
+    from pipeline.predictions import PARTS, encode
+
+    preds, targets = [], {}
+    for t in trials:
+        kept = getattr(t, "predictions", None)
+        if kept is None:
+            continue
+        for part in PARTS:
+            pred, y = getattr(kept, part), getattr(kept, f"y_{part}")
+            if pred is None:
+                continue
+            preds.append({"cell_id": t.cell_id, "trial_id": t.trial_id, "part": part, **encode(pred)})
+            targets[(t.cell_id, part)] = {"cell_id": t.cell_id, "part": part, "n_rows": len(y),
+                                          "y": np.asarray(y, dtype=np.float64)}
+    if not preds:
+        return
+    p_df = pd.DataFrame(preds)
+    y_df = pd.DataFrame(list(targets.values()))
+    con.register("p_df", p_df)
+    con.register("y_df", y_df)
+    con.execute("INSERT OR REPLACE INTO predictions SELECT cell_id, trial_id, part, n_rows, n_cols, "
+                "proba::USMALLINT[], value::FLOAT[] FROM p_df")
+    con.execute("INSERT OR REPLACE INTO targets SELECT cell_id, part, n_rows, y::DOUBLE[] FROM y_df")
+    con.unregister("p_df")
+    con.unregister("y_df")
 
 
 def _put_run(con: Any, run: dict[str, Any]) -> None:

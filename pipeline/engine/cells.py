@@ -32,6 +32,7 @@ class CellPlan:
     n_features: int
     label: str  # how progress lines name the cell
     prior: list[TrialRecord] = field(default_factory=list)  # committed trials of this attempt (resume)
+    predictions: bool = True  # keep each trial's validation and test predictions (`--no-predictions`: not)
 
     @property
     def spec(self) -> ModelSpec:
@@ -115,7 +116,7 @@ class CellState:
             suggestion=suggestion, attempt=attempt, model=p.model, config=config, seed=p.seed,
             data_key=p.data_key, cpus=r.cpus, gpus=r.gpus, workers=r.workers, backend=r.backend,
             trial_timeout_s=self.spec.trial_timeout_s, asha=self.spec.search == "asha",
-            attention=True)  # every Learner is asked for its feature-attention map: one without answers None
+            predictions=p.predictions, attention=True)  # every Learner is asked for its feature-attention map: one without answers None
 
     def result(self) -> tuple[CellResult, dict[str, Any] | None]:
         """The selected trial's (best validation score; ties: lower validation loss) test metrics."""

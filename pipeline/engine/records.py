@@ -30,3 +30,4 @@ class TrialRequest:
     trial_timeout_s: float
     attention: bool  # ask the learner for its feature-attention map (a model without one answers None)
     asha: bool = False  # ask the rung board at each rung whether to go on
+    predictions: bool = True  # return the validation and test predictions (stored for post-hoc ensembles)

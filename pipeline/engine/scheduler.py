@@ -72,7 +72,8 @@ class Scheduler:
         self.to_commit: list[tuple[CellResult, dict[str, Any] | None]] = []
         self.last_flush = time.monotonic()
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnbench-commit")
-        self.writing: tuple[Future[None], list[tuple[CellResult, dict[str, Any] | None]], dict[str, Any]] | None = None
+        self.writing: tuple[Future[None], list[tuple[CellResult, dict[str, Any] | None]], dict[str, Any],
+                            list[TrialRecord]] | None = None
         self.last_resize = 0.0
         self.counts = Counts(cells_total=len(plans),
                              trials_planned=sum(max(0, p.spec.trials - len(CellState._final(p.prior))) for p in plans))
@@ -321,7 +322,7 @@ class Scheduler:
         n_ok = sum(res.status == Status.OK.value for res in base)
         run_row = {**self.run_row, "n_done": self.n_done + n_ok, "n_failed": self.n_failed + len(base) - n_ok}
         self.to_write, self.to_commit = [], []
-        self.writing = (self.writer.submit(self.store.commit, trials, cells, run_row), cells, run_row)
+        self.writing = (self.writer.submit(self.store.commit, trials, cells, run_row), cells, run_row, trials)
         if force:
             self._committed(wait=True)
 
@@ -329,10 +330,12 @@ class Scheduler:
         """Once a commit is done: count its cells and print their lines (a commit that failed raises)."""
         if self.writing is None:
             return
-        future, cells, run_row = self.writing
+        future, cells, run_row, trials = self.writing
         if not wait and not future.done():
             return
         future.result()
+        for rec in trials:  # stored now: the driver need not hold the arrays any longer
+            rec.predictions = None
         self.writing = None
         self.last_flush = time.monotonic()
         self.run_row.update(n_done=run_row["n_done"], n_failed=run_row["n_failed"])

@@ -55,7 +55,7 @@ def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float
     try:
         out = run_fit(req.model.info, req.model.config(req.config), data, resources, seed=req.seed,
                       max_seconds=req.trial_timeout_s, score_test=True, attention=req.attention, on_step=decide,
-                      data_ref=data_ref, compress=tuple(req.model.spec.compress))
+                      data_ref=data_ref, compress=tuple(req.model.spec.compress), keep_predictions=req.predictions)
     except Exception as err:  # the model's failure is the trial's record, never the engine's exception
         rec.status = classify(err).value
         rec.error = "".join(traceback.format_exception(err))[-4000:]
@@ -81,6 +81,7 @@ def record_outcome(rec: TrialRecord, out: TrialOutcome) -> None:
     rec.accuracy, rec.balanced_accuracy, rec.roc_auc, rec.log_loss, rec.rmse, rec.r2 = (
         s.accuracy, s.balanced_accuracy, s.roc_auc, s.log_loss, s.rmse, s.r2)
     rec.flops_per_row, rec.attention, rec.variants = out.flops_per_row, out.attention, out.variants
+    rec.predictions = out.predictions
 
 
 def in_own_thread(fn: Callable[[], TrialRecord]) -> TrialRecord:

@@ -18,10 +18,11 @@ from typing import Any
 
 from pipeline.cost import Measure, Usage
 from pipeline.data.preprocess import FoldData, Part
-from pipeline.evaluation import Scores, evaluate
+from pipeline.evaluation import Scores, evaluate_kept
 from pipeline.learners import make_learner
 from pipeline.learners.base import FitReport, OnStep
 from pipeline.models.registry import ModelInfo
+from pipeline.predictions import Predictions
 
 log = logging.getLogger(__name__)
 
@@ -49,26 +50,38 @@ class TrialOutcome:
     flops_per_row: float | None = None
     attention: dict[str, Any] | None = None
     variants: dict[str, dict[str, Any]] | None = None
+    predictions: Predictions | None = None  # validation and test predictions, for post-hoc ensembles
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        kept, self.predictions = self.predictions, None
+        try:
+            out = dataclasses.asdict(self)
+        finally:
+            self.predictions = kept
+        out["predictions"] = kept.to_json() if kept is not None else None
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TrialOutcome:
-        return cls(**{**d, "fit": FitReport(**d["fit"]), "usage": Usage(**d["usage"]), "scores": Scores(**d["scores"])})
+        kept = d.get("predictions")
+        return cls(**{**d, "fit": FitReport(**d["fit"]), "usage": Usage(**d["usage"]), "scores": Scores(**d["scores"]),
+                      "predictions": Predictions.from_json(kept) if kept is not None else None})
 
 
 def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: Context, *,
-                  score_test: bool = False, attention: bool = False, compress: Sequence[str] = ()) -> TrialOutcome:
+                  score_test: bool = False, attention: bool = False, compress: Sequence[str] = (),
+                  keep_predictions: bool = False) -> TrialOutcome:
     """Train with the whole ``config``, then score on validation (and test when asked); with
-    ``compress`` (and ``score_test``), each compressed variant too."""
+    ``compress`` (and ``score_test``), each compressed variant too; with ``keep_predictions``, the
+    outcome carries what was scored."""
     t_start = time.perf_counter()
     extra = {"shard": ctx.shard, "wrap": ctx.wrap} if info.capabilities.distributed else {}
     learner = make_learner(info, config, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
                            max_seconds=ctx.max_seconds, **extra)
     with Measure(gpu=ctx.use_gpu and _cuda()) as m:
         report = learner.fit(data, ctx.on_step)
-    out = TrialOutcome(fit=report, usage=m.usage, scores=evaluate(learner.predict, data, test=score_test))
+    scores, predictions = evaluate_kept(learner.predict, data, test=score_test)
+    out = TrialOutcome(fit=report, usage=m.usage, scores=scores, predictions=predictions if keep_predictions else None)
     if score_test:
         out.flops_per_row = learner.flops_per_row(data.test)
         if attention:

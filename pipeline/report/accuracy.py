@@ -15,6 +15,9 @@ from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, cell, esc, note, num, table
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
+# Scores closer than this are the same: stored predictions are rounded (float32 values, probabilities to
+# 1/65535), so a one-trial ensemble's R² can differ from its trial's in the ninth digit.
+SAME = 1e-6
 
 
 @dataclass
@@ -125,9 +128,11 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
     if lb.empty:
         return note("No results at this size.")
     models = data.models
+    sig = agg.significance(data.cells[data.cells.sample_size == size]).set_index(["suite", "dataset", "model"])
     rows = []
     for (suite, dataset, metric), g in lb.groupby(["suite", "dataset", "metric"], sort=True):
         by = g.set_index("model")
+        verdicts = sig.loc[(suite, dataset)] if (suite, dataset) in sig.index.droplevel("model") else None
         row = [cell(data.task_label(suite, dataset)), cell(metric)]
         for m in models:
             if m not in by.index:
@@ -151,18 +156,104 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
                 cls = "missing"
                 title += (f"; no better than the constant predictor in {int(r.n_no_better)} of {int(r.n_ok)} "
                           "finished cells")
-            row.append(cell(f"{num(r.score_mean)}{std}{cov}{flag}", cls, title))
+            mark = ""
+            if verdicts is not None and m in verdicts.index:
+                v = verdicts.loc[m]
+                if v.verdict in ("not worse", "worse"):
+                    mark = " ≈" if v.verdict == "not worse" else " ▾"
+                    title += (f"; against the best ({v.best}): Wilcoxon p = {v.p:.2g}, Holm-adjusted "
+                              f"{v.p_holm:.2g} over {int(v.n_pairs)} splits")
+            row.append(cell(f"{num(r.score_mean)}{std}{cov}{flag}{mark}", cls, title))
         const = g.constant_mean.dropna()
         row.append(cell(num(const.iloc[0]) if len(const) else "—", "reference",
                         "majority class (classification) or training mean (regression), scored on the same "
                         "test rows" if len(const) else "not recorded for this results file"))
+        row.append(cell(significance_text(verdicts)))
         rows.append(row)
-    return (table(["dataset", "metric", *models, "constant predictor"], rows, table_id)
+    return (table(["dataset", "metric", *models, "constant predictor", "not significantly worse than the best"],
+                  rows, table_id)
             + note("Mean ± std over folds and subset seeds; highlighted: the best mean when one model alone has "
                    "it (a tie is no one's win); ⚑: budget-bound (hover for which budget). Constant predictor: the "
                    "floor every model must clear, the majority class or the training mean on the same splits; "
                    "⊘: the model scored no better than it in at least one cell (hover for how many): it "
-                   "learned nothing there."))
+                   "learned nothing there. Significance, per dataset: each model against the best mean, a paired "
+                   f"two-sided Wilcoxon signed-rank test over the splits both finished, Holm-corrected across the "
+                   f"models, α = {agg.ALPHA}; ≈ not significantly worse than the best, ▾ significantly worse. With "
+                   f"fewer than {agg.MIN_SPLITS} splits no difference can reach α, and the table says so instead "
+                   "of testing."))
+
+
+def significance_text(verdicts: pd.DataFrame | None) -> str:
+    """One dataset's significance verdicts in words."""
+    if verdicts is None or verdicts.empty:
+        return "—"
+    best = verdicts[verdicts.verdict == "best"]
+    if best.empty:
+        return "no model finished"
+    few = verdicts[verdicts.verdict == "too few splits"]
+    tested = verdicts[verdicts.verdict.isin(["not worse", "worse"])]
+    parts = [f"best: {best.index[0] if len(best) == 1 else ', '.join(best.index)}"]
+    if len(tested):
+        same = list(tested.index[tested.verdict == "not worse"])
+        parts.append(f"≈ {', '.join(same)}" if same else "every other model is significantly worse")
+        parts[-1] += f" ({int(tested.n_pairs.min())}+ splits)"
+    if len(few):
+        parts.append(f"too few splits to test ({int(few.n_pairs.max())}; the test needs {agg.MIN_SPLITS})")
+    return "; ".join(parts)
+
+
+def ensemble_rows(data: ReportData, size: str) -> pd.DataFrame:
+    """Per model, and per family: mean over tasks of the default, tuned and tuned + ensembled test
+    scores, each over the same cells (those with stored predictions). A family's ensemble pools every
+    trial of its models on each split; its 'tuned' is, per split, the one trial of them best on
+    validation (the ensemble's first pick), so that neither side is chosen by test."""
+    ens = data.ensembles
+    if ens.empty:
+        return pd.DataFrame()
+    ens = ens[ens.sample_size == size]
+    cells = data.cells[(data.cells.sample_size == size) & (data.cells.status == "ok")]
+    mine = ens[ens.group == "model"].merge(cells[[*agg.SPLIT, "model", "score", "default_score"]],
+                                           on=[*agg.SPLIT, "model"], suffixes=("_ens", ""))
+    rows = []
+    for model, g in mine.groupby("model"):
+        t = g.groupby(agg.TASK)[["default_score", "score", "score_ens", "members"]].mean()
+        d = t.score_ens - t.score
+        rows.append({"model": model, "family": data.family(model), "default": t.default_score.mean(),
+                     "tuned": t.score.mean(), "ensembled": t.score_ens.mean(), "gain": d.mean(),
+                     "helped": int((d > SAME).sum()), "hurt": int((d < -SAME).sum()), "tasks": len(t),
+                     "members": t.members.mean(), "candidates": g.candidates.mean()})
+    fam = ens[ens.group == "family"]
+    for name, g in fam.groupby("model"):
+        family = name.removesuffix(" (all models)")
+        t = g.groupby(agg.TASK)[["score", "members", "selected_score"]].mean()
+        d = t.score - t.selected_score
+        rows.append({"model": name, "family": family, "default": float("nan"), "tuned": t.selected_score.mean(),
+                     "ensembled": t.score.mean(), "gain": d.mean(), "helped": int((d > SAME).sum()),
+                     "hurt": int((d < -SAME).sum()), "tasks": len(t), "members": t.members.mean(),
+                     "candidates": g.candidates.mean()})
+    return pd.DataFrame(rows)
+
+
+def ensemble_table(data: ReportData, size: str, table_id: str) -> str:
+    rows_df = ensemble_rows(data, size)
+    if rows_df.empty:
+        return note("No stored predictions at this size (a run with --no-predictions, or a results file "
+                    "from before predictions were kept): no post-hoc ensembles.")
+    rows = []
+    for r in rows_df.itertuples(index=False):
+        rows.append([cell(r.model), cell(r.family), cell(num(r.default) if not pd.isna(r.default) else "—"),
+                     cell(num(r.tuned)), cell(num(r.ensembled)),
+                     cell(f"{num(r.gain, '+.4f')} ({r.helped} better, {r.hurt} worse of {r.tasks})"),
+                     cell(f"{num(r.members, '.1f')} of {num(r.candidates, '.1f')}")])
+    return (table(["model", "family", "default", "tuned", "tuned + ensembled", "ensembled − tuned (tasks)",
+                   "trials in the ensemble (of)"], rows, table_id)
+            + note("Test scores, mean over tasks, each over the same cells. Default: the search's first trial "
+                   "(the model's defaults); tuned: the trial validation selected; tuned + ensembled: Caruana's "
+                   "greedy ensemble of the cell's trials (with replacement, 25 iterations, the best iteration "
+                   "kept), chosen on validation predictions by the same rule as the tuned trial and averaged "
+                   "on test: built from the predictions the results file keeps, with no retraining "
+                   "(TabArena's 'tuned + ensembled'). A family row '(all models)' pools every trial of the "
+                   "family's models on each split; its 'tuned' is the one trial of them best on validation."))
 
 
 def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
@@ -184,6 +275,8 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
         p.h2(f"Training size: {size_label(size)}", f"size-{size}")
         p.h3("Per dataset")
         p.add(per_dataset_table(data, size, f"table-datasets-{size}"))
+        p.h3("Default, tuned, tuned + ensembled")
+        p.add(ensemble_table(data, size, f"table-ensembles-{size}"))
         p.h3(f"Over {len(st.scores)} tasks")
         p.add(summary_table(st, f"table-summary-{size}"))
         p.figure(figs.summary_bars(st.summary, style), f"fig-summary-{size}")

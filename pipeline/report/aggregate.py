@@ -229,6 +229,98 @@ def critical_difference(scores: pd.DataFrame, alpha: float = 0.05) -> CriticalDi
     return CriticalDifference(avg, cd, n, stat, p, alpha, cliques)
 
 
+# ------------------------------------------------------------------------- per-dataset significance
+ALPHA = 0.05
+# The two-sided exact Wilcoxon signed-rank test's smallest p-value with n pairs is 2 / 2^n: below 6
+# pairs it cannot reach 0.05, whatever the scores.
+MIN_SPLITS = 6
+
+
+def wilcoxon_p(diff: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of paired differences (zero differences dropped; exact
+    for small samples without ties); 1.0 when every difference is zero."""
+    d = np.asarray(diff, dtype=float)
+    if not np.any(np.abs(d) > 1e-12):
+        return 1.0
+    return float(stats.wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def holm(p: list[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (same order as given)."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def paired(cells: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Scores of models ``a`` and ``b`` on the splits where both finished (one task's ``expected_cells``)."""
+    ok = cells[cells.status == "ok"]
+    wide = ok.pivot_table(index=["repeat", "fold", "seed"], columns="model", values="score", aggfunc="mean")
+    if a not in wide or b not in wide:
+        return pd.DataFrame(columns=[a, b])
+    return wide[[a, b]].dropna()
+
+
+def significance(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per task and model: is it significantly worse than the task's best model (highest mean)?
+
+    A paired two-sided Wilcoxon signed-rank test over the splits both finished, Holm-corrected across
+    the task's other models, at ``ALPHA``. ``verdict``: 'best' (the highest mean, ties included),
+    'not worse' (p_holm ≥ α), 'worse', 'too few splits' (fewer than ``MIN_SPLITS`` pairs: no test can
+    tell), or 'no score'. ``cells``: rows of the ``expected_cells`` view.
+    """
+    cols = [*TASK, "model", "verdict", "best", "n_pairs", "p", "p_holm"]
+    rows = []
+    if cells.empty:
+        return pd.DataFrame(columns=cols)
+    for task, g in cells.groupby(TASK, sort=True):
+        m = g[g.status == "ok"].groupby("model").score.mean().dropna()
+        models = sorted(g.model.unique())
+        if m.empty:
+            rows += [{**dict(zip(TASK, task)), "model": x, "verdict": "no score", "best": None, "n_pairs": 0,
+                      "p": np.nan, "p_holm": np.nan} for x in models]
+            continue
+        top = m.max()
+        bests = sorted(m.index[m >= top - 1e-12])
+        best = bests[0]
+        tested, pvals = [], []
+        for x in models:
+            row = {**dict(zip(TASK, task)), "model": x, "best": ", ".join(bests), "p": np.nan, "p_holm": np.nan}
+            if x in bests:
+                rows.append({**row, "verdict": "best", "n_pairs": len(paired(g, best, x))})
+                continue
+            if x not in m.index:
+                rows.append({**row, "verdict": "no score", "n_pairs": 0})
+                continue
+            pair = paired(g, best, x)
+            row["n_pairs"] = len(pair)
+            if len(pair) < MIN_SPLITS:
+                rows.append({**row, "verdict": "too few splits"})
+                continue
+            row["p"] = wilcoxon_p((pair[best] - pair[x]).to_numpy())
+            tested.append(len(rows))
+            pvals.append(row["p"])
+            rows.append(row)
+        for i, q in zip(tested, holm(pvals)):
+            rows[i]["p_holm"] = q
+            rows[i]["verdict"] = "not worse" if q >= ALPHA else "worse"
+    return pd.DataFrame(rows, columns=cols)
+
+
+def paired_verdict(cells: pd.DataFrame, a: str, b: str) -> str:
+    """``a`` against ``b`` on one task, in words: significant, within noise, or too few splits."""
+    pair = paired(cells, a, b)
+    if len(pair) < MIN_SPLITS:
+        return f"too few splits to test ({len(pair)}; a Wilcoxon test needs {MIN_SPLITS})"
+    p = wilcoxon_p((pair[a] - pair[b]).to_numpy())
+    word = "significant" if p < ALPHA else "within noise"
+    return f"{word} (Wilcoxon p = {p:.2g}, {len(pair)} splits)"
+
+
 # -------------------------------------------------------------------------------- sample size
 def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str],
               best_label: str = "best attention") -> pd.DataFrame:
@@ -239,19 +331,24 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
     the challenger's mean is above it there and at every larger size where both have a score; None
     ("never") if it is not above at the largest such size. ``behind_at`` is the size just before.
     A row ``best_label`` compares the best challenger at each size (when there are several).
+    ``at_size`` is the size the verdict rests on (the crossover's; else the largest compared), with
+    the two models compared there (``challenger_at``, ``incumbent_at``): what a paired test checks.
     """
     rows = []
-    cols = ["suite", "dataset", "model", "crossover_n", "behind_at", "n_sizes", "ahead_everywhere"]
+    cols = ["suite", "dataset", "model", "crossover_n", "behind_at", "n_sizes", "ahead_everywhere", "at_size",
+            "challenger_at", "incumbent_at"]
     if curves.empty or not challengers or not incumbents:
         return pd.DataFrame(columns=cols)
     for (suite, dataset), g in curves.groupby(["suite", "dataset"], sort=True):
         wide = g.pivot_table(index="sample_size", columns="model", values="score_mean", aggfunc="mean")
         n = g.groupby("sample_size").n_train.mean()
         wide = wide.loc[n.sort_values().index]
-        inc = wide[[m for m in incumbents if m in wide]].max(axis=1, skipna=True)
+        inc_cols = [m for m in incumbents if m in wide]
+        inc = wide[inc_cols].max(axis=1, skipna=True)
         chal = {m: wide[m] for m in challengers if m in wide}
+        chal_cols = [c for c in challengers if c in wide]
         if len(chal) > 1:
-            chal[best_label] = wide[list(c for c in challengers if c in wide)].max(axis=1, skipna=True)
+            chal[best_label] = wide[chal_cols].max(axis=1, skipna=True)
         if inc.isna().all():
             continue
         for m, s in chal.items():
@@ -265,12 +362,16 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
             behind: float | None
             if not ahead[-1]:
                 cross, behind = None, float(sizes.iloc[-1])
+                at = diff.index[-1]
             else:
                 first = len(ahead) - int(np.argmin(ahead[::-1])) if not ahead.all() else 0
                 cross = float(sizes.iloc[first])
                 behind = float(sizes.iloc[first - 1]) if first > 0 else None
+                at = diff.index[first]
+            who = wide.loc[at, chal_cols].idxmax() if m == best_label else m
             rows.append({"suite": suite, "dataset": dataset, "model": m, "crossover_n": cross, "behind_at": behind,
-                         "n_sizes": len(diff), "ahead_everywhere": bool(ahead.all())})
+                         "n_sizes": len(diff), "ahead_everywhere": bool(ahead.all()), "at_size": at,
+                         "challenger_at": who, "incumbent_at": wide.loc[at, inc_cols].idxmax()})
     return pd.DataFrame(rows, columns=cols)
 
 

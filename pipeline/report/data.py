@@ -35,6 +35,8 @@ class ReportData:
     kinds: dict[str, str]  # model → its stored kind: attention | network | boosting | trees | a user's own
     model_names: dict[str, str]  # model (results key) → registered model name
     legacy_kinds: list[str] = field(default_factory=list)  # models whose kind no run stored (files before schema 4)
+    # Tuned + ensembled per ok cell (and per family and split) from stored predictions: report/ensembles.py
+    ensembles: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
@@ -67,11 +69,25 @@ class ReportData:
                              "FROM superseded GROUP BY ALL ORDER BY suite, model, sample_size, why"),
                 kinds={}, model_names={},
             )
+            has_predictions = q("SELECT count(*) AS n FROM information_schema.tables "
+                                "WHERE table_name = 'predictions'").n.iloc[0] > 0
+            if has_predictions:  # files before schema 5 kept none
+                ok = "SELECT cell_id FROM current_results WHERE status = 'ok' AND variant IS NULL"
+                ens_cells = q("SELECT s.suite, s.dataset, s.sample_size, s.repeat, s.fold, s.seed, s.task_type, "
+                              "s.model, s.cell_id FROM scores s WHERE s.status = 'ok'")
+                preds = q("SELECT p.cell_id, p.trial_id, t.trial_index, p.part, p.n_rows, p.n_cols, p.proba, p.value "
+                          "FROM predictions p JOIN trials t USING (trial_id) "
+                          f"WHERE p.cell_id IN ({ok}) AND t.status IN ('ok', 'stopped')")
+                targets = q(f"SELECT cell_id, part, y FROM targets WHERE cell_id IN ({ok})")
         c = data.cells
         data.model_names = dict(zip(c.model, c.model_name)) if len(c) else {}
         stored = c.dropna(subset=["model_kind"]).groupby("model").model_kind.first().to_dict() if len(c) else {}
         data.legacy_kinds = sorted(set(data.model_names) - set(stored))
         data.kinds = {m: stored.get(m) or legacy_kind(data.model_names[m]) for m in data.model_names}
+        if has_predictions:
+            from pipeline.report.ensembles import ensembles
+
+            data.ensembles = ensembles(ens_cells, preds, targets, {m: data.family(m) for m in data.kinds})
         return data
 
     @property

@@ -3,6 +3,8 @@ boosting model, and how often each family beat it below the reference size."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from pipeline.report import aggregate as agg
@@ -12,6 +14,14 @@ from pipeline.report.accuracy import bound_text
 from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, cell, note, table
+
+
+def crossover_test(data: ReportData, r: Any) -> str:
+    """A crossover row's paired test at the size its verdict rests on, in words."""
+    c = data.cells
+    here = c[(c.suite == r.suite) & (c.dataset == r.dataset) & (c.sample_size == r.at_size)]
+    label = size_label(str(r.at_size))
+    return f"{r.challenger_at} vs {r.incumbent_at} at {label}: {agg.paired_verdict(here, r.challenger_at, r.incumbent_at)}"
 
 
 def page_sample_size(data: ReportData) -> Page:
@@ -56,8 +66,13 @@ def page_sample_size(data: ReportData) -> Page:
             cls = "missing" if pd.isna(r.crossover_n) else ("best" if r.ahead_everywhere else "")
             kind = "attention, best at each size" if r.model == "best attention" else data.family(r.model)
             rows.append([cell(data.task_label(r.suite, r.dataset)), cell(r.model), cell(kind), cell(txt, cls),
-                         cell(r.n_sizes)])
-        p.add(table(["dataset", "model", "family", "crossover size", "sizes compared"], rows, "table-crossover"))
+                         cell(r.n_sizes), cell(crossover_test(data, r))])
+        p.add(table(["dataset", "model", "family", "crossover size", "sizes compared",
+                     "the difference there: significant or within noise"], rows, "table-crossover"))
+        p.add(note("The last column tests the size the verdict rests on (the crossover size; for 'never', the "
+                   "largest size compared): the challenger there against the best boosting model there, a "
+                   f"paired two-sided Wilcoxon signed-rank test over the splits both finished, α = {agg.ALPHA}. "
+                   "A crossover within noise may move with other folds."))
         p.add(note(reference_check(curves, networks, incumbents, data.kinds)))
 
     p.h2("Over all datasets: mean normalised score by size", "average")

@@ -118,6 +118,10 @@ def test_crossover_sizes():
     assert pd.isna(out.loc[("ahead", "cat"), "crossover_n"])
     assert out.loc[("ahead", "best attention"), "crossover_n"] == 32  # max over ft and cat
     assert ("overtakes", "best attention") not in out.index  # one challenger there: no extra row
+    # What a paired test checks: the models at the size the verdict rests on.
+    assert out.loc[("overtakes", "ft"), ["at_size", "challenger_at", "incumbent_at"]].tolist() == ["all", "ft", "xgb"]
+    assert out.loc[("never", "ft"), "at_size"] == "all"
+    assert out.loc[("ahead", "best attention"), ["at_size", "challenger_at"]].tolist() == ["32", "ft"]
 
 
 def test_curve_intervals_are_t_intervals_within_a_dataset():
@@ -213,3 +217,58 @@ def test_uniformity_tells_a_flat_map_from_a_focused_one():
     assert agg.uniform_ratio(focused)[:, 0] == pytest.approx([2.0] * 4)
     # A row that keeps part of its attention for a [CLS] token is rescaled before comparing.
     assert agg.uniformity(flat * 0.8).tv == pytest.approx(u.tv)
+
+
+# ------------------------------------------------------------------------------ significance
+def test_wilcoxon_p_value_known_by_hand():
+    # Six positive differences with distinct ranks: the exact two-sided p is 2 × (1 / 2^6) = 0.03125.
+    assert agg.wilcoxon_p(np.array([0.01, 0.02, 0.03, 0.04, 0.05, 0.06])) == pytest.approx(0.03125)
+    # One sign flipped on the smallest rank: W- = 1, P(W ≤ 1) = 2 / 64, two-sided 0.0625.
+    assert agg.wilcoxon_p(np.array([-0.01, 0.02, 0.03, 0.04, 0.05, 0.06])) == pytest.approx(0.0625)
+    assert agg.wilcoxon_p(np.zeros(8)) == 1.0
+
+
+def test_holm_step_down_by_hand():
+    assert agg.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert agg.holm([0.5]) == [0.5]
+
+
+def split_cells(scores: dict[str, list[float]], dataset: str = "d", size: str = "all") -> pd.DataFrame:
+    rows = []
+    for model, values in scores.items():
+        for fold, v in enumerate(values):
+            rows.append({"suite": "s", "dataset": dataset, "sample_size": size, "repeat": 0, "fold": fold, "seed": 0,
+                         "model": model, "status": "ok" if not math.isnan(v) else "error", "score": v})
+    return pd.DataFrame(rows)
+
+
+def test_significance_marks_models_not_worse_than_the_best():
+    best = [0.90, 0.91, 0.92, 0.93, 0.94, 0.95, 0.96, 0.97]
+    cells = split_cells({
+        "a": best,
+        "b": [x - 0.05 - 0.001 * i for i, x in enumerate(best)],  # behind on all 8 splits: p = 2/256
+        "c": [x + (0.002 if i % 2 else -0.003) for i, x in enumerate(best)],  # within noise of a
+    })
+    sig = agg.significance(cells).set_index("model")
+    assert sig.loc["a", "verdict"] == "best"
+    assert sig.loc["b", "p"] == pytest.approx(2 / 256) and sig.loc["b", "verdict"] == "worse"
+    assert sig.loc["b", "p_holm"] == pytest.approx(2 * 2 / 256)  # the smaller of two p-values, times 2
+    assert sig.loc["c", "verdict"] == "not worse" and sig.loc["c", "p_holm"] >= 0.05
+
+
+def test_significance_says_when_there_are_too_few_splits_and_ties_are_both_best():
+    sig = agg.significance(split_cells({"a": [0.9, 0.8, 0.7], "b": [0.5, 0.4, 0.3]})).set_index("model")
+    assert sig.loc["b", "verdict"] == "too few splits" and sig.loc["b", "n_pairs"] == 3 and math.isnan(sig.loc["b", "p"])
+    tie = agg.significance(split_cells({"a": [0.9] * 6, "b": [0.9] * 6, "c": [0.1] * 6})).set_index("model")
+    assert tie.loc["a", "verdict"] == tie.loc["b", "verdict"] == "best" and tie.loc["a", "best"] == "a, b"
+    # A failed split is not a pair: 6 splits, one failed, leaves 5 pairs, too few.
+    one_failed = agg.significance(split_cells({"a": [0.9] * 6, "b": [0.5] * 5 + [NAN]})).set_index("model")
+    assert one_failed.loc["b", "verdict"] == "too few splits" and one_failed.loc["b", "n_pairs"] == 5
+
+
+def test_paired_verdict_in_words():
+    cells = split_cells({"x": [0.9, 0.91, 0.92, 0.93, 0.94, 0.95], "y": [0.8, 0.8, 0.8, 0.8, 0.8, 0.8]})
+    assert agg.paired_verdict(cells, "x", "y") == "significant (Wilcoxon p = 0.031, 6 splits)"
+    near = split_cells({"x": [0.9, 0.8, 0.9, 0.8, 0.9, 0.8], "y": [0.85] * 6})
+    assert agg.paired_verdict(near, "x", "y").startswith("within noise (Wilcoxon p = ")
+    assert agg.paired_verdict(cells.head(8), "x", "y") == "too few splits to test (2; a Wilcoxon test needs 6)"

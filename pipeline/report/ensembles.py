@@ -1,0 +1,69 @@
+"""Tuned + ensembled, from the predictions the results file keeps (no retraining): per cell, Caruana's
+greedy ensemble of the model's trials; per split, one of all the trials of a family's models. Chosen
+on validation predictions, scored on test with the one scoring function (:mod:`pipeline.metrics`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.ensemble import caruana
+from pipeline.metrics import score
+from pipeline.predictions import decode, target
+from pipeline.report.aggregate import SPLIT
+
+COLUMNS = [*SPLIT, "task_type", "model", "group", "score", "val_score", "members", "candidates", "selected_score"]
+
+
+def _headline(task_type: str, metrics: dict[str, float]) -> float:
+    return metrics["r2"] if task_type == "regression" else metrics["accuracy"]
+
+
+def _one(members: list[tuple[np.ndarray, np.ndarray]], y_valid: np.ndarray, y_test: np.ndarray, task_type: str,
+         n_classes: int) -> dict[str, Any]:
+    valid, tests = [v for v, _ in members], [t for _, t in members]
+    ens = caruana(valid, y_valid, task_type == "regression")
+    first = caruana(valid, y_valid, task_type == "regression", iterations=1)  # the one trial best on validation
+    return {"score": _headline(task_type, score(task_type, y_test, ens.predict(tests), n_classes)),
+            "val_score": ens.val_score, "members": ens.members, "candidates": len(members),
+            "selected_score": _headline(task_type, score(task_type, y_test, first.predict(tests), n_classes))}
+
+
+def ensembles(cells: pd.DataFrame, preds: pd.DataFrame, targets: pd.DataFrame, family: dict[str, str]) -> pd.DataFrame:
+    """``cells``: the ok cells (the ``scores`` view's keys with ``cell_id``); ``preds``: their trials'
+    stored predictions (cell_id, trial_id, trial_index, part, n_rows, n_cols, proba, value);
+    ``targets``: their targets. A family ensemble needs every cell of the split to have the same
+    validation and test targets (the same rows in the same order); a split where they differ has none."""
+    if cells.empty or preds.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    ys = {(r.cell_id, r.part): r.y for r in targets.itertuples(index=False)}
+    decoded: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for cell_id, g in preds.sort_values("trial_index").groupby("cell_id", sort=False):
+        parts: dict[str, dict[str, np.ndarray]] = {}
+        for r in g.itertuples(index=False):
+            parts.setdefault(r.trial_id, {})[r.part] = decode(r.n_rows, r.n_cols, r.proba, r.value)
+        decoded[cell_id] = [(p["valid"], p["test"]) for p in parts.values() if "valid" in p and "test" in p]
+    rows = []
+    by_split: dict[tuple[Any, ...], list[Any]] = {}
+    for c in cells.itertuples(index=False):
+        members = decoded.get(c.cell_id)
+        if not members or (c.cell_id, "valid") not in ys or (c.cell_id, "test") not in ys:
+            continue
+        y_valid, y_test = target(ys[(c.cell_id, "valid")], c.task_type), target(ys[(c.cell_id, "test")], c.task_type)
+        n_classes = members[0][0].shape[1] if members[0][0].ndim == 2 else 0
+        key = tuple(getattr(c, k) for k in SPLIT)
+        rows.append({**dict(zip(SPLIT, key)), "task_type": c.task_type, "model": c.model, "group": "model",
+                     **_one(members, y_valid, y_test, c.task_type, n_classes)})
+        by_split.setdefault((key, family.get(c.model, "unknown")), []).append((c, members, y_valid, y_test, n_classes))
+    for (key, fam), group in by_split.items():
+        if len(group) < 2:  # one model: its own ensemble already says it
+            continue
+        c0, _, y_valid, y_test, n_classes = group[0]
+        if any(not (np.array_equal(g[2], y_valid) and np.array_equal(g[3], y_test)) for g in group[1:]):
+            continue
+        pooled = [m for g in group for m in g[1]]
+        rows.append({**dict(zip(SPLIT, key)), "task_type": c0.task_type, "model": f"{fam} (all models)",
+                     "group": "family", **_one(pooled, y_valid, y_test, c0.task_type, n_classes)})
+    return pd.DataFrame(rows, columns=COLUMNS)
