@@ -115,6 +115,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+SHOWN_CHOICES = 10  # a merge lists this many of its choices; the merge_choices table holds them all
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from pipeline.data.merge import merge
+
+    rep = merge(args.files, args.db)
+    if not rep.written:
+        print(f"merge: nothing new for {args.db} ({rep.cells_already} cells already there); the file is unchanged")
+        return 0
+    print(f"merge → {Path(args.db).resolve()}: {rep.cells_added} cells added, {rep.cells_replaced} replaced, "
+          f"{rep.cells_already} already there; {rep.runs_added} runs, {rep.datasets_added} datasets added; "
+          f"suites: {', '.join(rep.suites) or '—'}")
+    for c in rep.choices[:SHOWN_CHOICES]:
+        print(f"  {c.label}: kept {c.kept} over {c.dropped} ({c.why})")
+    if len(rep.choices) > SHOWN_CHOICES:
+        print(f"  … and {len(rep.choices) - SHOWN_CHOICES} more cells both files had (the merge_choices table lists "
+              "every choice and why)")
+    if not args.no_report:
+        from pipeline.report.pages import write_report
+
+        print(f"report: {write_report(args.db, _reports_dir(args.reports)).resolve()}")
+    return 0
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     from pipeline.query import run_query
 
@@ -285,6 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", default=DEFAULT_REPORTS)
     p.add_argument("--open", action="store_true", help="open the index in a browser")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("merge", help="merge results files of several runs or machines into one (--db), with its report")
+    p.add_argument("files", nargs="+", help="results files to merge (only read, never modified)")
+    p.add_argument("--db", required=True, help="the merged results file (created, or added to)")
+    p.add_argument("--reports", default=DEFAULT_REPORTS, help="where to write the merged report")
+    p.add_argument("--no-report", action="store_true", help="skip writing the HTML report")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("query", help="run read-only SQL on the results (tables: results, trials, ...)")
     p.add_argument("sql")

@@ -8,7 +8,8 @@ import re
 # 2: trials carry test metrics, cost, node/worker, start and attempt; 3: each suite's planned cells
 # (suite_cells) and the constant predictor's score per split (reference_scores); 4: each planned cell and
 # result carries its model's kind (model_kind), so that a report needs no registry to name families;
-# 5: each trial's validation and test predictions (predictions) and each cell's targets (targets)
+# 5: each trial's validation and test predictions (predictions) and each cell's targets (targets); the
+# merges that built the file and the choice made for each cell two files both had (merges, merge_choices)
 SCHEMA_VERSION = 5
 APP = "attnbench"
 
@@ -50,6 +51,12 @@ CREATE TABLE IF NOT EXISTS predictions (
 );
 CREATE TABLE IF NOT EXISTS targets (
     cell_id VARCHAR, part VARCHAR, n_rows INTEGER, y DOUBLE[], PRIMARY KEY (cell_id, part)
+);
+CREATE TABLE IF NOT EXISTS merges (
+    merged_at TIMESTAMP, files JSON, cells_added INTEGER, cells_replaced INTEGER, choices INTEGER
+);
+CREATE TABLE IF NOT EXISTS merge_choices (
+    merged_at TIMESTAMP, cell_id VARCHAR, cell VARCHAR, kept_file VARCHAR, dropped_file VARCHAR, why VARCHAR
 );
 CREATE TABLE IF NOT EXISTS reference_scores (
     suite VARCHAR, dataset VARCHAR, repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER,

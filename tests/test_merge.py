@@ -1,0 +1,121 @@
+"""`attnbench merge`: results files of several runs in one, through real runs (local Ray, real DuckDB
+files) and the real command line."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline import runner
+from pipeline.data.store import Store
+from pipeline.spec import parse_suite
+
+pytestmark = pytest.mark.slow
+
+SUITE = {
+    "name": "tiny",
+    "seed": 3,
+    "datasets": [{"sklearn": "wine"}],
+    "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]},
+    "models": [{"name": "xgboost", "trials": 2, "fixed": {"n_estimators": 40, "early_stopping_rounds": 10}}],
+}
+
+
+def suite(**changes: object) -> dict:
+    s = copy.deepcopy(SUITE)
+    for key, value in changes.items():
+        if key == "max_folds":
+            s["protocol"]["max_folds"] = value
+        elif key == "n_estimators":
+            s["models"][0]["fixed"]["n_estimators"] = value
+        else:
+            s[key] = value
+    return s
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True)
+
+
+def test_merge_runs_refuse_conflicts_and_change_no_input(ray_local, tmp_path: Path):
+    a, b, c, other = (tmp_path / f"{n}.duckdb" for n in ("a", "b", "c", "other"))
+    runner.run(parse_suite(suite()), a, progress=lambda _: None)  # fold 0
+    runner.run(parse_suite(suite(max_folds=2)), b, progress=lambda _: None)  # folds 0 and 1: fold 0 again
+    runner.run(parse_suite(suite(name="other")), other, progress=lambda _: None)  # another suite
+    before = {p: digest(p) for p in (a, b, other)}
+
+    merged, reports = tmp_path / "all.duckdb", tmp_path / "reports"
+    out = cli("merge", str(a), str(b), str(other), "--db", str(merged), "--reports", str(reports))
+    assert out.returncode == 0, out.stderr
+    assert "3 cells added" in out.stdout and "tiny/wine/xgboost/n=all/fold 0: kept" in out.stdout
+    assert {p: digest(p) for p in (a, b, other)} == before  # the inputs, byte for byte
+    store = Store(merged)
+    res = store.query("SELECT suite, fold, run_id FROM current_results ORDER BY suite, fold")
+    assert res[["suite", "fold"]].values.tolist() == [["other", 0], ["tiny", 0], ["tiny", 1]]
+    # Fold 0 was in a and b: one kept (both finished, both with predictions: the later), and why.
+    choice = store.query("SELECT * FROM merge_choices")
+    assert len(choice) == 1 and choice.why[0].startswith("both ok: the later result")
+    runs_b = Store(b).query("SELECT run_id FROM runs").run_id.tolist()
+    assert res.run_id[res.suite == "tiny"].tolist() == runs_b * 2
+    # Provenance: every result's run is in the merged runs table, with its host and versions.
+    runs = store.query("SELECT r.run_id, r.hardware, r.versions FROM runs r")
+    assert set(res.run_id) <= set(runs.run_id) and runs.hardware.notna().all() and runs.versions.notna().all()
+    # The kept cell's trials and predictions came with it, from the same file.
+    n_trials = store.query("SELECT count(*) AS n FROM trials").n[0]
+    assert n_trials == len(store.query("SELECT DISTINCT trial_id FROM predictions")) > 0
+    assert store.query("SELECT count(*) AS n FROM trials t JOIN results r USING (cell_id) "
+                       "WHERE t.run_id <> r.run_id").n[0] == 0
+    # One report covers both suites, its tables from the merged file.
+    accuracy = (reports / "accuracy.html").read_text()
+    assert "other / wine" in accuracy and "tiny / wine" in accuracy
+    assert "3 ok · 0 failed · 0 missing" in (reports / "index.html").read_text()
+
+    # Merging again changes nothing, byte for byte.
+    merged_digest = digest(merged)
+    again = cli("merge", str(a), str(b), str(other), "--db", str(merged), "--no-report")
+    assert again.returncode == 0 and "nothing new" in again.stdout and digest(merged) == merged_digest
+
+    # One suite planned two different entries for the same cell: refused, nothing written.
+    runner.run(parse_suite(suite(n_estimators=41)), c, progress=lambda _: None)
+    c_digest = digest(c)
+    refused = cli("merge", str(a), str(c), "--db", str(tmp_path / "never.duckdb"))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "suite 'tiny' ran model 'xgboost'" in refused.stderr and str(a) in refused.stderr and str(c) in refused.stderr
+    assert not (tmp_path / "never.duckdb").exists() and digest(a) == before[a] and digest(c) == c_digest
+    # Into an existing output: refused the same way, the output unchanged.
+    refused = cli("merge", str(c), "--db", str(merged))
+    assert refused.returncode == 2 and digest(merged) == merged_digest
+    # The output is never one of the inputs.
+    refused = cli("merge", str(a), "--db", str(a))
+    assert refused.returncode == 2 and "never modifies its inputs" in refused.stderr and digest(a) == before[a]
+
+
+def test_the_same_dataset_name_with_other_rows_is_refused(tmp_path: Path):
+    rng = np.random.default_rng(0)
+    files = []
+    for i in range(2):
+        path = tmp_path / f"rows{i}.csv"
+        pd.DataFrame({"x": rng.normal(size=60), "y": np.tile(["a", "b"], 30)}).to_csv(path, index=False)
+        spec = tmp_path / f"s{i}.yaml"
+        spec.write_text(f"name: s{i}\ndatasets:\n  - {{name: mine, file: {path}, target: y}}\n"
+                        "protocol: {folds: 3}\nmodels:\n  - {name: xgboost, trials: 1}\n")
+        db = tmp_path / f"d{i}.duckdb"
+        out = cli("fetch", str(spec), "--db", str(db))
+        assert out.returncode == 0, out.stderr
+        files.append(db)
+    before = [digest(f) for f in files]
+    out = cli("merge", *map(str, files), "--db", str(tmp_path / "m.duckdb"))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "dataset 'mine' holds other rows in" in out.stderr and all(str(f) in out.stderr for f in files)
+    assert [digest(f) for f in files] == before and not (tmp_path / "m.duckdb").exists()
