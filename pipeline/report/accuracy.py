@@ -256,6 +256,56 @@ def ensemble_table(data: ReportData, size: str, table_id: str) -> str:
                    "family's models on each split; its 'tuned' is the one trial of them best on validation."))
 
 
+def published_table(data: ReportData) -> str:
+    """Published figures for the datasets of this report (matched by OpenML id), beside our score at
+    the dataset's largest training size: the same algorithm's where we ran it, and our best model's."""
+    from pipeline.report import published
+
+    pub = published.load()
+    ids = data.datasets.dropna(subset=["openml_id"])
+    by_id = {int(i): name for i, name in zip(ids.openml_id, ids.dataset)}
+    pub = pub[pub.openml_id.isin(list(by_id))]
+    lb = data.leaderboard[data.leaderboard.n_ok > 0]
+    rows = []
+    for (did, metric), g in pub.groupby(["openml_id", "metric"], sort=True):
+        name = by_id[int(did)]
+        mine = lb[(lb.dataset == name) & (lb.metric == metric)]
+        if mine.empty:
+            continue
+        for suite, ours in mine.groupby("suite", sort=True):
+            size = agg.size_order(ours.sample_size)[-1]
+            at = ours[ours.sample_size == size].set_index("model")
+            top = at.score_mean.idxmax()
+            best_txt = f"{top}: {num(at.score_mean[top])}"
+            for r in g.sort_values("value", ascending=False).itertuples(index=False):
+                counterpart = published.ours_for(r.model)
+                if counterpart in at.index:
+                    o = at.loc[counterpart]
+                    std = f" ± {num(o.score_std)}" if not pd.isna(o.score_std) else ""
+                    same = cell(f"{counterpart}: {num(o.score_mean)}{std} ({int(o.n_ok)} splits)")
+                else:
+                    same = cell("—", "missing", "we did not run this algorithm here" if counterpart is None
+                                else f"{counterpart} is not in this run")
+                std = f" ± {num(r.std)}" if not pd.isna(r.std) else ""
+                n = f", n = {int(r.n)}" if not pd.isna(r.n) else ""
+                rows.append([cell(data.task_label(suite, name)), cell(metric), cell(r.model),
+                             cell(f"{num(r.value)}{std}", "reference", f"{r.aggregate}{n}"),
+                             cell(str(r.protocol)[:90] + ("…" if len(str(r.protocol)) > 90 else ""), "",
+                                  f"{r.protocol} Source: {r.source}"),
+                             same, cell(f"{best_txt} ({size_label(size)})")])
+    if not rows:
+        return note("None of this report's datasets has a published figure in attnbench's table (the "
+                    "AMLB 2019, OpenML and TabR / TabM figures for the dev and large datasets).")
+    return (table(["dataset", "metric", "published model", "published (other protocol)", "their protocol",
+                   "ours, same algorithm", "our best model"], rows, "table-published")
+            + note("Figures from the papers' and benchmarks' own runs on the same version of each dataset, "
+                   "under their protocols (their folds or splits, search budgets and training sizes; hover a "
+                   "protocol for all of it and its source): a level to compare with, not a like-for-like "
+                   "result. Ours: the test score at the dataset's largest training size in this report. "
+                   "docs/PROTOCOL.md lists the differences; benchmarks/agreement.py runs the like-for-like "
+                   "comparison."))
+
+
 def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
     p = Page("accuracy.html", "Accuracy")
     p.card("Test score of the best-on-validation configuration of each model: accuracy for classification, R² "
@@ -295,4 +345,6 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
                        f"{cd.n_tasks} tasks; Nemenyi CD = {num(cd.cd, '.2f')}. Models joined by a bar are not "
                        "significantly different."))
             p.figure(figs.cd_diagram(cd, style), f"fig-cd-{size}")
+    p.h2("Published figures beside ours (other protocols)", "published")
+    p.add(published_table(data))
     return p

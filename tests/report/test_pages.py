@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import synthetic
 from synthetic import EVIL_DATASET, EVIL_FEATURE, EVIL_MODEL, Synth
@@ -429,3 +430,35 @@ def test_superseded_results_are_history_not_averaged_in(synth_db, tmp_path):
     old = Store(legacy)
     assert old.query("SELECT count(*) AS n FROM expected_cells").n[0] == 2 * 3 * 2 * 4
     assert old.query("SELECT count(*) AS n FROM superseded").n[0] == 0
+
+
+def test_published_figures_ship_with_the_package_and_match_the_shared_files(shared_data):
+    from pipeline.report import published
+
+    shipped = published.load()
+    fresh = published.build(shared_data.parent)
+    pd.testing.assert_frame_equal(shipped.reset_index(drop=True), fresh.reset_index(drop=True), check_dtype=False)
+    # Only the same version of the data, only headline metrics, one row per dataset × model × metric.
+    assert set(shipped.metric) == {"accuracy", "r2"} and not shipped.duplicated(["dataset", "model", "metric"]).any()
+    wine = shipped[(shipped.dataset == "wine_quality") & (shipped.model == "TabM (tuned) [TabM repo]")]
+    assert wine["aggregate"].tolist() == ["mean of 3 splits"] and wine.value.iloc[0] == pytest.approx(0.462387, abs=1e-6)
+    assert published.ours_for("tunedrandomforest (AMLB2019 1h)") == "random_forest"
+    assert published.ours_for("autosklearn (AMLB2019 1h)") is None
+
+
+def test_accuracy_page_sets_published_figures_beside_ours(synth_db):
+    from pipeline.report.accuracy import published_table
+    from pipeline.report.data import ReportData
+
+    data = ReportData.load(synth_db)
+    assert "None of this report&#x27;s datasets" in published_table(data)
+    # Call 'alpha' credit-g (OpenML 31): AMLB's figures appear beside our scores at its largest size.
+    data.datasets.loc[data.datasets.dataset == "alpha", "openml_id"] = 31
+    rows = table_rows(published_table(data), "table-published")
+    rf = next(r for r in rows if r[2] == "randomforest (AMLB2019 1h)")
+    assert rf[:2] == ["alpha", "accuracy"] and rf[3] == "0.767 ± 0.028"
+    assert rf[5] == "—"  # no random forest in this run
+    lb = data.leaderboard[(data.leaderboard.dataset == "alpha") & (data.leaderboard.sample_size == "all")]
+    top = lb.loc[lb.score_mean.idxmax()]
+    assert rf[6] == f"{top.model}: {top.score_mean:.3f} (all training rows)"
+    assert all(r[0] == "alpha" for r in rows) and len(rows) == 14  # AMLB: 7 systems × 1 h, 4 h
