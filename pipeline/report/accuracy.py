@@ -179,8 +179,9 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
                    "learned nothing there. Significance, per dataset: each model against the best mean, a paired "
                    f"two-sided Wilcoxon signed-rank test over the splits both finished, Holm-corrected across the "
                    f"models, α = {agg.ALPHA}; ≈ not significantly worse than the best, ▾ significantly worse. With "
-                   f"fewer than {agg.MIN_SPLITS} splits no difference can reach α, and the table says so instead "
-                   "of testing."))
+                   f"n splits the smallest p is 2/2ⁿ, and Holm multiplies it by the number of models compared: "
+                   f"below {agg.MIN_SPLITS} splits for one model, 7 for two or three, 8 for four to six, no "
+                   "difference can reach α, and the table says so instead of testing."))
 
 
 def significance_text(verdicts: pd.DataFrame | None) -> str:
@@ -198,7 +199,9 @@ def significance_text(verdicts: pd.DataFrame | None) -> str:
         parts.append(f"≈ {', '.join(same)}" if same else "every other model is significantly worse")
         parts[-1] += f" ({int(tested.n_pairs.min())}+ splits)"
     if len(few):
-        parts.append(f"too few splits to test ({int(few.n_pairs.max())}; the test needs {agg.MIN_SPLITS})")
+        others = len(few) + len(tested)
+        parts.append(f"too few splits to test ({int(few.n_pairs.max())}; with {others} model{'s' * (others > 1)} "
+                     f"beside the best the test needs {int(few.needed.iloc[0])})")
     return "; ".join(parts)
 
 

@@ -232,8 +232,16 @@ def critical_difference(scores: pd.DataFrame, alpha: float = 0.05) -> CriticalDi
 # ------------------------------------------------------------------------- per-dataset significance
 ALPHA = 0.05
 # The two-sided exact Wilcoxon signed-rank test's smallest p-value with n pairs is 2 / 2^n: below 6
-# pairs it cannot reach 0.05, whatever the scores.
+# pairs it cannot reach 0.05, whatever the scores; Holm multiplies the smallest of m p-values by m.
 MIN_SPLITS = 6
+
+
+def needed_splits(m: int, alpha: float = ALPHA) -> int:
+    """The fewest pairs with which the smallest of ``m`` Holm-adjusted Wilcoxon p-values can be below α."""
+    n = 1
+    while max(m, 1) * 2.0 ** (1 - n) >= alpha:
+        n += 1
+    return n
 
 
 def wilcoxon_p(diff: np.ndarray) -> float:
@@ -270,10 +278,10 @@ def significance(cells: pd.DataFrame) -> pd.DataFrame:
 
     A paired two-sided Wilcoxon signed-rank test over the splits both finished, Holm-corrected across
     the task's other models, at ``ALPHA``. ``verdict``: 'best' (the highest mean, ties included),
-    'not worse' (p_holm ≥ α), 'worse', 'too few splits' (fewer than ``MIN_SPLITS`` pairs: no test can
-    tell), or 'no score'. ``cells``: rows of the ``expected_cells`` view.
+    'not worse' (p_holm ≥ α), 'worse', 'too few splits' (fewer pairs than ``needed``: with that many
+    models no difference could reach α), or 'no score'. ``cells``: rows of the ``expected_cells`` view.
     """
-    cols = [*TASK, "model", "verdict", "best", "n_pairs", "p", "p_holm"]
+    cols = [*TASK, "model", "verdict", "best", "n_pairs", "needed", "p", "p_holm"]
     rows = []
     if cells.empty:
         return pd.DataFrame(columns=cols)
@@ -282,14 +290,16 @@ def significance(cells: pd.DataFrame) -> pd.DataFrame:
         models = sorted(g.model.unique())
         if m.empty:
             rows += [{**dict(zip(TASK, task)), "model": x, "verdict": "no score", "best": None, "n_pairs": 0,
-                      "p": np.nan, "p_holm": np.nan} for x in models]
+                      "needed": None, "p": np.nan, "p_holm": np.nan} for x in models]
             continue
         top = m.max()
         bests = sorted(m.index[m >= top - 1e-12])
         best = bests[0]
+        needed = needed_splits(len(m) - len(bests))
         tested, pvals = [], []
         for x in models:
-            row = {**dict(zip(TASK, task)), "model": x, "best": ", ".join(bests), "p": np.nan, "p_holm": np.nan}
+            row = {**dict(zip(TASK, task)), "model": x, "best": ", ".join(bests), "needed": needed, "p": np.nan,
+                   "p_holm": np.nan}
             if x in bests:
                 rows.append({**row, "verdict": "best", "n_pairs": len(paired(g, best, x))})
                 continue
@@ -298,7 +308,7 @@ def significance(cells: pd.DataFrame) -> pd.DataFrame:
                 continue
             pair = paired(g, best, x)
             row["n_pairs"] = len(pair)
-            if len(pair) < MIN_SPLITS:
+            if len(pair) < needed:
                 rows.append({**row, "verdict": "too few splits"})
                 continue
             row["p"] = wilcoxon_p((pair[best] - pair[x]).to_numpy())

@@ -228,6 +228,11 @@ def test_wilcoxon_p_value_known_by_hand():
     assert agg.wilcoxon_p(np.zeros(8)) == 1.0
 
 
+def test_splits_needed_grow_with_the_models_holm_corrects_for():
+    # m · 2 / 2^n < 0.05: one model needs 6 pairs (2/64 = 0.031), two need 7 (2 · 2/128), four need 8.
+    assert [agg.needed_splits(m) for m in (1, 2, 3, 4, 6, 7)] == [6, 7, 7, 8, 8, 9]
+
+
 def test_holm_step_down_by_hand():
     assert agg.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert agg.holm([0.5]) == [0.5]
@@ -259,6 +264,12 @@ def test_significance_marks_models_not_worse_than_the_best():
 def test_significance_says_when_there_are_too_few_splits_and_ties_are_both_best():
     sig = agg.significance(split_cells({"a": [0.9, 0.8, 0.7], "b": [0.5, 0.4, 0.3]})).set_index("model")
     assert sig.loc["b", "verdict"] == "too few splits" and sig.loc["b", "n_pairs"] == 3 and math.isnan(sig.loc["b", "p"])
+    # Six splits are enough for one comparison, not for two after Holm's correction.
+    six = [0.9, 0.91, 0.92, 0.93, 0.94, 0.95]
+    one = agg.significance(split_cells({"a": six, "b": [x - 0.1 for x in six]})).set_index("model")
+    assert one.loc["b", "verdict"] == "worse" and one.loc["b", "p"] == pytest.approx(0.03125)
+    two = agg.significance(split_cells({"a": six, "b": [x - 0.1 for x in six], "c": [x - 0.2 for x in six]}))
+    assert set(two.verdict) == {"best", "too few splits"} and set(two.needed.dropna()) == {7}
     tie = agg.significance(split_cells({"a": [0.9] * 6, "b": [0.9] * 6, "c": [0.1] * 6})).set_index("model")
     assert tie.loc["a", "verdict"] == tie.loc["b", "verdict"] == "best" and tie.loc["a", "best"] == "a, b"
     # A failed split is not a pair: 6 splits, one failed, leaves 5 pairs, too few.

@@ -338,7 +338,8 @@ def test_tabarena_columns_and_budget_flags(synth_report):
     alpha = next(r for r in table_rows(html, "table-datasets-all") if r[0] == "alpha")  # catboost, ft, mlp, xgboost
     assert alpha[3].endswith("⚑") and "⚑" not in alpha[2]
     # Two folds: no Wilcoxon test can reach α = 0.05 with two pairs, and the table says so.
-    assert alpha[-1] == "best: ft_transformer; too few splits to test (2; the test needs 6)"
+    assert alpha[-1] == ("best: ft_transformer; too few splits to test (2; with 3 models beside the best the test "
+                         "needs 7)")
     tuning = {r[0]: r for r in table_rows(text(synth_report / "tuning.html"), "table-tuning-all")}
     assert tuning["ft_transformer"][-1] == "⚑ 4" and tuning["catboost"][-1] == "0"
     compute = text(synth_report / "compute.html")
