@@ -118,18 +118,18 @@ def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
     # A post-hoc ensemble's first pick is the trial selection picked: its test score is the cell's.
     from pipeline.report.data import ReportData
 
-    ens = ReportData.load(db).ensembles
+    data = ReportData.load(db)
+    ens = data.ensembles
     mine = ens[ens.group == "model"].merge(res[["fold", "sample_size", "model", "accuracy"]],
                                            on=["fold", "sample_size", "model"])
     assert len(mine) == n_cells
     assert (mine.selected_score - mine.accuracy).abs().max() < 1e-9
     assert ((mine.members >= 1) & (mine.members <= mine.candidates)).all()
-    # The accuracy page shows default, tuned and tuned + ensembled side by side, per size.
-    from pipeline.report.pages import write_report
+    # The accuracy page's table: default, tuned and tuned + ensembled side by side, per size.
+    from pipeline.report.accuracy import ensemble_table
 
-    page = (write_report(db, tmp_path / "rep").parent / "accuracy.html").read_text()
     for size in ("48", "all"):
-        table = page.split(f'id="table-ensembles-{size}"')[1].split("</table>")[0]
+        table = ensemble_table(data, size, f"table-ensembles-{size}").split("</table>")[0]
         assert ">xgboost<" in table and ">mlp<" in table, table[:500]
 
 

@@ -3,8 +3,10 @@ files) and the real command line."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -45,7 +47,18 @@ def digest(path: Path) -> str:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real command line, in a process of its own."""
     return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True)
+
+
+def main(*args: str) -> subprocess.CompletedProcess[str]:
+    """The same command's entry point in this process (no interpreter start-up per call)."""
+    from pipeline.cli import main as cli_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_main(list(args))
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def test_merge_runs_refuse_conflicts_and_change_no_input(ray_local, tmp_path: Path):
@@ -83,21 +96,21 @@ def test_merge_runs_refuse_conflicts_and_change_no_input(ray_local, tmp_path: Pa
 
     # Merging again changes nothing, byte for byte.
     merged_digest = digest(merged)
-    again = cli("merge", str(a), str(b), str(other), "--db", str(merged), "--no-report")
+    again = main("merge", str(a), str(b), str(other), "--db", str(merged), "--no-report")
     assert again.returncode == 0 and "nothing new" in again.stdout and digest(merged) == merged_digest
 
     # One suite planned two different entries for the same cell: refused, nothing written.
     runner.run(parse_suite(suite(n_estimators=41)), c, progress=lambda _: None)
     c_digest = digest(c)
-    refused = cli("merge", str(a), str(c), "--db", str(tmp_path / "never.duckdb"))
+    refused = main("merge", str(a), str(c), "--db", str(tmp_path / "never.duckdb"))
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "suite 'tiny' ran model 'xgboost'" in refused.stderr and str(a) in refused.stderr and str(c) in refused.stderr
     assert not (tmp_path / "never.duckdb").exists() and digest(a) == before[a] and digest(c) == c_digest
     # Into an existing output: refused the same way, the output unchanged.
-    refused = cli("merge", str(c), "--db", str(merged))
+    refused = main("merge", str(c), "--db", str(merged))
     assert refused.returncode == 2 and digest(merged) == merged_digest
     # The output is never one of the inputs.
-    refused = cli("merge", str(a), "--db", str(a))
+    refused = main("merge", str(a), "--db", str(a))
     assert refused.returncode == 2 and "never modifies its inputs" in refused.stderr and digest(a) == before[a]
 
 
@@ -111,11 +124,11 @@ def test_the_same_dataset_name_with_other_rows_is_refused(tmp_path: Path):
         spec.write_text(f"name: s{i}\ndatasets:\n  - {{name: mine, file: {path}, target: y}}\n"
                         "protocol: {folds: 3}\nmodels:\n  - {name: xgboost, trials: 1}\n")
         db = tmp_path / f"d{i}.duckdb"
-        out = cli("fetch", str(spec), "--db", str(db))
+        out = main("fetch", str(spec), "--db", str(db))
         assert out.returncode == 0, out.stderr
         files.append(db)
     before = [digest(f) for f in files]
-    out = cli("merge", *map(str, files), "--db", str(tmp_path / "m.duckdb"))
+    out = main("merge", *map(str, files), "--db", str(tmp_path / "m.duckdb"))
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert "dataset 'mine' holds other rows in" in out.stderr and all(str(f) in out.stderr for f in files)
     assert [digest(f) for f in files] == before and not (tmp_path / "m.duckdb").exists()
