@@ -94,6 +94,11 @@ def test_merge_runs_refuse_conflicts_and_change_no_input(ray_local, tmp_path: Pa
     assert "other / wine" in accuracy and "tiny / wine" in accuracy
     assert "3 ok · 0 failed · 0 missing" in (reports / "index.html").read_text()
 
+    # Files with no cell in common: nothing to choose, everything kept.
+    apart = main("merge", str(a), str(other), "--db", str(tmp_path / "apart.duckdb"), "--no-report")
+    assert apart.returncode == 0 and "2 cells added" in apart.stdout, apart.stderr
+    assert len(Store(tmp_path / "apart.duckdb").query("SELECT * FROM merge_choices")) == 0
+
     # Merging again changes nothing, byte for byte.
     merged_digest = digest(merged)
     again = main("merge", str(a), str(b), str(other), "--db", str(merged), "--no-report")

@@ -113,7 +113,14 @@ def merge(inputs: list[str | Path], out: str | Path) -> MergeReport:
         con.close()
     if not todo:
         return report
-    _write(files, target, keep, report)
+    existed = target.exists()
+    try:
+        _write(files, target, keep, report)
+    except BaseException:
+        if not existed:  # the transaction rolled back; the file it created for it goes too
+            target.unlink(missing_ok=True)
+            Path(f"{target}.wal").unlink(missing_ok=True)
+        raise
     report.written = True
     return report
 
@@ -270,8 +277,9 @@ def _write(files: list[Path], target: Path, keep: dict[str, str], report: MergeR
                         con.execute(f"CREATE TABLE {data_table} AS SELECT * FROM {a}.{data_table}")
                         out_tables.add(data_table)
             now = datetime.now(timezone.utc).replace(tzinfo=None)
-            con.executemany("INSERT INTO merge_choices VALUES (?, ?, ?, ?, ?, ?)",
-                            [[now, c.cell_id, c.label, c.kept, c.dropped, c.why] for c in report.choices])
+            if report.choices:
+                con.executemany("INSERT INTO merge_choices VALUES (?, ?, ?, ?, ?, ?)",
+                                [[now, c.cell_id, c.label, c.kept, c.dropped, c.why] for c in report.choices])
             con.execute("INSERT INTO merges VALUES (?, ?, ?, ?, ?)", [
                 now, json.dumps([str(f.resolve()) for f in files]), report.cells_added, report.cells_replaced,
                 len(report.choices)])
