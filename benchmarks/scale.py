@@ -1,0 +1,156 @@
+"""How attnbench's costs grow with the size of what it handles: each cost measured at several sizes,
+with its growth exponent (the slope of log cost against log size; 1 = in proportion, 2 = quadratic).
+
+Measured so far (issue 22 adds the cells case: 100 to 10,000 tiny fits through the engine):
+  * ``rows``: a synthetic dataset of 1,000 to 1,000,000 rows (16 numeric and 2 categorical features):
+    ingest and split storage into a fresh results file (seconds, file MB), one fold's arrays built on
+    the driver (seconds, MB), and the process's peak memory above its start (MB).
+  * ``report``: a results file of 1,000 to 20,000 result rows (each with three trials), the report
+    written from it (seconds).
+Each size runs in a process of its own, so that its peak memory is its own.
+
+    python benchmarks/scale.py             # up to 1,000,000 rows and 20,000 result rows
+    python benchmarks/scale.py --quick     # up to 100,000 rows and 4,000 result rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rows_case(n: int, out: Any) -> None:
+    from pipeline.data import ingest
+    from pipeline.data.store import Store
+    from pipeline.runner import FoldLoader, expand
+    from pipeline.spec import parse_suite
+
+    base = _peak_mb()
+    suite = parse_suite({"name": "scale", "seed": 0,
+                         "datasets": [{"synthetic": "interaction", "n_rows": n, "n_noise": 14, "n_cat_noise": 2}],
+                         "protocol": {"folds": 5, "max_folds": 1}, "models": [{"name": "xgboost", "trials": 1}]})
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "r.duckdb")
+        t0 = time.perf_counter()
+        prepared = ingest.prepare(store, suite.datasets[0], suite.protocol, suite.seed)
+        ingest.commit(store, prepared)
+        t_ingest = time.perf_counter() - t0
+        size_mb = store.path.stat().st_size / 2**20
+        cell, _ = next(iter(expand(suite, [prepared])))
+        loader = FoldLoader(store, suite)
+        stored = ingest.read(store, prepared.name)
+        assert stored is not None
+        key = loader.key(cell, stored, prepared.split_key)
+        t0 = time.perf_counter()
+        fold = loader(key)
+        t_fold = time.perf_counter() - t0
+        fold_mb = sum(a.nbytes for p in (fold.train, fold.valid, fold.test) for a in (p.x_num, p.x_cat, p.y)) / 2**20
+    out.put({"ingest_s": t_ingest, "file_mb": size_mb, "fold_s": t_fold, "fold_mb": fold_mb,
+             "peak_mb": _peak_mb() - base})
+
+
+def report_case(n: int, out: Any) -> None:
+    from pipeline.data.store import Store
+    from pipeline.data.views import install
+    from pipeline.records import CellResult, TrialRecord
+    from pipeline.report.pages import write_report
+
+    models = ["xgboost", "catboost", "mlp", "ft_transformer"]
+    kinds = {"xgboost": "boosting", "catboost": "boosting", "mlp": "network", "ft_transformer": "attention"}
+    sizes = ["64", "256", "1024", "all"]
+    per_dataset = len(models) * len(sizes) * 5  # five folds
+    n_datasets = max(1, n // per_dataset)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "r.duckdb")
+        store.upsert_run({"run_id": "run-1", "suite": "scale", "suite_yaml": "name: scale\n", "status": "finished",
+                          "versions": {}, "hardware": {}, "argv": "scale", "n_cells": 0, "n_done": 0, "n_failed": 0,
+                          "n_skipped": 0})
+        trials: list[TrialRecord] = []
+        cells: list[tuple[Any, dict[str, Any] | None]] = []
+        for d in range(n_datasets):
+            for size in sizes:
+                for fold in range(5):
+                    for m in models:
+                        cid = f"d{d}|{size}|{fold}|{m}"
+                        score = 0.7 + 0.05 * math.log2(1 + models.index(m)) + 0.01 * fold + 0.001 * d
+                        for i in range(3):
+                            trials.append(TrialRecord(cell_id=cid, trial_id=f"{cid}-{i}", run_id="run-1", trial_index=i,
+                                                      suggestion=i, status="ok", val_score=score - 0.01 * (2 - i),
+                                                      val_loss=0.5, accuracy=score - 0.01 * (2 - i), seconds=1.0))
+                        cells.append((CellResult(cell_id=cid, run_id="run-1", suite="scale", dataset=f"d{d}",
+                                                 task_type="binary", repeat=0, fold=fold, sample_size=size, seed=0,
+                                                 model=m, model_name=m, model_kind=kinds[m], spec_hash="s",
+                                                 status="ok", n_trials=3, best_trial=f"{cid}-2", accuracy=score,
+                                                 val_score=score, n_train=1000, fit_seconds=1.0, epochs=10,
+                                                 best_epoch=5, predict_rows_per_s=1e4, peak_cpu_mb=10.0), None))
+        store.commit(trials, cells)
+        install(store)
+        t0 = time.perf_counter()
+        write_report(store.path, Path(tmp) / "reports")
+        out.put({"report_s": time.perf_counter() - t0, "rows": len(cells)})
+
+
+def run(case: Any, n: int) -> dict[str, float]:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=case, args=(n, q))
+    p.start()
+    res = q.get()
+    p.join()
+    return res
+
+
+def exponent(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log y on log x."""
+    lx = [math.log(x) for x in xs]
+    ly = [math.log(max(y, 1e-9)) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes: a minute or two")
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args(argv)
+    rows = [1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
+    report = [1_000, 2_000, 4_000] if args.quick else [1_000, 5_000, 20_000]
+    figures: dict[str, Any] = {"rows": {}, "report": {}}
+    print(f"{'rows':>10} {'ingest s':>9} {'file MB':>8} {'fold s':>7} {'fold MB':>8} {'peak MB':>8}")
+    for n in rows:
+        r = figures["rows"][n] = run(rows_case, n)
+        print(f"{n:>10,} {r['ingest_s']:>9.2f} {r['file_mb']:>8.1f} {r['fold_s']:>7.2f} {r['fold_mb']:>8.1f} "
+              f"{r['peak_mb']:>8.0f}")
+    print(f"\n{'results':>10} {'report s':>9}")
+    for n in report:
+        r = figures["report"][n] = run(report_case, n)
+        print(f"{r['rows']:>10,} {r['report_s']:>9.2f}")
+    print("\ngrowth exponents (1 = in proportion):")
+    xs = [float(n) for n in rows]
+    for key in ("ingest_s", "file_mb", "fold_s", "fold_mb", "peak_mb"):
+        ys = [figures["rows"][n][key] for n in rows]
+        print(f"  rows → {key:<9} {exponent(xs, ys):5.2f}")
+    xr = [float(figures["report"][n]["rows"]) for n in report]
+    print(f"  result rows → report_s {exponent(xr, [figures['report'][n]['report_s'] for n in report]):5.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
