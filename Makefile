@@ -29,10 +29,10 @@ tools:
 	  else echo "missing:$$missing — install these Debian packages for the browser and terminal tests"; fi; fi
 
 test: setup tools lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest
 
 test-fast: setup
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow"
+	$(BIN)/python -m pytest -m "not slow"
 
 lint: setup
 	$(BIN)/ruff check pipeline tests benchmarks examples
