@@ -28,6 +28,7 @@ class Ensemble:
     counts: np.ndarray  # one count per member
     val_score: float
     val_loss: float
+    first: int  # the member of the first iteration: the one the selection rule picks alone
 
     @property
     def weights(self) -> np.ndarray:
@@ -65,15 +66,17 @@ def caruana(valid: Sequence[np.ndarray], y: np.ndarray, regression: bool, iterat
     total = np.zeros_like(stack[0])
     counts = np.zeros(len(stack), dtype=np.int64)
     best: tuple[tuple[float, float], np.ndarray] | None = None
+    first = -1
     for k in range(1, iterations + 1):
         score, loss = keys((total[None] + stack) / k, y, regression)
         # The selection rule: higher score, then lower loss, then the earlier member.
         pick = int(np.lexsort((np.arange(len(stack)), loss, -score))[0])
         total += stack[pick]
         counts[pick] += 1
+        first = pick if k == 1 else first
         here = (float(score[pick]), float(loss[pick]))
         if best is None or here[0] > best[0][0] or (here[0] == best[0][0] and here[1] < best[0][1]):
             best = (here, counts.copy())
     assert best is not None
     (val_score, val_loss), kept = best
-    return Ensemble(counts=kept, val_score=val_score, val_loss=val_loss)
+    return Ensemble(counts=kept, val_score=val_score, val_loss=val_loss, first=first)

@@ -120,7 +120,7 @@ def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
 
     data = ReportData.load(db)
     ens = data.ensembles
-    mine = ens[ens.group == "model"].merge(res[["fold", "sample_size", "model", "accuracy"]],
+    mine = ens[~ens.pooled].merge(res[["fold", "sample_size", "model", "accuracy"]],
                                            on=["fold", "sample_size", "model"])
     assert len(mine) == n_cells
     assert (mine.selected_score - mine.accuracy).abs().max() < 1e-9

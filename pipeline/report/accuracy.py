@@ -10,6 +10,7 @@ import pandas as pd
 
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
+from pipeline.report import significance as sig
 from pipeline.report.answer import family_of
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, cell, esc, note, num, table
@@ -128,11 +129,11 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
     if lb.empty:
         return note("No results at this size.")
     models = data.models
-    sig = agg.significance(data.cells[data.cells.sample_size == size]).set_index(["suite", "dataset", "model"])
+    marks = sig.significance(data.cells[data.cells.sample_size == size]).set_index(["suite", "dataset", "model"])
     rows = []
     for (suite, dataset, metric), g in lb.groupby(["suite", "dataset", "metric"], sort=True):
         by = g.set_index("model")
-        verdicts = sig.loc[(suite, dataset)] if (suite, dataset) in sig.index.droplevel("model") else None
+        verdicts = marks.loc[(suite, dataset)] if (suite, dataset) in marks.index.droplevel("model") else None
         row = [cell(data.task_label(suite, dataset)), cell(metric)]
         for m in models:
             if m not in by.index:
@@ -178,9 +179,9 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
                    "⊘: the model scored no better than it in at least one cell (hover for how many): it "
                    "learned nothing there. Significance, per dataset: each model against the best mean, a paired "
                    f"two-sided Wilcoxon signed-rank test over the splits both finished, Holm-corrected across the "
-                   f"models, α = {agg.ALPHA}; ≈ not significantly worse than the best, ▾ significantly worse. With "
+                   f"models, α = {sig.ALPHA}; ≈ not significantly worse than the best, ▾ significantly worse. With "
                    f"n splits the smallest p is 2/2ⁿ, and Holm multiplies it by the number of models compared: "
-                   f"below {agg.MIN_SPLITS} splits for one model, 7 for two or three, 8 for four to six, no "
+                   f"below {sig.MIN_SPLITS} splits for one model, 7 for two or three, 8 for four to six, no "
                    "difference can reach α, and the table says so instead of testing."))
 
 
@@ -215,7 +216,7 @@ def ensemble_rows(data: ReportData, size: str) -> pd.DataFrame:
         return pd.DataFrame()
     ens = ens[ens.sample_size == size]
     cells = data.cells[(data.cells.sample_size == size) & (data.cells.status == "ok")]
-    mine = ens[ens.group == "model"].merge(cells[[*agg.SPLIT, "model", "score", "default_score"]],
+    mine = ens[~ens.pooled.astype(bool)].merge(cells[[*agg.SPLIT, "model", "score", "default_score"]],
                                            on=[*agg.SPLIT, "model"], suffixes=("_ens", ""))
     rows = []
     for model, g in mine.groupby("model"):
@@ -225,7 +226,7 @@ def ensemble_rows(data: ReportData, size: str) -> pd.DataFrame:
                      "tuned": t.score.mean(), "ensembled": t.score_ens.mean(), "gain": d.mean(),
                      "helped": int((d > SAME).sum()), "hurt": int((d < -SAME).sum()), "tasks": len(t),
                      "members": t.members.mean(), "candidates": g.candidates.mean()})
-    fam = ens[ens.group == "family"]
+    fam = ens[ens.pooled.astype(bool)]
     for name, g in fam.groupby("model"):
         family = name.removesuffix(" (all models)")
         t = g.groupby(agg.TASK)[["score", "members", "selected_score"]].mean()

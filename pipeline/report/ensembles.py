@@ -14,7 +14,8 @@ from pipeline.metrics import score
 from pipeline.predictions import decode, target
 from pipeline.report.aggregate import SPLIT
 
-COLUMNS = [*SPLIT, "task_type", "model", "group", "score", "val_score", "members", "candidates", "selected_score"]
+# pooled: False for a cell's own trials, True for all the trials of a family's models on a split
+COLUMNS = [*SPLIT, "task_type", "model", "pooled", "score", "val_score", "members", "candidates", "selected_score"]
 
 
 def _headline(task_type: str, metrics: dict[str, float]) -> float:
@@ -25,10 +26,10 @@ def _one(members: list[tuple[np.ndarray, np.ndarray]], y_valid: np.ndarray, y_te
          n_classes: int) -> dict[str, Any]:
     valid, tests = [v for v, _ in members], [t for _, t in members]
     ens = caruana(valid, y_valid, task_type == "regression")
-    first = caruana(valid, y_valid, task_type == "regression", iterations=1)  # the one trial best on validation
     return {"score": _headline(task_type, score(task_type, y_test, ens.predict(tests), n_classes)),
             "val_score": ens.val_score, "members": ens.members, "candidates": len(members),
-            "selected_score": _headline(task_type, score(task_type, y_test, first.predict(tests), n_classes))}
+            # the one trial best on validation: the ensemble's first pick
+            "selected_score": _headline(task_type, score(task_type, y_test, tests[ens.first], n_classes))}
 
 
 def ensembles(cells: pd.DataFrame, preds: pd.DataFrame, targets: pd.DataFrame, family: dict[str, str]) -> pd.DataFrame:
@@ -54,7 +55,7 @@ def ensembles(cells: pd.DataFrame, preds: pd.DataFrame, targets: pd.DataFrame, f
         y_valid, y_test = target(ys[(c.cell_id, "valid")], c.task_type), target(ys[(c.cell_id, "test")], c.task_type)
         n_classes = members[0][0].shape[1] if members[0][0].ndim == 2 else 0
         key = tuple(getattr(c, k) for k in SPLIT)
-        rows.append({**dict(zip(SPLIT, key)), "task_type": c.task_type, "model": c.model, "group": "model",
+        rows.append({**dict(zip(SPLIT, key)), "task_type": c.task_type, "model": c.model, "pooled": False,
                      **_one(members, y_valid, y_test, c.task_type, n_classes)})
         by_split.setdefault((key, family.get(c.model, "unknown")), []).append((c, members, y_valid, y_test, n_classes))
     for (key, fam), group in by_split.items():
@@ -65,5 +66,5 @@ def ensembles(cells: pd.DataFrame, preds: pd.DataFrame, targets: pd.DataFrame, f
             continue
         pooled = [m for g in group for m in g[1]]
         rows.append({**dict(zip(SPLIT, key)), "task_type": c0.task_type, "model": f"{fam} (all models)",
-                     "group": "family", **_one(pooled, y_valid, y_test, c0.task_type, n_classes)})
+                     "pooled": True, **_one(pooled, y_valid, y_test, c0.task_type, n_classes)})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -10,6 +10,7 @@ import pandas as pd
 from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import figures as figs
+from pipeline.report import significance as sig
 from pipeline.report.accuracy import bound_text
 from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
 from pipeline.report.data import ReportData, size_label
@@ -21,7 +22,7 @@ def crossover_test(data: ReportData, r: Any) -> str:
     c = data.cells
     here = c[(c.suite == r.suite) & (c.dataset == r.dataset) & (c.sample_size == r.at_size)]
     label = size_label(str(r.at_size))
-    return f"{r.challenger_at} vs {r.incumbent_at} at {label}: {agg.paired_verdict(here, r.challenger_at, r.incumbent_at)}"
+    return f"{r.challenger_at} vs {r.incumbent_at} at {label}: {sig.paired_verdict(here, r.challenger_at, r.incumbent_at)}"
 
 
 def page_sample_size(data: ReportData) -> Page:
@@ -71,7 +72,7 @@ def page_sample_size(data: ReportData) -> Page:
                      "the difference there: significant or within noise"], rows, "table-crossover"))
         p.add(note("The last column tests the size the verdict rests on (the crossover size; for 'never', the "
                    "largest size compared): the challenger there against the best boosting model there, a "
-                   f"paired two-sided Wilcoxon signed-rank test over the splits both finished, α = {agg.ALPHA}. "
+                   f"paired two-sided Wilcoxon signed-rank test over the splits both finished, α = {sig.ALPHA}. "
                    "A crossover within noise may move with other folds."))
         p.add(note(reference_check(curves, networks, incumbents, data.kinds)))
 
