@@ -49,6 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from pipeline import runner  # noqa: E402
 from pipeline.data.store import Store  # noqa: E402
+from pipeline.report.published import ours_for as same_algorithm  # noqa: E402
 from pipeline.spec import parse_suite  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
@@ -115,20 +116,19 @@ def build_suite(group: str, quick: bool, folds: int | None, models: list[str] | 
     }
 
 
+# Ours with no published figure of their own, set beside their nearest published relative.
+NEAREST = {"mlp": ["realmlp"], "random_forest": ["extra_trees"]}
+
+
 def ours_for(published: str) -> tuple[list[str], str]:
-    """Our models to set beside a published model, and what the published one is to them."""
+    """Our models to set beside a published model (the same algorithm, by the report's own mapping,
+    and its nearest relatives), and what the published one is to them."""
     p = published.lower()
     tuned = "default" if ("default" in p or p.startswith("randomforest") or "weka" in p) else "tuned"
-    for key, ours in (("xgboost", "xgboost"), ("catboost", "catboost"), ("lightgbm", "lightgbm")):
-        if p.startswith(key):
-            return [ours], tuned
-    if p.startswith("tabm-spade") or p.startswith("tabm ("):
-        return ["tabm"], "tuned"
-    if p.startswith("mlp (tuned"):
-        return ["mlp", "realmlp"], "tuned"
-    if "randomforest" in p:  # AMLB's forests, Weka's
-        return ["random_forest", "extra_trees"], tuned
-    return [], tuned
+    same = same_algorithm(published)
+    if same not in MODELS or (same == "mlp" and not p.startswith("mlp (tuned")):
+        return [], tuned
+    return [same, *NEAREST.get(same, [])], "tuned" if same in ("mlp", "tabm") else tuned
 
 
 def references(pub: pd.DataFrame) -> pd.DataFrame:
