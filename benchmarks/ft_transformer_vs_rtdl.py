@@ -4,6 +4,12 @@ Both get the same architecture (d_block, n_blocks, heads, dropouts, FFN width; r
 3 blocks unless told otherwise), the same synthetic data and batch size, and a plain AdamW. Printed:
 training rows/s, inference rows/s, peak memory and parameter count, each as ours / reference.
 
+``fit rows/s`` times whole fits (``--fit-epochs`` epochs on ``--fit-rows`` training rows, 16,384 by
+default: a study size, with validation on 2,048 rows after every epoch): ours through
+``pipeline.train.loop.train``, the recipe as every trial runs it; the reference model through the same
+recipe written the plain way (a host sync per step for the loss and its finiteness check, a deep copy of
+the weights on each improvement, validation under ``no_grad`` scored with scikit-learn's metrics).
+
 The FFN activation differs by design: ours is GELU; the reference runs with ``ffn_activation="ReLU"``
 so that every Linear has the same shape (``--reference-ffn reglu`` gives the paper's ReGLU, whose first
 FFN layer is twice as wide).
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +56,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="cpu: process CPU time, steadier on a shared machine (use with --threads 1)")
     p.add_argument("--reference-ffn", choices=["relu", "reglu"], default="relu")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
+    p.add_argument("--fit-rows", type=int, default=0, help="training rows of the timed fits (0: 16384, quick 2048)")
+    p.add_argument("--fit-epochs", type=int, default=2)
     args = p.parse_args(argv)
     args.steps = args.steps or (2 if args.quick else 4)
     args.rounds = args.rounds or (2 if args.quick else 5)
     args.infer_rows = 2048 if args.quick else 4096
+    args.fit_rows = args.fit_rows or (2048 if args.quick else 16384)
     if args.clock == "cpu" and (args.device != "cpu" or args.threads != 1):
         p.error("--clock cpu needs --device cpu and --threads 1")
     return args
@@ -129,6 +139,75 @@ class Runner:
             self.model(self.x_num[i:i + b], self.x_cat[i:i + b])
 
 
+def fold(args: argparse.Namespace) -> Any:
+    """A synthetic binary task for the timed fits: ``--fit-rows`` training and 2,048 validation rows."""
+    import numpy as np
+
+    from pipeline.data.preprocess import FoldData, Part
+
+    rng = np.random.default_rng(0)
+
+    def part(n: int) -> Part:
+        x_num = rng.standard_normal((n, args.n_num)).astype(np.float32)
+        x_cat = rng.integers(1, args.cardinality, (n, args.n_cat))
+        return Part(x_num, x_cat, (x_num[:, 0] + (x_cat[:, 0] % 2) > 0.5).astype(np.int64))
+
+    return FoldData("binary", 2, [f"n{i}" for i in range(args.n_num)], [f"c{i}" for i in range(args.n_cat)],
+                    [args.cardinality] * args.n_cat, part(args.fit_rows), part(2048), part(8))
+
+
+def fit_ours(args: argparse.Namespace, device: torch.device, data: Any) -> None:
+    from pipeline.train.loop import Recipe, train
+
+    train(build("ours", args, device), data, Recipe(lr=1e-4, max_epochs=args.fit_epochs, patience=args.fit_epochs,
+                                                    amp="off", seed=0), device=device)
+
+
+def fit_reference(args: argparse.Namespace, device: torch.device, data: Any) -> None:
+    """The same recipe as :func:`pipeline.train.loop.train`, written the plain way (see the module doc)."""
+    import copy
+    import math
+
+    import numpy as np
+
+    from pipeline.metrics import score
+    from pipeline.train.loop import _param_groups, effective_batch_size, to_tensors, warmup_cosine
+
+    model = build("rtdl", args, device)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    (x_num, x_cat), y = to_tensors(data.train, device), torch.as_tensor(data.train.y, device=device)
+    n = len(y)
+    batch = effective_batch_size(256, n)
+    steps = math.ceil(n / batch)
+    opt = torch.optim.AdamW(_param_groups(model, 1e-5), lr=1e-4)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps * args.fit_epochs, 0.05))
+    best_loss, best_state = math.inf, copy.deepcopy(model.state_dict())
+    for _epoch in range(args.fit_epochs):
+        model.train()
+        order = torch.as_tensor(rng.permutation(n), device=device)
+        total = 0.0
+        for step in range(steps):
+            idx = order[step * batch:(step + 1) * batch]
+            loss = F.cross_entropy(model(x_num[idx], x_cat[idx]), y[idx])
+            if not torch.isfinite(loss):
+                raise RuntimeError("diverged")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            total += loss.item() * len(idx)
+        model.eval()
+        with torch.no_grad():
+            vn, vc = to_tensors(data.valid, device)
+            proba = torch.softmax(model(vn, vc).float(), dim=-1).cpu().numpy()
+        val = score("binary", data.valid.y, proba, 2)
+        if val["loss"] < best_loss:
+            best_loss, best_state = val["loss"], copy.deepcopy(model.state_dict())
+    model.load_state_dict(best_state)
+
+
 def measure_memory(args: argparse.Namespace) -> dict[tuple[str, str], float]:
     """Peak memory of two training steps (after one warm-up step, so that the optimizer state,
     allocated once, is left out) and of one inference pass, for each implementation."""
@@ -164,6 +243,11 @@ def main(argv: list[str] | None = None) -> None:
     train_t = best_times({k: r.train for k, r in runners.items()}, args.rounds, sync, args.clock)
     infer_t = best_times({k: r.infer for k, r in runners.items()}, args.rounds, sync, args.clock)
     train_rps = {k: args.batch_size * args.steps / t for k, t in train_t.items()}
+    fold_data = fold(args)
+    fits: dict[str, Callable[[], object]] = {"ours": functools.partial(fit_ours, args, device, fold_data),
+            "rtdl": functools.partial(fit_reference, args, device, fold_data)}
+    fit_t = best_times(fits, max(1, args.rounds // 2), sync, args.clock)
+    fit_rps = {k: args.fit_rows * args.fit_epochs / t for k, t in fit_t.items()}
     infer_rps = {k: args.infer_rows / t for k, t in infer_t.items()}
     params = {k: sum(p.numel() for p in r.model.parameters()) for k, r in runners.items()}
     del runners
@@ -180,6 +264,7 @@ def main(argv: list[str] | None = None) -> None:
           f"ffn_factor={c['ffn_factor']:.3g}, batch {args.batch_size} (inference {args.infer_batch_size})")
     rows: list[list[object]] = [
         ["train rows/s", train_rps["ours"], train_rps["rtdl"], train_rps["ours"] / train_rps["rtdl"]],
+        [f"fit rows/s ({args.fit_rows:,} rows)", fit_rps["ours"], fit_rps["rtdl"], fit_rps["ours"] / fit_rps["rtdl"]],
         ["inference rows/s", infer_rps["ours"], infer_rps["rtdl"], infer_rps["ours"] / infer_rps["rtdl"]],
         ["parameters", float(params["ours"]), float(params["rtdl"]), params["ours"] / params["rtdl"]],
     ]

@@ -8,6 +8,24 @@ from typing import Any
 import numpy as np
 
 
+def selection(task_type: str, y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """Only ``score`` and ``loss`` of :func:`score` (the same values), without scikit-learn's other
+    metrics: what a training loop needs from its validation part after every epoch."""
+    if task_type == "regression":
+        pred = np.asarray(pred, dtype=np.float64).reshape(-1)
+        if not np.isfinite(pred).all():
+            return {"score": -math.inf, "loss": math.inf}
+        mse = float(np.mean((pred - y) ** 2))
+        return {"score": -math.sqrt(mse), "loss": mse}
+    proba = np.asarray(pred, dtype=np.float64)
+    if not np.isfinite(proba).all():
+        return {"score": -math.inf, "loss": math.inf}
+    proba = np.clip(proba, 1e-15, 1.0)
+    proba = proba / proba.sum(axis=1, keepdims=True)
+    rows = np.arange(len(y))
+    return {"score": float(np.mean(proba.argmax(axis=1) == y)), "loss": float(-np.mean(np.log(proba[rows, y])))}
+
+
 def score(task_type: str, y: np.ndarray, pred: np.ndarray, n_classes: int) -> dict[str, float]:
     """Classification: ``pred`` is N × C probabilities. Regression: N predicted values.
 

@@ -89,10 +89,37 @@ def test_shipped_suites_give_each_name_one_source():
 
     seen: dict[str, tuple[str, str]] = {}
     for path in FILES:
-        if path.stem in ("dev", "dev-lite", "zoo", "claims"):
+        if path.stem in ("dev", "dev-lite", "zoo", "claims", "study", "study-lite"):
             continue
         for d in load_suite(path).datasets:
             name, source = dataset_label(d), source_of(d)
             if name in seen:
                 assert seen[name][0] == source, f"{name!r}: {seen[name]} and ({source}, {path.stem})"
             seen[name] = (source, path.stem)
+
+
+def test_the_study_reaches_above_ten_thousand_rows_on_every_large_dataset(shared_data: Path):
+    """suites/study.yaml and its lite profile: the 8 large and 8 dev datasets; the lite's largest size
+    is below every large dataset's training part (rows × (1 − 1/folds) × (1 − validation)), so that
+    each gives a point above 10,000 rows; the full study runs every registered model with TPE on one
+    budget, the lite a subset with one limit for all."""
+    from pipeline.models.registry import REGISTRY
+    from pipeline.report.claims import REFERENCE_ROWS
+
+    large = pd.read_csv(shared_data.parent / "openml-large" / "INDEX.csv")
+    dev = pd.read_csv(shared_data / "INDEX.csv")
+    full, lite = load_suite(SUITES / "study.yaml"), load_suite(SUITES / "study-lite.yaml")
+    for s in (full, lite):
+        assert {d.openml_id for d in s.datasets} == set(large.openml_dataset_id) | set(dev.openml_dataset_id)
+        assert all(isinstance(d, LocalFile) and Path(d.file).is_file() for d in s.datasets)
+    assert {256, 1024, 4096, 16384, 32768} <= set(full.protocol.sample_sizes)
+    assert len({m.name for m in full.models}) == len(full.models) and {m.name for m in full.models} == {
+        n for n, i in REGISTRY.items() if i.source == "attnbench"}
+    assert {(m.search, m.trials, m.time_budget_s) for m in full.models} == {("tpe", 30, 7200.0)}
+    assert {m.name for m in lite.models} < {m.name for m in full.models}
+    assert len({(m.trials, m.time_budget_s, m.trial_timeout_s) for m in lite.models}) == 1  # one limit for all
+    p = lite.protocol
+    top = max(s for s in p.sample_sizes if isinstance(s, int))
+    train_rows = large.n_rows * (1 - 1 / p.folds) * (1 - p.validation_fraction)
+    assert top > REFERENCE_ROWS and (train_rows > top).all(), train_rows.min()
+    assert "GPU-hours" in header(SUITES / "study.yaml") and "90 minutes" in header(SUITES / "study-lite.yaml")

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from pipeline.models.embeddings import FeatureTokenizer, check_io, make_position
-from pipeline.models.layers import CBAM1d, GatedSelfAttention1d, attention_maps, mean_attention
+from pipeline.models.layers import CBAM1d, Dropout, GatedSelfAttention1d, attention_maps, mean_attention
 
 INFO = {
     "name": "cbam_cnn",
@@ -60,7 +60,7 @@ class CBAMBackbone(nn.Module):
         for i in range(n_conv):
             layers += [nn.Conv1d(c_in if i == 0 else channels, channels, kernel_size, padding="same"),
                        nn.BatchNorm1d(channels), nn.ReLU(), CBAM1d(channels, reduction, spatial_kernel, channel=se),
-                       nn.Dropout(dropout)]
+                       Dropout(dropout)]
         self.layers = nn.Sequential(*layers)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -98,7 +98,7 @@ class CBAMCNN(nn.Module):
         self.backbone = CBAMBackbone(d_token, channels, n_conv, kernel_size, reduction, spatial_kernel,
                                      dropout, se=se)
         self.attn = GatedSelfAttention1d(channels)
-        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(2 * channels, d_out))
+        self.head = nn.Sequential(Dropout(dropout), nn.Linear(2 * channels, d_out))
 
     def forward(self, x_num: Tensor, x_cat: Tensor, return_attention: bool = False):
         x = self.position(self.tokenizer(x_num, x_cat))  # B × F × d_token

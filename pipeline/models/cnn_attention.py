@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from pipeline.models.embeddings import FeatureTokenizer, alibi_bias, check_io, make_position
-from pipeline.models.layers import MultiheadAttention, attention_maps, mean_attention
+from pipeline.models.layers import Dropout, MultiheadAttention, attention_maps, mean_attention
 
 INFO = {
     "name": "cnn_attention",
@@ -86,7 +86,7 @@ class CNNAttention(nn.Module):
         layers: list[nn.Module] = []
         for i in range(n_conv):
             layers += [nn.Conv1d(d_token if i == 0 else channels, channels, kernel_size, padding="same"),
-                       nn.BatchNorm1d(channels), nn.ReLU(), nn.Dropout(dropout)]
+                       nn.BatchNorm1d(channels), nn.ReLU(), Dropout(dropout)]
         self.convs = nn.Sequential(*layers)
         self.attn = MultiheadAttention(
             channels, n_heads, attention_dropout,
@@ -98,7 +98,7 @@ class CNNAttention(nn.Module):
         alibi = alibi_bias(n_heads, n_features) if position == "alibi" else None
         self.register_buffer("alibi", alibi, persistent=False)
         d_pooled = 2 * (d_attention if attention == "scaled_proj" else channels)
-        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(d_pooled, d_out))
+        self.head = nn.Sequential(Dropout(dropout), nn.Linear(d_pooled, d_out))
 
     def forward(self, x_num: Tensor, x_cat: Tensor, return_attention: bool = False):
         x = self.position(self.tokenizer(x_num, x_cat))  # B × F × d_token

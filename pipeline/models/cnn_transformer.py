@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from pipeline.models.cbam_cnn import CBAMBackbone
 from pipeline.models.embeddings import FeatureTokenizer, alibi_bias, check_io, make_position
-from pipeline.models.layers import TransformerBlock, attention_maps, mean_attention
+from pipeline.models.layers import Dropout, TransformerBlock, attention_maps, mean_attention
 
 INFO = {
     "name": "cnn_transformer",
@@ -95,7 +95,7 @@ class CNNTransformer(nn.Module):
         )
         alibi = alibi_bias(n_heads, n_features) if position == "alibi" else None
         self.register_buffer("alibi", alibi, persistent=False)  # h × F × F, or None
-        self.head = nn.Sequential(nn.LayerNorm(channels), nn.Dropout(dropout), nn.Linear(channels, d_out))
+        self.head = nn.Sequential(nn.LayerNorm(channels), Dropout(dropout), nn.Linear(channels, d_out))
 
     def forward(self, x_num: Tensor, x_cat: Tensor, return_attention: bool = False):
         x = self.position(self.tokenizer(x_num, x_cat))  # B × F × d_token

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from pipeline.models.embeddings import FeatureTokenizer, check_io
 from pipeline.models.layers import (
+    Dropout,
     MultiheadAttention,
     SqueezeExcitation,
     attention_maps,
@@ -72,7 +73,7 @@ class Block(nn.Module):
         super().__init__()
         self.attn = MultiheadAttention(d, n_heads, attention_dropout, block_size=block_size)
         self.se: nn.Module = SqueezeExcitation(d, se_reduction) if se_reduction else nn.Identity()  # 0: no SE
-        self.ffn = nn.Sequential(nn.Linear(d, d_bottleneck), nn.ReLU(), nn.Dropout(ffn_dropout),
+        self.ffn = nn.Sequential(nn.Linear(d, d_bottleneck), nn.ReLU(), Dropout(ffn_dropout),
                                  nn.Linear(d_bottleneck, d))
         self.norm = nn.LayerNorm(d)
 
@@ -133,7 +134,7 @@ class CrossAttentionSE(nn.Module):
         n_q, n_k = (self.n_cat, n_num) if self.cross else (n_features, n_features)
         mask = sparse_mask(n_q, n_k, sparsity, seed=mask_seed, block_size=block_size) if sparsity else None
         self.register_buffer("mask", mask, persistent=False)  # Tq × Tk, or None
-        self.head = nn.Sequential(nn.Flatten(), nn.Dropout(dropout), nn.Linear(n_features * d_token, d_out))
+        self.head = nn.Sequential(nn.Flatten(), Dropout(dropout), nn.Linear(n_features * d_token, d_out))
 
     def forward(self, x_num: Tensor, x_cat: Tensor, return_attention: bool = False):
         x = self.tokenizer(x_num, x_cat)  # B × F × d

@@ -18,6 +18,27 @@ from torch import Tensor, nn
 from pipeline.models.embeddings import apply_rope
 
 
+def apply_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
+    """Inverted dropout: each element kept with probability 1 − p and scaled by 1 / (1 − p).
+
+    The same law as ``F.dropout``; on the CPU the mask comes from ``rand_like(x) ≥ p`` built in place,
+    which with its backward takes about half the time of ``F.dropout`` there (whose Bernoulli sampling
+    dominated an FT-Transformer step: benchmarks/ft_transformer_vs_rtdl.py). Elsewhere ``F.dropout``.
+    """
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu" or p >= 1.0:
+        return F.dropout(x, p, training)
+    return x * torch.rand_like(x).ge_(p).mul_(1.0 / (1.0 - p))
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` through :func:`apply_dropout` (the models' every dropout layer)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return apply_dropout(x, self.p, self.training)
+
+
 def _masked(scores: Tensor, mask: Tensor | None) -> Tensor:
     if mask is None:
         return scores
@@ -44,8 +65,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None = None, dr
     if not need_weights and not (dropout > 0 and q.device.type == "cpu"):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale), None
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    w = _masked(q @ k.transpose(-2, -1) * scale, mask).softmax(-1)  # B × h × Tq × Tk
-    return F.dropout(w, dropout) @ v, w if need_weights else None
+    w = _masked((q * scale) @ k.transpose(-2, -1), mask).softmax(-1)  # B × h × Tq × Tk (q, the smaller, scaled)
+    return apply_dropout(w, dropout) @ v, w if need_weights else None
 
 
 def block_keys(n_q: int, n_k: int, block_size: int,
@@ -95,7 +116,7 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, block_size: int, *, mas
         m = torch.gather(full, -1, idx.expand(b, h, tq, bs))  # B × h × Tq × bs
         scores = _masked(scores, m if m.dtype == torch.bool else m.to(scores.dtype))
     w = scores.softmax(-1)  # B × h × Tq × bs
-    y = torch.einsum("bhqk,bhqkd->bhqd", F.dropout(w, dropout), v[..., idx, :])  # B × h × Tq × dh
+    y = torch.einsum("bhqk,bhqkd->bhqd", apply_dropout(w, dropout), v[..., idx, :])  # B × h × Tq × dh
     if not need_weights:
         return y, None
     dense = w.new_zeros(b, h, tq, tk).scatter_add_(-1, idx.expand(b, h, tq, bs), w)  # B × h × Tq × Tk
@@ -134,7 +155,7 @@ def _self_blockwise(q: Tensor, k: Tensor, v: Tensor, bs: int, mask: Tensor | Non
     # dominates (about 2× slower at bs = 16 on the CPU).
     scale = 1 / math.sqrt(dh) if scale is None else scale
     w = _masked(blocks(q) @ blocks(k).transpose(-2, -1) * scale, keep).softmax(-1)  # B × h × nb × bs × bs
-    y = F.dropout(w, dropout) @ blocks(v)  # B × h × nb × bs × dh
+    y = apply_dropout(w, dropout) @ blocks(v)  # B × h × nb × bs × dh
     y = y.reshape(b, h, nb * bs, dh)[:, :, :t]  # B × h × T × dh
     return y, w.reshape(b, h, nb * bs, bs)[:, :, :t] if need_weights else None
 
@@ -220,9 +241,9 @@ class TransformerBlock(nn.Module):
         self.attn = MultiheadAttention(d, n_heads, attention_dropout, rope=rope)
         self.norm2 = nn.LayerNorm(d)
         d_hidden = max(1, int(d * ffn_factor))
-        self.ffn = nn.Sequential(nn.Linear(d, d_hidden), nn.GELU(), nn.Dropout(ffn_dropout),
+        self.ffn = nn.Sequential(nn.Linear(d, d_hidden), nn.GELU(), Dropout(ffn_dropout),
                                  nn.Linear(d_hidden, d))
-        self.drop = nn.Dropout(residual_dropout)
+        self.drop = Dropout(residual_dropout)
 
     def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False, *,
                 n_query: int | None = None) -> tuple[Tensor, Tensor | None]:

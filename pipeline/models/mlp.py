@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from pipeline.models.layers import Dropout
+
 INFO = {
     "name": "mlp",
     "display_name": "MLP",
@@ -40,7 +42,7 @@ class MLP(nn.Module):
         d_in = n_num + d_embedding * len(cat_cardinalities)
         layers: list[nn.Module] = []
         for i in range(n_blocks):
-            layers += [nn.Linear(d_in if i == 0 else d_block, d_block), nn.ReLU(), nn.Dropout(dropout)]
+            layers += [nn.Linear(d_in if i == 0 else d_block, d_block), nn.ReLU(), Dropout(dropout)]
         self.blocks = nn.Sequential(*layers)
         self.head = nn.Linear(d_block, d_out)
 

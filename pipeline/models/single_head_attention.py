@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from pipeline.models.embeddings import FeatureTokenizer, LearnedPosition, check_io
-from pipeline.models.layers import MultiheadAttention, attention_maps, mean_attention
+from pipeline.models.layers import Dropout, MultiheadAttention, attention_maps, mean_attention
 
 INFO = {
     "name": "single_head_attention",
@@ -49,9 +49,9 @@ class Block(nn.Module):
         super().__init__()
         self.attn = MultiheadAttention(d, 1, attention_dropout, bias=False)
         self.norm1 = nn.LayerNorm(d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Dropout(dropout), nn.Linear(4 * d, d))
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), Dropout(dropout), nn.Linear(4 * d, d))
         self.norm2 = nn.LayerNorm(d)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool) -> tuple[Tensor, Tensor | None]:
         a, w = self.attn(x, mask=mask, need_weights=need_weights)
@@ -86,7 +86,7 @@ class SingleHeadAttention(nn.Module):
                                           num_embedding=num_embedding, cat_embedding=cat_embedding)
         self.position = LearnedPosition(n_num + len(cat_cardinalities), d_token)
         self.blocks = nn.ModuleList(Block(d_token, attention_dropout, dropout) for _ in range(n_blocks))
-        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(d_token, d_out))
+        self.head = nn.Sequential(Dropout(dropout), nn.Linear(d_token, d_out))
 
     def _valid(self, x_num: Tensor, x_cat: Tensor) -> Tensor | None:
         """B × F, True for tokens that count; None when nothing is masked."""

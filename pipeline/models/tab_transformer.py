@@ -21,7 +21,7 @@ from pipeline.models.embeddings import (
     SharedCategoricalEmbedding,
     check_io,
 )
-from pipeline.models.layers import TransformerBlock, attention_maps, mean_attention
+from pipeline.models.layers import Dropout, TransformerBlock, attention_maps, mean_attention
 
 INFO = {
     "name": "tab_transformer",
@@ -94,7 +94,7 @@ class TabTransformer(nn.Module):
         layers: list[nn.Module] = []
         d_in = n_num + self.n_cat * d_token
         for i in range(n_mlp_blocks):
-            layers += [nn.Linear(d_in if i == 0 else d_block, d_block), nn.ReLU(), nn.Dropout(dropout)]
+            layers += [nn.Linear(d_in if i == 0 else d_block, d_block), nn.ReLU(), Dropout(dropout)]
         self.mlp = nn.Sequential(*layers, nn.Linear(d_block, d_out))
 
     def forward(self, x_num: Tensor, x_cat: Tensor, return_attention: bool = False):

@@ -41,6 +41,7 @@ class Claim:
     coverage: str = ""
     why: str = ""  # one sentence on the verdict
     cells: list[str] = field(default_factory=list)
+    above: Claim | None = None  # claim 1's second half (at or above REFERENCE_ROWS), with its own verdict
 
 
 def decide(low: float, high: float, n: int, *, null: float = 0.0, min_n: int = MIN_PAIRS) -> str:
@@ -140,38 +141,60 @@ def _why(c: Claim, what: str) -> str:
 
 # ----------------------------------------------------------------------------------------- claims
 def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
-    """Claim 1 below REFERENCE_ROWS: the best boosting model beats the best attention model."""
+    """Claim 1, in two halves with a verdict each. Below REFERENCE_ROWS: the share of (dataset, size)
+    points where the best boosting model beats the best attention model (supported above 50%). At or
+    above: the same share (ties count half), now expected *not* to favour boosting: the half is
+    contradicted when its interval lies above 50% (boosting still wins), supported when below (attention
+    wins), not enough data when it straddles an even match. The claim is supported when both halves
+    are, contradicted when either is, and not enough data otherwise; its ``above`` holds the second half."""
     c = Claim("sample_size", f"Gradient boosting wins below about {REFERENCE_ROWS:,} training rows; attention models "
-              "catch up above.", f"share of (dataset, size) points below {REFERENCE_ROWS:,} rows where the best "
-              "boosting model beats the best attention model (50% = an even match)", share=True)
+              "catch up above.", f"share of (dataset, size) points where the best boosting model beats the best "
+              f"attention model, below {REFERENCE_ROWS:,} training rows and at or above (50% = an even match)",
+              share=True)
+    up = Claim("sample_size_above", f"At or above {REFERENCE_ROWS:,} training rows attention models catch up.",
+               c.measure, share=True)
+    c.above = up
     att = [m for m, k in kinds.items() if k == "attention"]
     gb = [m for m, k in kinds.items() if k == "boosting"]
     wide = curves.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
-    n_train = curves.groupby(["suite", "dataset", "sample_size"]).n_train.mean()
     if not att or not gb or wide.empty:
         c.coverage, c.why = "needs an attention and a boosting model", "No comparison in these results."
+        up.coverage, up.why = c.coverage, c.why
         return c
+    n_train = curves.groupby(["suite", "dataset", "sample_size"]).n_train.mean().reindex(wide.index)
     a, b = wide[[m for m in att if m in wide]].max(axis=1), wide[[m for m in gb if m in wide]].max(axis=1)
     both = a.notna() & b.notna()
-    below = both & (n_train.reindex(wide.index) < REFERENCE_ROWS)
-    above = both & ~below
-    wins = float((b[below] > a[below]).sum() + 0.5 * (b[below] == a[below]).sum())
-    n = int(below.sum())
-    low, high = wilson(wins, n)
-    c.effect, c.low, c.high, c.n = (wins / n if n else float("nan")), low, high, n
-    c.verdict = decide(low, high, n, null=0.5)
-    c.coverage = (f"{n} points below {REFERENCE_ROWS:,} rows on {wide[below].index.get_level_values(1).nunique()} "
-                  f"datasets; {int(above.sum())} at or above")
-    if n == 0:
-        c.why = f"No dataset was run below {REFERENCE_ROWS:,} rows with both kinds of model."
-    elif c.verdict == THIN:
-        c.why = (f"Boosting won {wins:g} of {n} ({c.effect:.0%}); the 95% interval {low:.0%}–{high:.0%} includes "
-                 "an even match." if n >= MIN_PAIRS else f"Only {n} points.")
-    else:
-        c.why = f"Boosting won {wins:g} of {n} ({c.effect:.0%}, 95% interval {low:.0%}–{high:.0%})."
-    if above.any():
-        caught = int((a[above] >= b[above]).sum())
-        c.why += f" At or above {REFERENCE_ROWS:,} rows attention matched or beat boosting at {caught} of {int(above.sum())}."
+    below = both & (n_train < REFERENCE_ROWS)
+    above = both & (n_train >= REFERENCE_ROWS)
+    for half, mask in ((c, below), (up, above)):
+        wins = float((b[mask] > a[mask]).sum() + 0.5 * (b[mask] == a[mask]).sum())  # a tie is half a win
+        n = int(mask.sum())
+        low, high = wilson(wins, n)
+        half.effect, half.low, half.high, half.n = (wins / n if n else float("nan")), low, high, n
+        rows = n_train[mask]
+        span = f", {rows.min():,.0f}-{rows.max():,.0f} rows" if n else ""
+        half.coverage = f"{n} points on {wide[mask].index.get_level_values(1).nunique()} datasets{span}"
+        where = f"below {REFERENCE_ROWS:,}" if half is c else f"at or above {REFERENCE_ROWS:,}"
+        if n == 0:
+            half.why = f"No dataset was run {where} training rows with both kinds of model."
+        elif n < MIN_PAIRS:
+            half.why = f"Only {n} points {where} rows."
+        else:
+            half.why = (f"{where[0].upper()}{where[1:]} rows boosting won {wins:g} of {n} ({half.effect:.0%}, 95% "
+                        f"interval {low:.0%}-{high:.0%})")
+    c.verdict = decide(c.low, c.high, c.n, null=0.5)
+    v = decide(up.low, up.high, up.n, null=0.5)  # boosting still winning above contradicts "catch up"
+    up.verdict = {SUPPORTED: CONTRADICTED, CONTRADICTED: SUPPORTED}.get(v, THIN)
+    if c.n >= MIN_PAIRS:
+        c.why += {SUPPORTED: ": supported.", CONTRADICTED: ": contradicted.", THIN: ", an even match is inside it."}[c.verdict]
+    if up.n >= MIN_PAIRS:
+        up.why += {SUPPORTED: ": attention caught up.", CONTRADICTED: ": boosting still wins there.",
+                   THIN: ", an even match is inside it."}[up.verdict]
+    halves = (c.verdict, up.verdict)
+    verdict = CONTRADICTED if CONTRADICTED in halves else SUPPORTED if halves == (SUPPORTED, SUPPORTED) else THIN
+    c.why = f"{c.why} {up.why}"
+    c.coverage = f"below {REFERENCE_ROWS:,} rows: {c.coverage}; at or above: {up.coverage}"
+    c.verdict = verdict
     return c
 
 
@@ -263,6 +286,12 @@ def verdicts(curves: pd.DataFrame, cells: pd.DataFrame, attention: pd.DataFrame,
 
 
 def effect_text(c: Claim) -> str:
+    if c.above is not None:
+        return f"below: {_effect(c)}; at or above: {_effect(c.above)}"
+    return _effect(c)
+
+
+def _effect(c: Claim) -> str:
     if not c.n:
         return "—"
     if c.share:

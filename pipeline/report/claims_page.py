@@ -23,12 +23,24 @@ def page_claims(data: ReportData) -> Page:
                                 data.configured, data.attention, data.datasets, data.kinds)
     rows = [[cell(i + 1), cell(c.statement), cell(c.verdict, VERDICT_CLASS[c.verdict]),
              cell(claims_mod.effect_text(c)),
-             cell(c.n), cell(c.coverage)] for i, c in enumerate(found)]
+             cell(c.n + (c.above.n if c.above else 0)), cell(c.coverage)] for i, c in enumerate(found)]
     p.add(table(["#", "claim", "verdict", "effect [95% interval]", "comparisons", "coverage"], rows, "table-claims"))
     for i, c in enumerate(found):
         p.h2(f"{i + 1}. {c.statement}", f"claim-{c.key}")
         p.add(f'<p id="verdict-{esc(c.key)}"><strong>{esc(c.verdict)}</strong>: {esc(c.why)}</p>')
         p.add(note(f"Effect: {c.measure}. Coverage: {c.coverage}."))
+        if c.above is not None:  # claim 1: each half's own verdict
+            below = claims_mod.Claim(c.key, "", c.measure, share=True, verdict=c.verdict, effect=c.effect,
+                                     low=c.low, high=c.high, n=c.n)
+            halves = [[cell(f"below {claims_mod.REFERENCE_ROWS:,} rows: boosting wins"),
+                       cell(claims_mod.decide(c.low, c.high, c.n, null=0.5),
+                            VERDICT_CLASS[claims_mod.decide(c.low, c.high, c.n, null=0.5)]),
+                       cell(claims_mod.effect_text(below)), cell(c.n)],
+                      [cell(f"at or above {claims_mod.REFERENCE_ROWS:,} rows: attention catches up"),
+                       cell(c.above.verdict, VERDICT_CLASS[c.above.verdict]),
+                       cell(claims_mod.effect_text(c.above)), cell(c.above.n)]]
+            p.add(table(["half", "verdict", "boosting wins [95% interval]", "points"], halves,
+                        f"table-claim-{c.key}-halves"))
         if c.cells:
             ids = ", ".join(f"'{x}'" for x in c.cells[:200])
             p.add(f"<details><summary>{len(c.cells)} cells behind it, and the query that lists them</summary>"

@@ -3,7 +3,8 @@
 Recipe: AdamW (no decay on biases, norms and embeddings), linear warmup then cosine decay, gradient
 clipping by global norm, mixed precision on GPU (bf16 where supported, else fp16 with a scaler),
 early stopping on validation loss with the best weights restored, seeded batch order. A loss that
-stops being finite raises :class:`Diverged`. ``max_seconds`` is checked after every step: past it,
+stops being finite raises :class:`Diverged` at the end of its epoch (losses are summed on the device,
+so that no step waits for the host). ``max_seconds`` is checked after every step: past it,
 training stops and keeps its best finished epoch, or raises :class:`TimeLimit` when none finished.
 
 Ensembles in one module (TabM): a model whose output is N × k × d_out makes k predictions per row;
@@ -14,7 +15,6 @@ epoch draws k row orders and the model gets N × k × features inputs.
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from collections.abc import Callable
@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipeline.data.preprocess import FoldData, Part
-from pipeline.metrics import score
+from pipeline.metrics import selection
 from pipeline.train.recipe import Recipe
 
 __all__ = ["Diverged", "Recipe", "TrainResult", "predict", "to_tensors", "train", "warmup_cosine"]
@@ -99,12 +99,13 @@ def to_tensors(part: Part, device: torch.device) -> tuple[torch.Tensor, torch.Te
             torch.as_tensor(part.x_cat, dtype=torch.long, device=device))
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict(model: nn.Module, data: FoldData, part: Part, device: torch.device,
-            batch_size: int = 4096) -> np.ndarray:
-    """Probabilities (N × C), or values in the target's original units (N)."""
+            batch_size: int = 4096, tensors: tuple[torch.Tensor, torch.Tensor] | None = None) -> np.ndarray:
+    """Probabilities (N × C), or values in the target's original units (N). ``tensors``: the part's
+    inputs already on ``device`` (the training loop converts its validation part once)."""
     model.eval()
-    x_num, x_cat = to_tensors(part, device)
+    x_num, x_cat = tensors if tensors is not None else to_tensors(part, device)
     outs = [model(x_num[i:i + batch_size], x_cat[i:i + batch_size]).float() for i in range(0, len(part), batch_size)]
     out = torch.cat(outs) if outs else torch.empty(0, data.d_out, device=device)
     if data.task_type == "regression":
@@ -153,11 +154,16 @@ def train(
     rank, world = shard
     batch = effective_batch_size(recipe.batch_size, n)
     steps_per_epoch = max(1, math.ceil(n / batch))
-    opt = torch.optim.AdamW(_param_groups(model, recipe.weight_decay), lr=recipe.lr)
+    # The fused kernel (one call for all parameters, CPU or CUDA) is the same AdamW update as the loop.
+    opt = torch.optim.AdamW(_param_groups(model, recipe.weight_decay), lr=recipe.lr,
+                            fused=device.type in ("cpu", "cuda"))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps_per_epoch * recipe.max_epochs, recipe.warmup_frac))
     amp = _amp_dtype(recipe, device)
     scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16)
-    best_loss, best_state, best_epoch, bad = math.inf, copy.deepcopy(model.state_dict()), 0, 0
+    # The best weights go into buffers allocated once (copy_ on improvement, no new tensors each time).
+    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    best_loss, best_epoch, bad = math.inf, 0, 0
+    valid_inputs = to_tensors(data.valid, device)  # converted once, not after every epoch
     curve: list[dict[str, float]] = []
     t0 = time.perf_counter()
     stop = "max_epochs"
@@ -167,7 +173,7 @@ def train(
         net.train()
         order = torch.as_tensor(np.stack([rng.permutation(n) for _ in range(members)], axis=1) if members
                                 else rng.permutation(n), device=device)  # N, or N × k
-        train_loss, seen = 0.0, 0
+        train_loss, seen = torch.zeros((), device=device), 0  # summed on the device: no host sync per step
         for step in range(steps_per_epoch):
             idx = order[step * batch:(step + 1) * batch][rank::world]
             if len(idx) < 2 and n >= 2:  # a one-row batch gives no useful gradient (and breaks norms)
@@ -175,8 +181,6 @@ def train(
             with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
                 out = net(x_num[idx], x_cat[idx])
             loss = _loss(out, y[idx], data.task_type)
-            if not torch.isfinite(loss):
-                raise Diverged(f"training loss became {loss.item()} at epoch {epoch}, step {step}")
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.unscale_(opt)
@@ -185,7 +189,7 @@ def train(
             scaler.step(opt)
             scaler.update()
             sched.step()
-            train_loss += loss.item() * len(idx)
+            train_loss += loss.detach() * len(idx)
             seen += len(idx)
             if time.perf_counter() - t0 > recipe.max_seconds:  # the limit holds inside an epoch too
                 if not curve:
@@ -195,13 +199,17 @@ def train(
                 break
         if stop == "time_limit":
             break
-        val = score(data.task_type, data.valid.y, predict(model, data, data.valid, device), data.n_classes)
-        point: dict[str, float] = {"epoch": epoch, "train_loss": train_loss / max(seen, 1), "val_loss": val["loss"],
+        mean_loss = float(train_loss) / max(seen, 1)  # the epoch's one sync
+        if not math.isfinite(mean_loss):  # a step's loss was NaN or infinite (the weights are spoiled)
+            raise Diverged(f"training loss became {mean_loss} during epoch {epoch}")
+        val = selection(data.task_type, data.valid.y, predict(model, data, data.valid, device, tensors=valid_inputs))
+        point: dict[str, float] = {"epoch": epoch, "train_loss": mean_loss, "val_loss": val["loss"],
                  "val_score": val["score"], "lr": float(sched.get_last_lr()[0]), "seconds": time.perf_counter() - t0}
         curve.append(point)
         if val["loss"] < best_loss - 1e-7:
             best_loss, best_epoch, bad = val["loss"], epoch, 0
-            best_state = copy.deepcopy(model.state_dict())
+            for k, v in model.state_dict().items():
+                best_state[k].copy_(v)
         else:
             bad += 1
         if on_epoch and on_epoch(point) is False:  # ASHA's rung: below the cut, stop and keep the best

@@ -88,15 +88,23 @@ def wine():
 
 # -------------------------------------------------------------------------------- a. real data
 @pytest.mark.parametrize("name", TORCH_MODELS)
-def test_beats_majority_class_on_credit_g(name, credit_g):
-    # Measured (seed 0): accuracy 0.737 (cbam_cnn) to 0.787 (single_head_attention) against 0.700. The
-    # margin is thin on credit-g at this size: on another split (seed 1) two models landed on 0.700.
+def test_learns_credit_g(name, credit_g):
+    # Accuracy against the majority class (0.700) is too thin a margin on credit-g: one dropout draw
+    # moves a model onto 0.700. Ranking and calibration are steadier. Measured (seeds 0 and 1): ROC AUC
+    # 0.754 (cnn_transformer, seed 0) to 0.850; log-loss 0.441 to 0.560 against the class prior's 0.611.
+    from sklearn.metrics import log_loss, roc_auc_score
+
     x_train, x_test, y_train, y_test = credit_g
     clf = TabularClassifier(name, random_state=0, max_epochs=15, patience=4, lr=2e-3, **SMALL.get(name, {}))
     clf.fit(x_train, y_train)
-    majority = float((y_test == y_train.mode()[0]).mean())
-    accuracy = clf.score(x_test, y_test)
-    assert accuracy > majority, f"{name}: held-out accuracy {accuracy:.3f} <= majority class {majority:.3f}"
+    proba = clf.predict_proba(x_test)
+    good = list(clf.classes_).index("good")
+    auc = roc_auc_score(y_test == "good", proba[:, good])
+    prior = y_train.value_counts(normalize=True).reindex(clf.classes_).to_numpy()
+    loss, prior_loss = log_loss(y_test, proba, labels=clf.classes_), log_loss(y_test, np.tile(prior, (len(y_test), 1)),
+                                                                               labels=clf.classes_)
+    assert auc > 0.70, f"{name}: held-out ROC AUC {auc:.3f}"
+    assert loss < prior_loss, f"{name}: held-out log-loss {loss:.3f} >= the class prior's {prior_loss:.3f}"
 
 
 @pytest.mark.parametrize("name", TORCH_MODELS)

@@ -46,15 +46,33 @@ def test_ablation_verdicts_supported_contradicted_and_thin():
     assert nothing.verdict == claims.THIN and nothing.n == 0
 
 
-def test_sample_size_claim_counts_points_below_the_reference():
-    curves = pd.DataFrame([
+def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000) -> pd.DataFrame:
+    return pd.DataFrame([
         {"suite": "s", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v}
-        for i in range(6) for size, n in (("512", 512), ("all", 20_000))
-        for m, v in (("xgboost", 0.90 if n < 10_000 else 0.80), ("ft_transformer", 0.85))])
-    c = claims.claim_sample_size(curves, {"xgboost": "boosting", "ft_transformer": "attention"})
+        for i in range(6) for size, n in (("512", 512), ("all", n_above))
+        for m, v in (("xgboost", 0.90 if n < 10_000 else above_xgb), ("ft_transformer", 0.85 if n < 10_000 else above_ft))])
+
+
+KINDS = {"xgboost": "boosting", "ft_transformer": "attention"}
+
+
+def test_sample_size_claim_has_a_verdict_below_and_above_the_reference():
+    c = claims.claim_sample_size(_curves(0.80), KINDS)  # boosting wins all 6 below, attention all 6 above
     assert c.verdict == claims.SUPPORTED and c.n == 6 and c.effect == 1.0 and c.low > 0.5  # Wilson 6/6: 61%
-    assert "attention matched or beat boosting at 6 of 6" in c.why
-    assert claims.effect_text(c).startswith("100% [61%")
+    assert c.above.verdict == claims.SUPPORTED and c.above.n == 6 and c.above.effect == 0.0 and c.above.high < 0.5
+    assert "At or above 10,000 rows boosting won 0 of 6" in c.why and "20,000-20,000 rows" in c.coverage
+    assert claims.effect_text(c).startswith("below: 100% [61%") and "at or above: 0% [0%" in claims.effect_text(c)
+
+    still = claims.claim_sample_size(_curves(0.95), KINDS)  # boosting still wins above: the claim is contradicted
+    assert still.above.verdict == claims.CONTRADICTED and still.verdict == claims.CONTRADICTED
+    assert "boosting still wins there" in still.why
+
+    tied = claims.claim_sample_size(_curves(0.85), KINDS)  # ties above count half: 3 of 6, an even match
+    assert tied.above.effect == 0.5 and tied.above.verdict == claims.THIN and tied.verdict == claims.THIN
+
+    small = claims.claim_sample_size(_curves(0.80, n_above=5_000), KINDS)  # nothing reaches 10,000 rows
+    assert small.above.n == 0 and small.verdict == claims.THIN and small.n == 12
+    assert "No dataset was run at or above 10,000 training rows" in small.why
 
 
 def test_attention_map_claim_reads_the_synthetic_tasks_informative_features():
