@@ -1,16 +1,19 @@
 """How attnbench's costs grow with the size of what it handles: each cost measured at several sizes,
 with its growth exponent (the slope of log cost against log size; 1 = in proportion, 2 = quadratic).
 
-Measured so far (issue 22 adds the cells case: 100 to 10,000 tiny fits through the engine):
+Measured:
   * ``rows``: a synthetic dataset of 1,000 to 1,000,000 rows (16 numeric and 2 categorical features):
     ingest and split storage into a fresh results file (seconds, file MB), one fold's arrays built on
     the driver (seconds, MB), and the process's peak memory above its start (MB).
+  * ``cells``: a suite of 100 to 10,000 cells of tiny fits (a two-tree random forest on 200 synthetic
+    rows) run by the engine on a local Ray of 2 CPUs into a fresh results file: the run's seconds, the
+    driver's peak memory above its start (MB; the trial workers are other processes) and the file's MB.
   * ``report``: a results file of 1,000 to 20,000 result rows (each with three trials), the report
     written from it (seconds).
 Each size runs in a process of its own, so that its peak memory is its own.
 
-    python benchmarks/scale.py             # up to 1,000,000 rows and 20,000 result rows
-    python benchmarks/scale.py --quick     # up to 100,000 rows and 4,000 result rows
+    python benchmarks/scale.py             # up to 1,000,000 rows, 10,000 cells and 20,000 result rows
+    python benchmarks/scale.py --quick     # up to 100,000 rows, 1,000 cells and 4,000 result rows
 """
 
 from __future__ import annotations
@@ -62,6 +65,31 @@ def rows_case(n: int, out: Any) -> None:
         fold_mb = sum(a.nbytes for p in (fold.train, fold.valid, fold.test) for a in (p.x_num, p.x_cat, p.y)) / 2**20
     out.put({"ingest_s": t_ingest, "file_mb": size_mb, "fold_s": t_fold, "fold_mb": fold_mb,
              "peak_mb": _peak_mb() - base})
+
+
+CELLS_PER_DATASET = 500  # 50 labelled model entries × 10 folds
+
+
+def cells_case(n: int, out: Any) -> None:
+    from pipeline import runner
+    from pipeline.spec import parse_suite
+
+    n_datasets = max(1, n // CELLS_PER_DATASET)
+    n_models = max(1, min(50, n // 10))
+    suite = parse_suite({
+        "name": "scale-cells", "seed": 0,
+        "datasets": [{"synthetic": "additive", "n_rows": 200, "n_noise": 2, "seed": i} for i in range(n_datasets)],
+        "protocol": {"folds": 10},
+        "models": [{"name": "random_forest", "label": f"rf-{i}", "trials": 1,
+                    "fixed": {"n_estimators": 2, "max_depth": 2}} for i in range(n_models)]})
+    base = _peak_mb()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "r.duckdb"
+        t0 = time.perf_counter()
+        summary = runner.run(suite, db, num_cpus=2, progress=lambda _line: None, predictions=False)
+        seconds = time.perf_counter() - t0
+        out.put({"cells": summary.n_done, "failed": summary.n_failed, "run_s": seconds,
+                 "driver_mb": _peak_mb() - base, "file_mb": db.stat().st_size / 2**20})
 
 
 def report_case(n: int, out: Any) -> None:
@@ -130,12 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = [1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
     report = [1_000, 2_000, 4_000] if args.quick else [1_000, 5_000, 20_000]
-    figures: dict[str, Any] = {"rows": {}, "report": {}}
+    cells = [100, 300, 1_000] if args.quick else [100, 1_000, 10_000]
+    figures: dict[str, Any] = {"rows": {}, "cells": {}, "report": {}}
     print(f"{'rows':>10} {'ingest s':>9} {'file MB':>8} {'fold s':>7} {'fold MB':>8} {'peak MB':>8}")
     for n in rows:
         r = figures["rows"][n] = run(rows_case, n)
         print(f"{n:>10,} {r['ingest_s']:>9.2f} {r['file_mb']:>8.1f} {r['fold_s']:>7.2f} {r['fold_mb']:>8.1f} "
               f"{r['peak_mb']:>8.0f}")
+    print(f"\n{'cells':>10} {'run s':>9} {'driver MB':>10} {'file MB':>8}")
+    for n in cells:
+        r = figures["cells"][n] = run(cells_case, n)
+        print(f"{r['cells']:>10,} {r['run_s']:>9.1f} {r['driver_mb']:>10.0f} {r['file_mb']:>8.1f}"
+              + (f"  ({r['failed']} failed)" if r["failed"] else ""))
     print(f"\n{'results':>10} {'report s':>9}")
     for n in report:
         r = figures["report"][n] = run(report_case, n)
@@ -145,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     for key in ("ingest_s", "file_mb", "fold_s", "fold_mb", "peak_mb"):
         ys = [figures["rows"][n][key] for n in rows]
         print(f"  rows → {key:<9} {exponent(xs, ys):5.2f}")
+    xc = [float(figures["cells"][n]["cells"]) for n in cells]
+    for key in ("run_s", "driver_mb", "file_mb"):
+        print(f"  cells → {key:<9} {exponent(xc, [figures['cells'][n][key] for n in cells]):5.2f}")
     xr = [float(figures["report"][n]["rows"]) for n in report]
     print(f"  result rows → report_s {exponent(xr, [figures['report'][n]['report_s'] for n in report]):5.2f}")
     if args.json:
