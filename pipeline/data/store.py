@@ -327,18 +327,24 @@ class Store:
                                 f"({', '.join('?' * len(tcols))})",
                                 [[_jsonable(v) for v in stored(t).values()] for t in trials])
                 _put_predictions(con, trials)
-            for res, attention in cells:
-                con.execute("DELETE FROM trials WHERE cell_id = ? AND coalesce(cell_attempt, 0) < ?",
-                            [res.cell_id, res.attempts])
-                con.execute("DELETE FROM predictions WHERE cell_id = ? AND trial_id NOT IN "
-                            "(SELECT trial_id FROM trials WHERE cell_id = ?)", [res.cell_id, res.cell_id])
-                con.execute(f"INSERT OR REPLACE INTO results ({', '.join(rcols)}) VALUES "
-                            f"({', '.join('?' * len(rcols))})", [_jsonable(v) for v in stored(res).values()])
-                con.execute("DELETE FROM attention_maps WHERE cell_id = ?", [res.cell_id])
-                if attention is not None:
-                    con.execute("INSERT INTO attention_maps VALUES (?, ?, ?, ?, ?)", [
-                        res.cell_id, res.dataset, res.model, json.dumps(attention["features"]),
-                        json.dumps(_clean(attention["map"]))])
+            if cells:
+                # Set-based, one statement per table for the whole batch: a statement per cell scanned
+                # the trials table once per cell (quadratic in a run's cells; benchmarks/scale.py).
+                con.register("done_df", pd.DataFrame({"cell_id": [r.cell_id for r, _ in cells],
+                                                      "attempts": [r.attempts for r, _ in cells]}))
+                con.execute("DELETE FROM trials USING done_df WHERE trials.cell_id = done_df.cell_id "
+                            "AND coalesce(trials.cell_attempt, 0) < done_df.attempts")
+                con.execute("DELETE FROM predictions WHERE cell_id IN (SELECT cell_id FROM done_df) AND trial_id NOT IN "
+                            "(SELECT trial_id FROM trials WHERE cell_id IN (SELECT cell_id FROM done_df))")
+                con.executemany(f"INSERT OR REPLACE INTO results ({', '.join(rcols)}) VALUES "
+                                f"({', '.join('?' * len(rcols))})",
+                                [[_jsonable(v) for v in stored(res).values()] for res, _ in cells])
+                con.execute("DELETE FROM attention_maps WHERE cell_id IN (SELECT cell_id FROM done_df)")
+                maps = [[res.cell_id, res.dataset, res.model, json.dumps(a["features"]), json.dumps(_clean(a["map"]))]
+                        for res, a in cells if a is not None]
+                if maps:
+                    con.executemany("INSERT INTO attention_maps VALUES (?, ?, ?, ?, ?)", maps)
+                con.unregister("done_df")
             if run:
                 _put_run(con, run)
 
