@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import AttnbenchError
+from pipeline.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from pipeline.spec import SuiteSpec
@@ -358,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        return int(args.func(args))
+        with sigterm_as_interrupt():  # from the first line to the last, not only while cells run
+            return int(args.func(args))
     except AttnbenchError as err:
         print(f"attnbench: error: {err}", file=sys.stderr)
         return 2

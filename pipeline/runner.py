@@ -9,16 +9,13 @@ committed trials. The engine (``pipeline.engine``) runs the trials of all cells 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import platform
-import signal
 import subprocess
 import sys
-import threading
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -40,6 +37,7 @@ from pipeline.data.schema import PLAN_COLUMNS, REFERENCE_COLUMNS
 from pipeline.data.store import Store
 from pipeline.data.views import install as install_views
 from pipeline.errors import AttnbenchError
+from pipeline.interrupts import keep_sigterm_handler, sigterm_as_interrupt
 from pipeline.records import MODEL_FAILURES, CellResult
 from pipeline.spec import SuiteSpec, dataset_label
 
@@ -237,14 +235,16 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
                                   "logging_level": logging.WARNING}
         if address:
             try:
-                ray.init(address=address, **{k: v for k, v in kwargs.items() if k != "include_dashboard"})
+                with keep_sigterm_handler():
+                    ray.init(address=address, **{k: v for k, v in kwargs.items() if k != "include_dashboard"})
             except (ConnectionError, TimeoutError, ValueError) as err:
                 raise AttnbenchError(f"--address {address}: could not join the Ray cluster "
                                      f"({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
         else:
             # "local" starts our own Ray even when another cluster runs on this machine; without it
             # ray.init() would join that one.
-            ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
+            with keep_sigterm_handler():
+                ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
     for name in ("ray.tune", "ray.train", "ray.air"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # With the file loggers off, Tune warns that it cannot re-read trial files; results come from memory.
@@ -275,23 +275,6 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
                               n_features=int(ds.features.shape[1]), label=_describe(cell),
                               prior=prior.get(cell.cell_id, []), predictions=predictions))
     return plans
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (``ray job stop``, a scheduler, ``kill``) stops a run the way Ctrl-C does."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: bool = False,

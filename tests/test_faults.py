@@ -206,7 +206,8 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
     """SIGKILL the driver after its first cell commits; the same command then runs only what is missing."""
     n_cells = 5
     suite = {**BASE, "datasets": [{"sklearn": "wine"}], "protocol": {"folds": n_cells},
-             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 30, "patience": 30, "d_block": 32}}]}
+             # 400 epochs (about a second a trial): the test must see a commit before the last one
+             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 400, "patience": 400, "d_block": 32}}]}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
     db = tmp_path / "r.duckdb"
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report",
@@ -345,9 +346,9 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
     to the resumed run. A third run completes the rest, each cell once, each search with exactly its
     trials (the interrupted trials run again, the committed ones do not)."""
     suite = {**BASE, "datasets": [{"sklearn": "wine"}],
-             "protocol": {"folds": 4, "sample_sizes": [48, "all"]},
-             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 50, "patience": 50, "d_block": 64}}]}
-    n_cells = 8
+             "protocol": {"folds": 4, "sample_sizes": [32, 64, "all"]},
+             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 150, "patience": 150, "d_block": 64}}]}
+    n_cells = 12
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
     db, code_file = tmp_path / "r.duckdb", tmp_path / "exit"
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report",
@@ -368,7 +369,7 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
 
     try:
         deadline = time.monotonic() + 180
-        while "[2/8]" not in screen():
+        while f"[2/{n_cells}]" not in screen():
             assert not code_file.exists() and time.monotonic() < deadline, screen()
             time.sleep(0.2)
         subprocess.run([*tmux, "send-keys", "-t", "run", "C-c"], check=True)
@@ -390,7 +391,9 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
         return len(res)
 
     first = check_clean("interrupted")
-    assert 2 <= first < n_cells
+    # Cells that finish while the interrupt is handled are kept; the SIGTERM below needs two or more
+    # cells left to land between them.
+    assert 2 <= first <= n_cells - 3, first
 
     term = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 180
@@ -410,3 +413,31 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
     assert check_clean("finished") == n_cells
     trials = Store(db).query("SELECT cell_id, count(*) AS n, count(DISTINCT suggestion) AS s FROM trials GROUP BY 1")
     assert (trials.n == 2).all() and (trials.s == 2).all(), trials
+
+
+def test_sigterm_after_ray_started_is_an_interrupt_not_exit_status_15(tmp_path: Path):
+    """ray.init installs a SIGTERM handler that exits with status 15; a command that turned SIGTERM into
+    an interrupt keeps it past the start of Ray (a SIGTERM while the report is written is still an
+    interrupt, exit 130, with its message)."""
+    code = (
+        "import os, signal, time\n"
+        "from pipeline.interrupts import sigterm_as_interrupt\n"
+        "from pipeline.runner import start_ray\n"
+        "with sigterm_as_interrupt():\n"
+        "    start_ray(None, 1, 0)\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(30)\n"
+        "    except KeyboardInterrupt as err:\n"
+        "        print('interrupted by', err)\n"
+        "        raise SystemExit(130)\n"
+    )
+    env = {**os.environ, "RAY_TMPDIR": f"/tmp/abt-{os.getpid()}"}  # Ray's socket paths stay under 108 bytes
+    env.pop("RAY_ADDRESS", None)
+    try:
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    assert done.returncode == 130, done.stdout + done.stderr[-2000:]
+    assert "interrupted by signal 15" in done.stdout
