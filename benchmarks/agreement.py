@@ -8,6 +8,7 @@ our mean ± std over folds beside each published figure, the difference, and the
     python benchmarks/agreement.py --quick --db /tmp/agreement.duckdb      # 3 folds, a few trials
     python benchmarks/agreement.py --db agreement.duckdb                   # 10 folds, 8-20 trials
     python benchmarks/agreement.py --quick --groups wine --models tabm     # one group, one model
+    python benchmarks/agreement.py --groups magic --models tabm --folds 2 --trials 1   # TabM's defaults
 
 Groups of datasets (each one suite, with the models that have figures there):
   * ``amlb``: blood-transfusion, car, credit-g, diabetes, kr-vs-kp, phoneme (all rows). AMLB 2019 ran
@@ -23,6 +24,13 @@ Groups of datasets (each one suite, with the models that have figures there):
     the tuned MLP); TabM's only figure there is the README's TabM with shared training batches (arXiv
     v1), a different training rule from the paper's TabM we run.
   * ``large``: diamonds (all rows; log price as stored). LightGBM, default and tuned.
+  * ``magic``: MagicTelescope at 10,000 training rows. The TabR and TabM repositories ran Grinsztajn's
+    class-balanced subsample of it (13,376 of the 19,020 rows, the same 10 features; 9,363 training
+    rows), so only ROC-AUC is compared: it does not depend on the class ratio, accuracy and log-loss
+    do. XGBoost, CatBoost, LightGBM (default and tuned), the tuned MLP and TabM; RealMLP beside the MLP.
+  * ``bike-tabm``: Bike_Sharing_Demand at 10,000 training rows with TabM whose members share their
+    training batches (``share_training_batches: true``), the TabM of the repository's README table, the
+    one published same-version TabM figure there.
 
 Yardstick: σ is the larger of the published standard deviation (over folds for AMLB; over the split
 means for the TabR/TabM rows with several splits; over 15 seeds of one split otherwise) and our own
@@ -74,7 +82,16 @@ GROUPS: dict[str, tuple[Any, list[tuple[str, str, str, str, int, int | None]], l
     ], ["lightgbm", "realmlp"]),
     "large": ("all", [("diamonds", "openml-large/44059-diamonds.parquet", "price", "regression", 44059, None)],
               ["lightgbm"]),
+    "magic": (10_000, [("MagicTelescope", "openml-large/1120-MagicTelescope.parquet", "class:", "binary", 1120, None)],
+              ["xgboost", "catboost", "lightgbm", "mlp", "tabm", "realmlp"]),
+    "bike-tabm": (10_000, [("Bike_Sharing_Demand", "openml-large/44063-Bike_Sharing_Demand.parquet", "count",
+                            "regression", 44063, None)], ["tabm_spade"]),
 }
+
+# Published figures on another version of the data that can still be compared, and why.
+# (The TabR/TabM MagicTelescope is a class-balanced subsample of the same rows and features: ROC-AUC
+# does not depend on the class ratio; accuracy and log-loss do, and are not compared.)
+ACROSS_VERSIONS = {("MagicTelescope", "auc"): "class-balanced version; AUC is ratio-free"}
 
 # model → (trials quick, trials full, fixed values)
 MODELS: dict[str, tuple[int, int, dict[str, Any]]] = {
@@ -85,15 +102,18 @@ MODELS: dict[str, tuple[int, int, dict[str, Any]]] = {
     "extra_trees": (4, 20, {}),
     "mlp": (3, 10, {"max_epochs": 200, "patience": 16}),
     "tabm": (2, 8, {"max_epochs": 200}),
+    "tabm_spade": (2, 8, {"max_epochs": 200, "share_training_batches": True}),
     "realmlp": (2, 8, {}),
 }
+REGISTERED = {"tabm_spade": "tabm"}  # an entry's label → the registered model it runs
 
 # published metric name → our results column, and whether higher is better
 METRICS = {"acc": ("accuracy", True), "predictive_accuracy": ("accuracy", True), "auc": ("roc_auc", True),
            "logloss": ("log_loss", False), "rmse": ("rmse", False), "r2": ("r2", True)}
 
 
-def build_suite(group: str, quick: bool, folds: int | None, models: list[str] | None) -> dict[str, Any]:
+def build_suite(group: str, quick: bool, folds: int | None, models: list[str] | None,
+                trials: int | None = None) -> dict[str, Any]:
     size, datasets, default_models = GROUPS[group]
     entries = []
     for name, file, target, task_type, did, tid in datasets:
@@ -111,8 +131,9 @@ def build_suite(group: str, quick: bool, folds: int | None, models: list[str] | 
         "datasets": entries,
         "protocol": {"folds": 10, "max_folds": n_folds if n_folds < 10 else None, "validation_fraction": 0.2,
                      "sample_sizes": [size]},
-        "models": [{"name": m, "trials": MODELS[m][0] if quick else MODELS[m][1], "fixed": MODELS[m][2],
-                    "trial_timeout_s": 3600, "time_budget_s": 36_000} for m in chosen],
+        "models": [{"name": REGISTERED.get(m, m), **({"label": m} if m in REGISTERED else {}),
+                    "trials": trials or (MODELS[m][0] if quick else MODELS[m][1]), "fixed": MODELS[m][2],
+                    "trial_timeout_s": 3600 * 4, "time_budget_s": 36_000} for m in chosen],
     }
 
 
@@ -125,6 +146,8 @@ def ours_for(published: str) -> tuple[list[str], str]:
     and its nearest relatives), and what the published one is to them."""
     p = published.lower()
     tuned = "default" if ("default" in p or p.startswith("randomforest") or "weka" in p) else "tuned"
+    if p.startswith("tabm-spade"):  # TabM with shared training batches: only our run of that rule
+        return ["tabm_spade"], "tuned"
     same = same_algorithm(published)
     if same not in MODELS or (same == "mlp" and not p.startswith("mlp (tuned")):
         return [], tuned
@@ -133,10 +156,14 @@ def ours_for(published: str) -> tuple[list[str], str]:
 
 def references(pub: pd.DataFrame) -> pd.DataFrame:
     """The published rows to compare with, one per dataset × model × metric."""
-    pub = pub[~pub.variant.str.startswith("different") & pub.metric.isin(list(METRICS))]
+    across = pd.Series([(d, m) in ACROSS_VERSIONS for d, m in zip(pub.dataset, pub.metric)], index=pub.index,
+                       dtype=bool)
+    pub = pub[(~pub.variant.str.startswith("different") | across) & pub.metric.isin(list(METRICS))]
     rows = []
     for (dataset, model, metric), g in pub.groupby(["dataset", "model", "metric"]):
         ours, kind = ours_for(str(model))
+        if (dataset, metric) in ACROSS_VERSIONS:
+            model = f"{model} [other version: {ACROSS_VERSIONS[(dataset, metric)]}]"
         amlb = "AMLB2019 1h" in str(model)
         if "repo" in str(model):  # TabR / TabM: per-split rows, else the pooled row
             splits = g[~g.variant.str.contains("pooled")]
@@ -179,9 +206,11 @@ def ours_table(db: str, suites: list[str], models: list[str] | None) -> pd.DataF
     latest = (f"SELECT * FROM results WHERE suite IN ({marks}) AND status = 'ok' "
               "QUALIFY row_number() OVER (PARTITION BY suite, dataset, model, repeat, fold, sample_size, seed "
               "ORDER BY finished_at DESC) = 1")
-    tuned = store.query(f"SELECT dataset, model, fold, accuracy, roc_auc, log_loss, rmse, r2 FROM ({latest})", suites)
+    tuned = store.query(f"SELECT dataset, model, fold, n_trials, accuracy, roc_auc, log_loss, rmse, r2 FROM ({latest})",
+                        suites)
     default = store.query(
-        f"SELECT r.dataset, r.model, r.fold, t.accuracy, t.roc_auc, t.log_loss, t.rmse, t.r2 FROM ({latest}) r "
+        f"SELECT r.dataset, r.model, r.fold, 1 AS n_trials, t.accuracy, t.roc_auc, t.log_loss, t.rmse, t.r2 "
+        f"FROM ({latest}) r "
         f"JOIN trials t USING (cell_id) WHERE t.suggestion = 0 AND t.status IN ('ok', 'stopped') "
         f"QUALIFY row_number() OVER (PARTITION BY t.cell_id ORDER BY t.trial_index) = 1", suites)
     out = pd.concat([tuned.assign(kind="tuned"), default.assign(kind="default")], ignore_index=True)
@@ -203,20 +232,21 @@ def compare(res: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
             sigma = max((s for s in (ref["std"], std) if pd.notna(s) and s > 0), default=math.nan)
             diff = mean - ref.value
             out.append({"dataset": ref.dataset, "ours": model, "kind": ref.kind, "metric": ref.metric,
-                        "ours_mean": mean, "ours_std": std, "folds": len(vals), "reference": ref.reference,
+                        "ours_mean": mean, "ours_std": std, "folds": len(vals), "trials": int(g.n_trials.max()),
+                        "reference": ref.reference,
                         "published": ref.value, "pub_std": ref["std"], "diff": diff,
                         "diff_in_sigma": diff / sigma if pd.notna(sigma) else math.nan})
     return pd.DataFrame(out)
 
 
 def fmt(df: pd.DataFrame) -> str:
-    lines = [f"{'dataset':<20} {'ours':<14} {'':<7} {'metric':<7} {'ours mean ± std (k)':<24} {'published ± std':<19} "
-             f"{'diff':>8} {'diff/σ':>7}  reference"]
+    lines = [f"{'dataset':<20} {'ours':<14} {'':<7} {'metric':<7} {'ours mean ± std (folds)':<24} {'trials':>6} "
+             f"{'published ± std':<19} {'diff':>8} {'diff/σ':>7}  reference"]
     for _, r in df.sort_values(["ours", "dataset", "kind", "metric"]).iterrows():
         ours = f"{r.ours_mean:.4f} ± {r.ours_std:.4f} ({r.folds})"
         pub = f"{r.published:.4f} ± {r.pub_std:.4f}" if pd.notna(r.pub_std) else f"{r.published:.4f}"
         z = f"{r.diff_in_sigma:+.2f}" if pd.notna(r.diff_in_sigma) else "n/a"
-        lines.append(f"{r.dataset[:20]:<20} {r.ours:<14} {r.kind:<7} {r.metric[:7]:<7} {ours:<24} {pub:<19} "
+        lines.append(f"{r.dataset[:20]:<20} {r.ours:<14} {r.kind:<7} {r.metric[:7]:<7} {ours:<24} {r.trials:>6} {pub:<19} "
                      f"{r['diff']:+8.4f} {z:>7}  {r.reference}")
     return "\n".join(lines)
 
@@ -238,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, help="number of the 10 folds to run (default 10, --quick 3)")
     ap.add_argument("--groups", nargs="*", choices=sorted(GROUPS), help="only these groups of datasets")
     ap.add_argument("--models", nargs="*", choices=sorted(MODELS), help="only these models")
+    ap.add_argument("--trials", type=int, help="trials per cell for every model (1: the defaults only, which are "
+                                               "then also the 'tuned' result)")
     ap.add_argument("--num-cpus", type=int, default=None)
     ap.add_argument("--csv", help="also write the comparison table here")
     ap.add_argument("--no-run", action="store_true", help="only compare what the database already holds")
@@ -245,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
 
     suites = []
     for group in args.groups or list(GROUPS):
-        spec = build_suite(group, args.quick, args.folds, args.models)
+        spec = build_suite(group, args.quick, args.folds, args.models, args.trials)
         if not spec["models"]:
             continue
         suite = parse_suite(spec, "<agreement>")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.ensemble import caruana, keys
-from pipeline.metrics import score
+from pipeline.metrics import headline, score
 from pipeline.predictions import SCALE, decode, encode
 
 
@@ -60,6 +60,28 @@ def test_vectorised_keys_are_the_scores_of_the_one_scoring_function(task):
     for i, p in enumerate(preds):
         ref = score(task, y, p, n_classes)
         assert s[i] == pytest.approx(ref["score"], rel=1e-12) and loss[i] == pytest.approx(ref["loss"], rel=1e-9)
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "regression", "constant"])
+def test_the_report_headline_is_the_scoring_functions_accuracy_or_r2(task):
+    """The ensembles table scores with metrics.headline (no scikit-learn per call): it must be the
+    number metrics.score gives, zero rows, NaN predictions and a constant target included."""
+    rng = np.random.default_rng(3)
+    n_classes = {"binary": 2, "multiclass": 4}.get(task, 0)
+    if n_classes:
+        y = rng.integers(0, n_classes, 300)
+        preds = [rng.dirichlet(np.ones(n_classes), 300) for _ in range(3)]
+        preds[0][:7] = 0.0  # zero rows: argmax after the clip and renormalisation, as score does
+        preds[1][3, 1] = np.nan
+    else:
+        y = np.full(300, 2.5) if task == "constant" else rng.normal(size=300)
+        preds = [y + rng.normal(scale=0.3, size=300), y.copy(), y + 1.0]
+        preds[2][5] = np.inf
+    for p in preds:
+        ref = score("regression" if not n_classes else task, y, p, n_classes)
+        want = ref["r2"] if not n_classes else ref["accuracy"]
+        got = headline("regression" if not n_classes else task, y, p)
+        assert (np.isnan(got) and np.isnan(want)) or got == pytest.approx(want, rel=1e-12, abs=1e-15), (got, want)
 
 
 def test_stored_predictions_round_trip():

@@ -5,6 +5,8 @@ of the numeric features (``num_embeddings: piecewise``, the paper's TabM†).
 Trained with our recipe (AdamW, early stopping on validation loss, the trial's time limit, ASHA on
 epochs) and the two rules the paper gives: each member trains on batches of its own and the loss is
 the mean of the k members' losses; the prediction is the mean of their probabilities (or values).
+``share_training_batches: true`` gives every member the same batches instead (the first version of
+the paper, whose figures the TabM repository's README quotes).
 See :mod:`pipeline.train.loop`.
 
 Defaults: the package's ``TabM.make`` (3 blocks of 512, dropout 0.1; 2 blocks with embeddings, 48
@@ -53,6 +55,7 @@ INFO = {
         "num_embeddings": "none",  # none | piecewise
         "n_bins": 48,
         "d_embedding": 16,
+        "share_training_batches": False,  # True: every member on the same batches (TabM of arXiv v1)
     },
     "space": {
         "n_blocks": {"int": [1, 5]},
@@ -65,10 +68,13 @@ INFO = {
 
 def tabm_network(n_num: int, cat_cardinalities: list[int], d_out: int, *, k: int = 32, n_blocks: int = 3,
                  d_block: int = 512, dropout: float = 0.1, arch_type: str = "tabm", num_embeddings: str = "none",
-                 n_bins: int = 48, d_embedding: int = 16, bins: list[Any] | None = None) -> Any:
+                 n_bins: int = 48, d_embedding: int = 16, share_training_batches: bool = False,
+                 bins: list[Any] | None = None) -> Any:
     """The ``tabm`` package's TabM behind our forward contract (``x_num``, ``x_cat`` → N × k × d_out).
     ``bins``: the piecewise-linear embeddings' bin edges per numeric feature (from the training rows);
-    without them (a build check), standard-normal quantiles."""
+    without them (a build check), standard-normal quantiles. ``share_training_batches``: the members
+    train on the same batches (the TabM of the paper's first version and of its repository's README
+    table, "TabM-spade" in its result files) instead of batches of their own; the cost is the same."""
     import rtdl_num_embeddings
     import tabm
     import torch
@@ -89,7 +95,8 @@ def tabm_network(n_num: int, cat_cardinalities: list[int], d_out: int, *, k: int
     class TabMNetwork(nn.Module):
         """Our inputs to the package's (no tensor for an absent kind of feature)."""
 
-        member_batches = int(k)  # the loop gives each member batches of its own
+        # the loop gives each member batches of its own, or (0) one batch that every member sees
+        member_batches = 0 if share_training_batches else int(k)
 
         def __init__(self) -> None:
             super().__init__()

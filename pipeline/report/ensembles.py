@@ -1,6 +1,7 @@
 """Tuned + ensembled, from the predictions the results file keeps (no retraining): per cell, Caruana's
 greedy ensemble of the model's trials; per split, one of all the trials of a family's models. Chosen
-on validation predictions, scored on test with the one scoring function (:mod:`pipeline.metrics`)."""
+on validation predictions, scored on test with :func:`pipeline.metrics.headline` (``score``'s accuracy
+or R², without scikit-learn's per-call checks)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.ensemble import caruana
-from pipeline.metrics import score
+from pipeline.metrics import headline
 from pipeline.predictions import decode, target
 from pipeline.report.aggregate import SPLIT
 
@@ -18,18 +19,14 @@ from pipeline.report.aggregate import SPLIT
 COLUMNS = [*SPLIT, "task_type", "model", "pooled", "score", "val_score", "members", "candidates", "selected_score"]
 
 
-def _headline(task_type: str, metrics: dict[str, float]) -> float:
-    return metrics["r2"] if task_type == "regression" else metrics["accuracy"]
-
-
-def _one(members: list[tuple[np.ndarray, np.ndarray]], y_valid: np.ndarray, y_test: np.ndarray, task_type: str,
-         n_classes: int) -> dict[str, Any]:
+def _one(members: list[tuple[np.ndarray, np.ndarray]], y_valid: np.ndarray, y_test: np.ndarray,
+         task_type: str) -> dict[str, Any]:
     valid, tests = [v for v, _ in members], [t for _, t in members]
     ens = caruana(valid, y_valid, task_type == "regression")
-    return {"score": _headline(task_type, score(task_type, y_test, ens.predict(tests), n_classes)),
+    return {"score": headline(task_type, y_test, ens.predict(tests)),
             "val_score": ens.val_score, "members": ens.members, "candidates": len(members),
             # the one trial best on validation: the ensemble's first pick
-            "selected_score": _headline(task_type, score(task_type, y_test, tests[ens.first], n_classes))}
+            "selected_score": headline(task_type, y_test, tests[ens.first])}
 
 
 def ensembles(cells: pd.DataFrame, preds: pd.DataFrame, targets: pd.DataFrame, family: dict[str, str]) -> pd.DataFrame:
@@ -53,18 +50,17 @@ def ensembles(cells: pd.DataFrame, preds: pd.DataFrame, targets: pd.DataFrame, f
         if not members or (c.cell_id, "valid") not in ys or (c.cell_id, "test") not in ys:
             continue
         y_valid, y_test = target(ys[(c.cell_id, "valid")], c.task_type), target(ys[(c.cell_id, "test")], c.task_type)
-        n_classes = members[0][0].shape[1] if members[0][0].ndim == 2 else 0
         key = tuple(getattr(c, k) for k in SPLIT)
         rows.append({**dict(zip(SPLIT, key)), "task_type": c.task_type, "model": c.model, "pooled": False,
-                     **_one(members, y_valid, y_test, c.task_type, n_classes)})
-        by_split.setdefault((key, family.get(c.model, "unknown")), []).append((c, members, y_valid, y_test, n_classes))
+                     **_one(members, y_valid, y_test, c.task_type)})
+        by_split.setdefault((key, family.get(c.model, "unknown")), []).append((c, members, y_valid, y_test))
     for (key, fam), group in by_split.items():
         if len(group) < 2:  # one model: its own ensemble already says it
             continue
-        c0, _, y_valid, y_test, n_classes = group[0]
+        c0, _, y_valid, y_test = group[0]
         if any(not (np.array_equal(g[2], y_valid) and np.array_equal(g[3], y_test)) for g in group[1:]):
             continue
         pooled = [m for g in group for m in g[1]]
         rows.append({**dict(zip(SPLIT, key)), "task_type": c0.task_type, "model": f"{fam} (all models)",
-                     "pooled": True, **_one(pooled, y_valid, y_test, c0.task_type, n_classes)})
+                     "pooled": True, **_one(pooled, y_valid, y_test, c0.task_type)})
     return pd.DataFrame(rows, columns=COLUMNS)

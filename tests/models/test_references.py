@@ -143,3 +143,30 @@ def test_realmlp_takes_its_per_task_defaults_below_the_suites_values():
     pinned = resolve(ModelSpec(name="realmlp", fixed={"lr": 0.1}))
     assert pinned.for_task("regression").defaults["lr"] == 0.1  # the suite's value wins
     assert pinned.for_task("regression").defaults["act"] == "mish"
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_tabm_members_train_on_batches_of_their_own_or_on_shared_ones(shared, folds):
+    """The paper's TabM gives each member rows of its own (N × k × features in); the variant its
+    repository's README quotes (``share_training_batches``) gives every member the same batch."""
+    info = REGISTRY["tabm"]
+    config = {**info.config_defaults(), "share_training_batches": shared, "d_block": 32, "n_blocks": 1, "k": 4,
+              "max_epochs": 2}
+    learner = make_learner(info, config, seed=0)
+    shapes: list[tuple[int, ...]] = []
+
+    def record(module: nn.Module, args: tuple) -> None:
+        if module.training and type(module).__name__ == "TabMNetwork":
+            shapes.append(tuple(args[0].shape))
+
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(record)
+    try:
+        learner.fit(folds["binary"])
+    finally:
+        hook.remove()
+    assert shapes and learner.module.member_batches == (0 if shared else 4)
+    n_features = folds["binary"].train.x_num.shape[1]
+    assert {len(s) for s in shapes} == {2 if shared else 3}, shapes[:3]
+    assert shapes[0][-1] == n_features and (shared or shapes[0][1] == 4)
+    proba = learner.predict(folds["binary"].test)
+    assert proba.shape == (len(folds["binary"].test), 2) and np.allclose(proba.sum(axis=1), 1.0)
