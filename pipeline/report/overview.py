@@ -88,7 +88,7 @@ def overview_answer(p: Page, data: ReportData) -> None:
                "match, red where below. " + BOUND_NOTE))
     caveats = [(m, n) for m, n in data.model_notes().items() if n]
     if caveats:
-        p.add(note("Where a model leaves the shared protocol: " + "; ".join(f"{m}: {n}" for m, n in caveats)))
+        p.add(note("Where a model leaves the shared protocol: " + "; ".join(f"{m}: {n.rstrip('.')}" for m, n in caveats) + "."))
     p.h3("Cost per 1,000 rows")
     rows = []
     for a in answers:
