@@ -29,12 +29,16 @@ def selection(task_type: str, y: np.ndarray, pred: np.ndarray) -> dict[str, floa
 def headline(task_type: str, y: np.ndarray, pred: np.ndarray) -> float:
     """The report's headline of :func:`score` alone, the same value without scikit-learn's checks
     (milliseconds a call, most of a report's post-hoc ensembles over thousands of cells): accuracy,
-    or R² (scikit-learn's convention for a constant target: 1 if predicted exactly, else 0)."""
+    or R² (scikit-learn's convention for a constant target: 1 if predicted exactly, else 0; fewer than
+    two rows: NaN)."""
+    y = np.asarray(y).reshape(-1)
+    if len(y) != len(pred):
+        raise ValueError(f"{len(pred)} predictions for {len(y)} targets")
     if task_type == "regression":
         pred = np.asarray(pred, dtype=np.float64).reshape(-1)
-        if not np.isfinite(pred).all():
+        if not np.isfinite(pred).all() or len(y) < 2:
             return math.nan
-        y = np.asarray(y, dtype=np.float64)
+        y = y.astype(np.float64)
         ss_res, ss_tot = float(np.sum((y - pred) ** 2)), float(np.sum((y - y.mean()) ** 2))
         if ss_tot == 0.0:
             return 1.0 if ss_res == 0.0 else 0.0

@@ -82,6 +82,20 @@ def test_the_report_headline_is_the_scoring_functions_accuracy_or_r2(task):
         want = ref["r2"] if not n_classes else ref["accuracy"]
         got = headline("regression" if not n_classes else task, y, p)
         assert (np.isnan(got) and np.isnan(want)) or got == pytest.approx(want, rel=1e-12, abs=1e-15), (got, want)
+    column = y.reshape(-1, 1)  # a target given as a column is the same target, not an n × n broadcast
+    assert headline("regression" if not n_classes else task, column, preds[0]) == pytest.approx(
+        headline("regression" if not n_classes else task, y, preds[0]), nan_ok=True)
+    with pytest.raises(ValueError, match="predictions for"):
+        headline("regression" if not n_classes else task, y[:1], preds[0])
+
+
+def test_the_headline_of_one_regression_row_is_undefined_as_in_scikit_learn():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns that R² is not well-defined with one sample
+        want = score("regression", np.array([1.0]), np.array([1.0]), 0)["r2"]
+    assert np.isnan(want) and np.isnan(headline("regression", np.array([1.0]), np.array([1.0])))
 
 
 def test_stored_predictions_round_trip():
