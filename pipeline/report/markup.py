@@ -51,13 +51,17 @@ def missing(v: Any) -> bool:
 
 
 def num(v: Any, spec: str = ".3f", none: str = "—") -> str:
-    """A number formatted with ``spec``; None/NaN become ``none``."""
+    """A number formatted with ``spec``; None/NaN become ``none``. A value that rounds to zero has no
+    minus sign (a gain of -0.00001 reads "+0.0000", not "-0.0000")."""
     if missing(v):
         return none
     try:
-        return format(float(v), spec)
+        text = format(float(v), spec)
     except (TypeError, ValueError):
         return str(v)
+    if text.startswith("-") and not any(c in "123456789" for c in text.split("e")[0]):
+        text = ("+" if "+" in spec else "") + text[1:]
+    return text
 
 
 @dataclass(frozen=True)

@@ -217,3 +217,11 @@ def test_uniformity_tells_a_flat_map_from_a_focused_one():
     assert agg.uniform_ratio(focused)[:, 0] == pytest.approx([2.0] * 4)
     # A row that keeps part of its attention for a [CLS] token is rescaled before comparing.
     assert agg.uniformity(flat * 0.8).tv == pytest.approx(u.tv)
+
+
+def test_a_number_that_rounds_to_zero_has_no_minus_sign():
+    from pipeline.report.markup import num
+
+    assert num(-0.00001, "+.4f") == "+0.0000" and num(-0.0, ".3f") == "0.000"
+    assert num(-0.00051, "+.3f") == "-0.001" and num(-2e-7, ".2e") == "-2.00e-07"
+    assert num(0.25, "+.2f") == "+0.25" and num(None) == "—"
