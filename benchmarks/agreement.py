@@ -271,11 +271,16 @@ def fmt(df: pd.DataFrame) -> str:
 
 
 def summary(df: pd.DataFrame) -> str:
-    """Per model of ours: on how many datasets it was compared, and how many comparisons lie within 2 σ."""
+    """Per registered model of ours: on how many datasets it was compared (a labelled variant such as
+    tabm_spade counts for the model it runs, named beside its dataset), and how many comparisons lie
+    within 2 σ."""
     lines = ["", "per model: datasets with a published figure, comparisons within 2 σ"]
-    for model, g in df.groupby("ours"):
+    df = df.assign(registered=df.ours.map(lambda m: REGISTERED.get(m, m)))
+    for model, g in df.groupby("registered"):
         z = g.diff_in_sigma.dropna()
-        lines.append(f"  {model:<14} {g.dataset.nunique()} datasets ({', '.join(sorted(g.dataset.unique()))}); "
+        named = sorted({d if o == model else f"{d} as {o}" for d, o in zip(g.dataset, g.ours)})
+        n = g.dataset.nunique()
+        lines.append(f"  {model:<14} {n} dataset{'s' * (n != 1)} ({', '.join(named)}); "
                      f"{int((z.abs() <= 2).sum())} of {len(z)} within 2 σ")
     return "\n".join(lines)
 

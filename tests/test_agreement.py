@@ -60,3 +60,15 @@ def test_the_shared_batches_run_is_a_labelled_tabm_entry_with_a_long_trial_limit
 def test_the_trials_column_shows_mixed_budgets(agreement):
     assert agreement._span(pd.Series([8, 8])) == "8"
     assert agreement._span(pd.Series([1, 8, 4])) == "1-8"
+
+
+def test_the_summary_counts_a_labelled_variant_for_the_model_it_runs(agreement):
+    df = pd.DataFrame({"ours": ["tabm", "tabm", "tabm_spade", "lightgbm"],
+                       "dataset": ["wine_quality", "MagicTelescope", "Bike_Sharing_Demand", "wine_quality"],
+                       "diff_in_sigma": [0.5, -1.0, 3.4, 2.0]})
+    lines = agreement.summary(df).splitlines()
+    (tabm,) = [line for line in lines if line.strip().startswith("tabm")]
+    assert "3 datasets" in tabm and "Bike_Sharing_Demand as tabm_spade" in tabm
+    assert tabm.endswith("2 of 3 within 2 σ")
+    (lgbm,) = [line for line in lines if line.strip().startswith("lightgbm")]
+    assert lgbm.endswith("1 of 1 within 2 σ")
