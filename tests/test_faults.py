@@ -100,8 +100,8 @@ def test_a_trial_that_hangs_is_abandoned_at_the_hard_limit(ray_local, tmp_path: 
     would leave it) is abandoned at the hard limit: recorded as timeout, its worker killed and replaced;
     the cell finished before it is kept."""
     suite = parse_suite({**BASE, "models": [
-        GOOD, {"name": "mlp", "label": "hangs", "trials": 1, "trial_timeout_s": 5,
-               "fixed": {"max_epochs": 1000, "patience": 1000, "d_block": 64}}]})
+        GOOD, {"name": "mlp", "label": "hangs", "trials": 1, "trial_timeout_s": 5,  # busy until stopped
+               "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 64}}]})
     stopped: list[int] = []
     first_cell_done = threading.Event()
 
@@ -143,7 +143,10 @@ def test_a_worker_killed_mid_trial_is_an_infra_failure_retried_once(ray_local, t
     """Both warm workers are SIGKILLed while the network trains (the boosting cell has committed): the
     lost trial is recorded as infra and runs again on a replacement worker; nothing else is lost."""
     suite = parse_suite({**BASE, "models": [
-        GOOD, {"name": "mlp", "trials": 1, "fixed": {"max_epochs": 1000, "patience": 1000, "d_block": 64}}]})
+        # The network trains until its 12 s limit stops it (so it lasts as long on any machine; a fixed
+        # epoch count finished within the kill's 0.5 s on a fast one) and its result is kept as usual.
+        GOOD, {"name": "mlp", "trials": 1, "trial_timeout_s": 12,
+               "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 64}}]})
     killed: list[int] = []
     first_cell_done = threading.Event()
     lines: list[str] = []
@@ -284,7 +287,10 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path: Path):
         return procs
 
     suite = {**BASE, "models": [
-        GOOD, {"name": "mlp", "trials": 1, "fixed": {"max_epochs": 1000, "patience": 1000, "d_block": 64}}]}
+        # The network trains until its 12 s limit stops it (so it lasts as long on any machine; a fixed
+        # epoch count finished within the kill's 0.5 s on a fast one) and its result is kept as usual.
+        GOOD, {"name": "mlp", "trials": 1, "trial_timeout_s": 12,
+               "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 64}}]}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
     db, log = tmp_path / "r.duckdb", tmp_path / "driver.log"
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report",
@@ -310,7 +316,7 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path: Path):
             assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.2)
         # The engine starts the costlier cell first: the network has been training since before the
-        # boosting cell finished, and goes on for ~10 s more.
+        # boosting cell finished, and goes on until its 12 s limit.
         time.sleep(0.5)
         victim.kill()
         killed_at = datetime.now(timezone.utc)
