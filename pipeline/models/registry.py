@@ -44,6 +44,17 @@ TORCH_LEARNER = "pipeline.learners.torch:TorchLearner"
 ENTRY_POINTS = "attnbench.models"
 
 
+def models_of_kind(kinds: Mapping[str, str], kind: str) -> list[str]:
+    """The models of ``kinds`` (model → its declared kind) that declare ``kind``, one the report names.
+
+    >>> models_of_kind({"xgboost": "boosting", "mlp": "network", "lightgbm": "boosting"}, "boosting")
+    ['xgboost', 'lightgbm']
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
+    return [m for m, k in kinds.items() if k == kind]
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     name: str

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from pipeline.models.registry import models_of_kind
 from pipeline.report.aggregate import SPLIT, wilson
 
 REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
@@ -154,8 +155,7 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
     up = Claim("sample_size_above", f"At or above {REFERENCE_ROWS:,} training rows attention models catch up.",
                c.measure, share=True)
     c.above = up
-    att = [m for m, k in kinds.items() if k == "attention"]
-    gb = [m for m, k in kinds.items() if k == "boosting"]
+    att, gb = models_of_kind(kinds, "attention"), models_of_kind(kinds, "boosting")
     wide = curves.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
     if not att or not gb or wide.empty:
         c.coverage, c.why = "needs an attention and a boosting model", "No comparison in these results."
