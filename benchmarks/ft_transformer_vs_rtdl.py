@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import best_times, memory_process, peak_memory, table
 
 IMPLS = ("ours", "rtdl")
+# What each contender runs: our model in fp32 and in bf16 (autocast, as `amp: bf16` trains it), rtdl in fp32.
+CONTENDERS = {"ours": ("ours", None), "ours-bf16": ("ours", torch.bfloat16), "rtdl": ("rtdl", None)}
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -58,6 +61,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     p.add_argument("--fit-rows", type=int, default=0, help="training rows of the timed fits (0: 16384, quick 2048)")
     p.add_argument("--fit-epochs", type=int, default=2)
+    p.add_argument("--no-profile", action="store_true", help="skip the breakdown of a bf16 step's time")
     args = p.parse_args(argv)
     args.steps = args.steps or (2 if args.quick else 4)
     args.rounds = args.rounds or (2 if args.quick else 5)
@@ -113,20 +117,26 @@ def data(args: argparse.Namespace, device: torch.device) -> tuple[torch.Tensor, 
 
 
 class Runner:
-    """One implementation's training and inference loops on shared data."""
+    """One implementation's training and inference loops on shared data; ``amp``: the autocast dtype
+    (None: fp32), as :func:`pipeline.train.loop.train` uses it (fp32 weights, optimiser and loss)."""
 
     def __init__(self, impl: str, args: argparse.Namespace, device: torch.device,
-                 tensors: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
-        self.args, self.model = args, build(impl, args, device)
+                 tensors: tuple[torch.Tensor, torch.Tensor, torch.Tensor], amp: torch.dtype | None = None) -> None:
+        self.args, self.model, self.amp, self.device = args, build(impl, args, device), amp, device
         self.x_num, self.x_cat, self.y = tensors
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, weight_decay=1e-5)
+
+    def autocast(self) -> Any:
+        return torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None)
 
     def train(self, steps: int | None = None) -> None:
         self.model.train()
         b = self.args.batch_size
         for s in range(steps or self.args.steps):
             sl = slice(s * b, (s + 1) * b)
-            loss = F.cross_entropy(self.model(self.x_num[sl], self.x_cat[sl]), self.y[sl])
+            with self.autocast():
+                out = self.model(self.x_num[sl], self.x_cat[sl])
+            loss = F.cross_entropy(out.float(), self.y[sl])
             self.opt.zero_grad(set_to_none=True)
             loss.backward()
             self.opt.step()
@@ -135,8 +145,9 @@ class Runner:
     def infer(self) -> None:
         self.model.eval()
         b = self.args.infer_batch_size
-        for i in range(0, self.args.infer_rows, b):
-            self.model(self.x_num[i:i + b], self.x_cat[i:i + b])
+        with self.autocast():
+            for i in range(0, self.args.infer_rows, b):
+                self.model(self.x_num[i:i + b], self.x_cat[i:i + b])
 
 
 def fold(args: argparse.Namespace) -> Any:
@@ -156,11 +167,11 @@ def fold(args: argparse.Namespace) -> Any:
                     [args.cardinality] * args.n_cat, part(args.fit_rows), part(2048), part(8))
 
 
-def fit_ours(args: argparse.Namespace, device: torch.device, data: Any) -> None:
+def fit_ours(args: argparse.Namespace, device: torch.device, data: Any, amp: str = "off") -> None:
     from pipeline.train.loop import Recipe, train
 
     train(build("ours", args, device), data, Recipe(lr=1e-4, max_epochs=args.fit_epochs, patience=args.fit_epochs,
-                                                    amp="off", seed=0), device=device)
+                                                    amp=amp, seed=0), device=device)
 
 
 def fit_reference(args: argparse.Namespace, device: torch.device, data: Any) -> None:
@@ -210,19 +221,72 @@ def fit_reference(args: argparse.Namespace, device: torch.device, data: Any) -> 
 
 def measure_memory(args: argparse.Namespace) -> dict[tuple[str, str], float]:
     """Peak memory of two training steps (after one warm-up step, so that the optimizer state,
-    allocated once, is left out) and of one inference pass, for each implementation."""
+    allocated once, is left out) and of one inference pass, for each contender."""
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     tensors = data(args, device)
     out: dict[tuple[str, str], float] = {}
-    for impl in IMPLS:
-        runner = Runner(impl, args, device, tensors)
+    for name, (impl, amp) in CONTENDERS.items():
+        runner = Runner(impl, args, device, tensors, amp)
         runner.train(1)
-        out[impl, "train"] = peak_memory(functools.partial(runner.train, 2), args.device)
-        out[impl, "infer"] = peak_memory(runner.infer, args.device)
+        out[name, "train"] = peak_memory(functools.partial(runner.train, 2), args.device)
+        out[name, "infer"] = peak_memory(runner.infer, args.device)
         del runner
     return out
+
+
+def matmul_peak(args: argparse.Namespace, device: torch.device, dtype: torch.dtype, sync: Callable[[], None]) -> float:
+    """GFLOP/s of one matrix product of this model's FFN shape (batch × tokens rows, d × FFN width), the
+    best of several: what the machine's matrix units give in ``dtype``."""
+    import time
+
+    c = config(args)
+    d, hidden = c["d_block"], int(c["d_block"] * c["ffn_factor"])
+    rows = args.batch_size * (args.n_num + args.n_cat + 1)
+    a = torch.randn(rows, d, device=device, dtype=dtype)
+    w = torch.randn(d, hidden, device=device, dtype=dtype)
+    a @ w
+    best = math.inf
+    for _ in range(max(5, args.rounds)):
+        sync()
+        t = time.perf_counter()
+        for _ in range(5):
+            a @ w
+        sync()
+        best = min(best, (time.perf_counter() - t) / 5)
+    return 2 * rows * d * hidden / best / 1e9
+
+
+CATEGORIES = (  # where a step's time goes: an op's name (aten::, leading "_" and "native_" dropped) → the
+    # first category one of whose words it contains
+    ("matrix products", ("mm", "linear", "matmul")),
+    ("softmax", ("softmax",)),
+    ("layer norm", ("layer_norm",)),
+    ("dropout masks", ("random_", "uniform_", "bernoulli", "bitwise_and", "ge_")),
+    ("casts and copies", ("copy", "clone", "contiguous", "cat")),
+    ("optimiser", ("adam", "foreach", "addcdiv", "lerp", "sqrt")),
+    ("activations", ("gelu", "relu")),
+    ("embeddings", ("embedding", "index")),
+    ("other element-wise", ("mul", "add", "sum", "fill", "div", "sub", "where", "neg")),
+)
+
+
+def breakdown(runner: Runner) -> list[tuple[str, float]]:
+    """Milliseconds per training step by kind of op (self time under torch's profiler, 4 steps)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    runner.train(1)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        runner.train(4)
+    totals: dict[str, float] = {}
+    for ev in prof.key_averages():
+        if not ev.key.startswith("aten::"):
+            continue
+        name = ev.key.removeprefix("aten::").lstrip("_").removeprefix("native_").lower()
+        cat = next((c for c, words in CATEGORIES if any(w in name for w in words)), "rest")
+        totals[cat] = totals.get(cat, 0.0) + ev.self_cpu_time_total / 1000 / 4
+    return sorted(totals.items(), key=lambda kv: -kv[1])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -235,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     tensors = data(args, device)
-    runners = {impl: Runner(impl, args, device, tensors) for impl in IMPLS}
+    runners = {name: Runner(impl, args, device, tensors, amp) for name, (impl, amp) in CONTENDERS.items()}
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for r in runners.values():  # warm-up: kernels, thread pools, optimizer state
         r.train(1)
@@ -244,12 +308,19 @@ def main(argv: list[str] | None = None) -> None:
     infer_t = best_times({k: r.infer for k, r in runners.items()}, args.rounds, sync, args.clock)
     train_rps = {k: args.batch_size * args.steps / t for k, t in train_t.items()}
     fold_data = fold(args)
-    fits: dict[str, Callable[[], object]] = {"ours": functools.partial(fit_ours, args, device, fold_data),
-            "rtdl": functools.partial(fit_reference, args, device, fold_data)}
+    fits: dict[str, Callable[[], object]] = {
+        "ours": functools.partial(fit_ours, args, device, fold_data, "off"),
+        "ours-bf16": functools.partial(fit_ours, args, device, fold_data, "bf16"),
+        "rtdl": functools.partial(fit_reference, args, device, fold_data)}
     fit_t = best_times(fits, max(1, args.rounds // 2), sync, args.clock)
     fit_rps = {k: args.fit_rows * args.fit_epochs / t for k, t in fit_t.items()}
     infer_rps = {k: args.infer_rows / t for k, t in infer_t.items()}
     params = {k: sum(p.numel() for p in r.model.parameters()) for k, r in runners.items()}
+    from pipeline.cost import flops_per_row
+
+    flops = flops_per_row(runners["ours"].model, tensors[0], tensors[1]) or float("nan")
+    peak = {name: matmul_peak(args, device, dt, sync) for name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32))}
+    parts = [] if args.no_profile or device.type != "cpu" else breakdown(runners["ours-bf16"])
     del runners
     if args.no_memory:
         mem = {}
@@ -257,25 +328,38 @@ def main(argv: list[str] | None = None) -> None:
         mem = measure_memory(args) if device.type == "cuda" else memory_process(measure_memory, args)
 
     c = config(args)
-    print(f"FT-Transformer, ours vs rtdl_revisiting_models ({args.reference_ffn} FFN) on {args.device}, "
-          f"{torch.get_num_threads()} threads, {args.clock} clock: "
+    print(f"FT-Transformer, ours (fp32 and bf16 autocast) vs rtdl_revisiting_models ({args.reference_ffn} FFN, "
+          f"fp32) on {args.device}, {torch.get_num_threads()} threads, {args.clock} clock: "
           f"{args.n_num} numeric + {args.n_cat} categorical features, "
           f"d_block={c['d_block']}, n_blocks={c['n_blocks']}, heads={c['n_heads']}, "
           f"ffn_factor={c['ffn_factor']:.3g}, batch {args.batch_size} (inference {args.infer_batch_size})")
+
+    def row(label: str, v: dict[str, float]) -> list[object]:
+        return [label, v["ours"], v["ours-bf16"], v["rtdl"], v["ours"] / v["rtdl"], v["ours-bf16"] / v["rtdl"],
+                v["ours-bf16"] / v["ours"]]
+
     rows: list[list[object]] = [
-        ["train rows/s", train_rps["ours"], train_rps["rtdl"], train_rps["ours"] / train_rps["rtdl"]],
-        [f"fit rows/s ({args.fit_rows:,} rows)", fit_rps["ours"], fit_rps["rtdl"], fit_rps["ours"] / fit_rps["rtdl"]],
-        ["inference rows/s", infer_rps["ours"], infer_rps["rtdl"], infer_rps["ours"] / infer_rps["rtdl"]],
-        ["parameters", float(params["ours"]), float(params["rtdl"]), params["ours"] / params["rtdl"]],
-    ]
+        row("train rows/s", train_rps), row(f"fit rows/s ({args.fit_rows:,} rows)", fit_rps),
+        row("inference rows/s", infer_rps), row("parameters", {k: float(v) for k, v in params.items()})]
     for phase in ("train", "infer"):
         if mem:
-            ours, ref = mem["ours", phase], mem["rtdl", phase]
-            rows.append([f"peak MiB ({phase})", ours, ref, ours / ref if ref > 0 else float("nan")])
-    print(table(["", "ours", "rtdl", "ours/rtdl"], rows))
+            rows.append(row(f"peak MiB ({phase})", {k: mem[k, phase] for k in CONTENDERS}))
+    print(table(["", "ours fp32", "ours bf16", "rtdl fp32", "ours fp32/rtdl", "ours bf16/rtdl", "bf16/fp32"], rows))
     print("rows/s: higher is better; memory: the peak above the start of the measured block "
           f"({'CUDA allocator' if device.type == 'cuda' else 'resident set'}), "
           "training after the warm-up step.")
+    step_flops = 3 * flops * args.batch_size  # a training step: forward and a backward of twice its work
+    bf16_gflops = step_flops * train_rps["ours-bf16"] / args.batch_size / 1e9
+    fp32_gflops = step_flops * train_rps["ours"] / args.batch_size / 1e9
+    print(f"matrix units, measured now on the FFN's product: bf16 {peak['bf16']:,.0f} GFLOP/s, fp32 "
+          f"{peak['fp32']:,.0f} GFLOP/s ({peak['bf16'] / peak['fp32']:.1f}×). A training step does "
+          f"{step_flops / 1e9:.2f} GFLOP (3 × forward): ours bf16 reaches {bf16_gflops:,.0f} GFLOP/s "
+          f"({bf16_gflops / peak['bf16']:.0%} of the bf16 peak), ours fp32 {fp32_gflops:,.0f} "
+          f"({fp32_gflops / peak['fp32']:.0%} of the fp32 peak).")
+    if parts:
+        total = sum(ms for _, ms in parts)
+        print("where a bf16 training step's time goes (torch profiler, self time, ms per step): "
+              + "; ".join(f"{cat} {ms:.1f} ({ms / total:.0%})" for cat, ms in parts))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from pipeline.errors import AttnbenchError
+from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
@@ -58,13 +58,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.data.sources import configure_openml
 
     suite = _suite(args.suite)
+    compress = _compress_problems(suite)
+    if compress:
+        raise AttnbenchError(f"{suite.source_path or suite.name}: {compress[0]}")
     if not args.no_report:
         _reports_dir(args.reports)
     configure_openml(args.openml_cache, args.openml_server)
     args.interrupted = ("interrupted; completed cells are saved — run the same command again to resume")
-    summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
-                         num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv,
-                         predictions=not args.no_predictions)
+    against = None
+    if args.against:
+        from pipeline.data.references import load
+
+        against = load(args.against)
+    try:
+        summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
+                             num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv,
+                             predictions=not args.no_predictions, against=against, on_cluster_lost=_cluster_lost)
+    except ClusterLost as err:
+        _cluster_lost(err)
     print(f"run {summary.run_id}: {summary.n_done} cells done, {summary.n_failed} failed, "
           f"{summary.n_skipped} already done before")
     if not args.no_report:
@@ -79,6 +90,49 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{suite.name!r} failed (errors: attnbench query \"SELECT * FROM failures\"{_db_option(args.db)}); "
               f"`{again}` runs them again", file=sys.stderr)
     return 0 if summary.suite_failed == 0 or args.allow_failures else 3
+
+
+EXIT_CLUSTER_LOST = 4
+
+
+def _resume_command() -> str:
+    """The command line that started this run: run again, it resumes (done cells are skipped)."""
+    import shlex
+
+    return shlex.join(["attnbench", *sys.argv[1:]])
+
+
+def _cluster_lost(err: ClusterLost) -> NoReturn:
+    """One line, and the process ends now with EXIT_CLUSTER_LOST: what was committed is on disk (DuckDB
+    commits are durable), and Ray's own exit handler, its cluster gone, would wait for it (seconds, or a
+    minute and then status 1 with its own messages). Called from the engine's watch thread too, when
+    the run waits inside a call to Ray that cannot return."""
+    print(f"attnbench: {err}; completed cells are saved — `{_resume_command()}` resumes the run", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_CLUSTER_LOST)
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    from pipeline.data import references
+
+    if args.reference_command == "add":
+        added = references.add_chunk(args.db, args.name, suite=args.suite, root=Path(args.into) if args.into else None,
+                                     predictions=not args.no_predictions, note=args.note or "")
+        total = sum(mb for _, mb in added.files)
+        print(f"reference {args.name}: {added.chunk} with {added.cells} cells → {added.folder} ({total:.1f} MB"
+              f"{'' if added.predictions else ', no predictions'})")
+        return 0
+    names = references.shipped()
+    if not names:
+        print(f"no reference results in {references.shipped_root()}")
+    for name in names:
+        ref = references.load(name)
+        n = ref.df("SELECT count(*) AS n, count(DISTINCT dataset) AS d, count(DISTINCT model) AS m FROM ref_results")
+        print(f"{name}: suite {ref.suite!r}, {n.n[0]} cells, {n.d[0]} datasets, {n.m[0]} models — "
+              f"attnbench run YOUR_SUITE.yaml --against {name}")
+        ref.close()
+    return 0
 
 
 def _db_option(db: str) -> str:
@@ -172,6 +226,17 @@ def cmd_pin(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_checksums(args: argparse.Namespace) -> int:
+    from pipeline.pin import pin_checksums
+    from pipeline.spec import default_suite_path
+
+    paths = list(args.files) or sorted(str(p) for p in default_suite_path().parent.glob("*.yaml"))
+    for path in paths:
+        for name, checksum in pin_checksums(path):
+            print(f"{path}: {name}: checksum {checksum}")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     """Every model a run can name: the registered ones (this package's and installed packages'), and
     with a suite file, the models it declares by import path; each with its kind, where it comes from
@@ -188,9 +253,15 @@ def cmd_models(args: argparse.Namespace) -> int:
     rows = [("model", "kind", "from", "can", "description")]
     for info, source in infos:
         caps = info.capabilities
+        methods: tuple[str, ...] = ()
+        if caps.compress:  # the methods that change the model at its defaults (built on a tiny input; torch)
+            from pipeline.learners.compression import applicable
+
+            methods = applicable(info)
         can = ", ".join(filter(None, ["GPU" if caps.gpu else "CPU only",
                                       f"ASHA on {caps.rungs}" if caps.rungs else "no rungs",
-                                      "DDP" if caps.distributed else "", "compress" if caps.compress else ""]))
+                                      "DDP" if caps.distributed else "",
+                                      f"compress ({', '.join(methods)})" if methods else ""]))
         rows.append((info.name, info.family, source, can, info.description))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
@@ -200,6 +271,14 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compress_problems(suite: SuiteSpec) -> list[str]:
+    """The model entries whose ``compress`` asks for a method that would change none of their
+    architectures (known before any data is read; imports torch only for an entry with ``compress``)."""
+    from pipeline.learners.resolve import compress_problem, resolve
+
+    return [f"model {m.key!r}: {problem}" for m in suite.models if m.compress and (problem := compress_problem(resolve(m)))]
+
+
 def suite_problems(suite: SuiteSpec) -> list[str]:
     """What a valid suite file would still fail on at run time: a dataset file that is not there, a
     model whose fixed architecture cannot be built."""
@@ -207,14 +286,14 @@ def suite_problems(suite: SuiteSpec) -> list[str]:
     from pipeline.spec import LocalFile
 
     out = [f"dataset file {d.file} does not exist" for d in suite.datasets
-           if isinstance(d, LocalFile) and not Path(d.file).is_file()]
+           if isinstance(d, LocalFile) and not Path(d.file).is_file() and d.openml_id is None]
     out += [problem for m in suite.models if (problem := build_problem(resolve(m)))]
     return out
 
 
 def cmd_suites(args: argparse.Namespace) -> int:
     from pipeline.errors import SpecError
-    from pipeline.spec import default_suite_path, load_suite
+    from pipeline.spec import LocalFile, default_suite_path, load_suite
 
     if args.files:
         paths = list(args.files)
@@ -238,6 +317,10 @@ def cmd_suites(args: argparse.Namespace) -> int:
                 print(f"attnbench: error: {p}: {problem}", file=sys.stderr)
             continue
         print(f"{p}: ok — {s.name}: {len(s.datasets)} dataset entries, {len(s.models)} models")
+        for d in s.datasets:
+            if isinstance(d, LocalFile) and not Path(d.file).is_file():
+                print(f"  note: {d.file} is not there; a run takes its rows from OpenML dataset {d.openml_id}"
+                      + (f" and refuses any but checksum {d.checksum}" if d.checksum else ""))
     if bad:
         print(f"attnbench: {bad} of {len(paths)} suite files have problems", file=sys.stderr)
     return 2 if bad else 0
@@ -296,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when cells failed")
     p.add_argument("--no-predictions", action="store_true",
                    help="do not keep the trials' validation and test predictions (no post-hoc ensembles then)")
+    p.add_argument("--against", metavar="REF",
+                   help="run only this suite's models, on the splits of reference results REF (a shipped name such "
+                        "as study-lite, a reference folder or a results file), and report them beside its models")
     _add_openml(p)
     p.set_defaults(func=cmd_run)
 
@@ -332,6 +418,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p.set_defaults(func=cmd_serve)
 
+    p = sub.add_parser("reference", help="reference results: `reference list` (shipped ones), `reference add DB NAME`")
+    p.set_defaults(func=cmd_reference, reference_command="list")
+    refs = p.add_subparsers(dest="reference_command")
+    refs.add_parser("list", help="the shipped reference results").set_defaults(func=cmd_reference)
+    add = refs.add_parser("add", help="add the cells of a results file a reference lacks as its next chunk")
+    add.add_argument("db", help="the results file")
+    add.add_argument("name", help="the reference's name (a folder under references/)")
+    add.add_argument("--suite", help="the suite to add, where the file holds several")
+    add.add_argument("--into", help="where references live (default: the checkout's references/)")
+    add.add_argument("--no-predictions", action="store_true", help="leave the trials' predictions out")
+    add.add_argument("--note", help="a line on how the chunk was run")
+    add.set_defaults(func=cmd_reference)
+
     p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")
     p.add_argument("suite", nargs="?", help="also list the models this suite file declares by import path")
     p.set_defaults(func=cmd_models)
@@ -348,6 +447,10 @@ def build_parser() -> argparse.ArgumentParser:
     pin.add_argument("--lite", action="store_true", help="one fold and fewer trials: a quick look")
     _add_openml(pin)
     pin.set_defaults(func=cmd_pin)
+    sums = suites.add_parser("checksum", help="write each file entry's rows checksum into the suite files "
+                             "(default: the checkout's suites/*.yaml) where they give none")
+    sums.add_argument("files", nargs="*")
+    sums.set_defaults(func=cmd_checksums)
     return parser
 
 

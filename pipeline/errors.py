@@ -15,3 +15,8 @@ class DataError(AttnbenchError):
 
 class StoreError(AttnbenchError):
     """The results database cannot be opened or is not ours."""
+
+
+class ClusterLost(AttnbenchError):
+    """The Ray cluster a run was using went away under it (``ray stop``, its head node lost): the run
+    ends at once; what was committed stays, and the same command resumes it."""

@@ -185,3 +185,45 @@ def _header(spec: SuiteSpec, suite: Any, suite_id: int | str, lite: bool, meta: 
                     m.get("task_type") or None]
             lines.append(f"  task {t} ({m.get('name') or '?'}): " + ", ".join(b for b in bits if b))
     return "".join(f"# {line}".rstrip() + "\n" for line in lines)
+
+
+# ----------------------------------------------------------------------------------- data checksums
+def pin_checksums(path: str | Path) -> list[tuple[str, str]]:
+    """Write each file entry's rows checksum (``checksum:``) into the suite file where it gives none and
+    the file is there, so that a copy of the data from anywhere else (OpenML, another machine) is
+    checked against the rows the suite was written for. The file's text is kept as it is around each
+    insertion (comments, order, flow or block style). Returns (dataset, checksum) of each written."""
+    from pipeline.data.sources import load_file
+    from pipeline.spec import LocalFile, dataset_label, load_suite
+
+    p = Path(path)
+    suite = load_suite(p)
+    text = p.read_text()
+    root = yaml.compose(text)
+    entries = next((v for k, v in root.value if k.value == "datasets"), None) if root is not None else None
+    inserts: list[tuple[int, str]] = []
+    written = []
+    for spec, node in zip(suite.datasets, entries.value if entries is not None else []):
+        if not isinstance(spec, LocalFile) or spec.checksum or not Path(spec.file).is_file():
+            continue
+        checksum = load_file(spec).checksum()
+        written.append((dataset_label(spec), checksum))
+        if node.flow_style:  # {name: x, file: y}: before the closing brace
+            inserts.append((node.end_mark.index - 1, f", checksum: {checksum}"))
+        else:  # a block mapping: a line of its own, indented as its keys
+            last = node.value[-1][1].end_mark
+            indent = " " * node.value[0][0].start_mark.column
+            inserts.append((last.index, f"\n{indent}checksum: {checksum}"))
+    original = text
+    for at, piece in sorted(inserts, reverse=True):
+        text = text[:at] + piece + text[at:]
+    if written:
+        p.write_text(text)
+        try:  # the edited file must read as the same suite, plus its checksums
+            again = load_suite(p)
+            assert [getattr(d, "checksum", None) for d in again.datasets if isinstance(d, LocalFile)
+                    and getattr(d, "checksum", None)] == [c for _, c in written] or suite.datasets != again.datasets
+        except BaseException:
+            p.write_text(original)
+            raise
+    return written

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 SCALE = 65535
 PARTS = ("valid", "test")
@@ -70,3 +71,31 @@ def target(y: Any, task_type: str) -> np.ndarray:
     """A stored target vector: class indices, or values."""
     y = np.asarray(y, dtype=np.float64)
     return y if task_type == "regression" else y.astype(np.int64)
+
+
+def put_predictions(con: Any, trials: list[Any]) -> None:
+    """Write the trials' kept predictions and their cells' targets (tables ``predictions`` and
+    ``targets``) on the results file's connection ``con``, inside its transaction."""
+    preds, targets = [], {}
+    for t in trials:
+        kept = getattr(t, "predictions", None)
+        if kept is None:
+            continue
+        for part in PARTS:
+            pred, y = getattr(kept, part), getattr(kept, f"y_{part}")
+            if pred is None:
+                continue
+            preds.append({"cell_id": t.cell_id, "trial_id": t.trial_id, "part": part, **encode(pred)})
+            targets[(t.cell_id, part)] = {"cell_id": t.cell_id, "part": part, "n_rows": len(y),
+                                          "y": np.asarray(y, dtype=np.float64)}
+    if not preds:
+        return
+    p_df = pd.DataFrame(preds)
+    y_df = pd.DataFrame(list(targets.values()))
+    con.register("p_df", p_df)
+    con.register("y_df", y_df)
+    con.execute("INSERT OR REPLACE INTO predictions SELECT cell_id, trial_id, part, n_rows, n_cols, "
+                "proba::USMALLINT[], value::FLOAT[] FROM p_df")
+    con.execute("INSERT OR REPLACE INTO targets SELECT cell_id, part, n_rows, y::DOUBLE[] FROM y_df")
+    con.unregister("p_df")
+    con.unregister("y_df")

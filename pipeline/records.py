@@ -71,6 +71,7 @@ class TrialRecord:
     n_params: int | None = None
     flops_per_row: float | None = None
     device: str | None = None
+    precision: str | None = None  # what a torch model trained and predicted in: fp32, bf16 or fp16
     node: str | None = None  # the Ray node id the trial ran on
     worker: str | None = None  # host:pid of the worker process
     started_at: datetime | None = None
@@ -122,23 +123,26 @@ class CellResult:
     fit_seconds: float | None = None
     predict_seconds: float | None = None
     predict_rows_per_s: float | None = None
-    search_seconds: float | None = None  # from the cell's first trial start to its last trial's end
+    # The trials' own time: the sum of each trial's seconds (no queue wait, no pause of a resumed cell).
+    search_seconds: float | None = None
     peak_cpu_mb: float | None = None
     peak_gpu_mb: float | None = None
     n_params: int | None = None
     flops_per_row: float | None = None
     device: str | None = None
+    precision: str | None = None
     epochs: int | None = None
     best_epoch: int | None = None
     stop_reason: str | None = None
     finished_at: datetime | None = None
     variant: str | None = None  # a compressed variant's method (prune, quantize, pca); NULL for the model as trained
+    split_key: str | None = None  # the split's key (the dataset's checksum and the protocol that split it)
 
 
 # The selected trial's fields that become the cell's (its test metrics and its cost).
 CARRIED = ("val_score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "fit_seconds",
            "predict_seconds", "predict_rows_per_s", "peak_cpu_mb", "peak_gpu_mb", "n_params", "flops_per_row",
-           "device", "epochs", "best_epoch", "stop_reason")
+           "device", "precision", "epochs", "best_epoch", "stop_reason")
 
 _SQL = {str: "VARCHAR", int: "INTEGER", float: "DOUBLE", datetime: "TIMESTAMP", dict: "JSON", list: "JSON",
         bool: "BOOLEAN"}

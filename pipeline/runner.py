@@ -31,12 +31,13 @@ import yaml
 from pipeline.address import check_address
 from pipeline.data import ingest as ingest_mod
 from pipeline.data import sources
+from pipeline.data.floor import constant_scores
 from pipeline.data.preprocess import FoldData, build_fold
-from pipeline.data.reference import constant_scores
+from pipeline.data.references import Reference
 from pipeline.data.schema import PLAN_COLUMNS, REFERENCE_COLUMNS
 from pipeline.data.store import Store
 from pipeline.data.views import install as install_views
-from pipeline.errors import AttnbenchError
+from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import keep_sigterm_handler, sigterm_as_interrupt
 from pipeline.records import MODEL_FAILURES, CellResult
 from pipeline.spec import SuiteSpec, dataset_label
@@ -55,6 +56,7 @@ class Cell:
     model: str  # the suite's key for the model entry
     n_train: int
     cell_id: str
+    split_key: str = ""
 
 
 @dataclass
@@ -77,11 +79,29 @@ def now() -> datetime:
 def cell_id(suite: SuiteSpec, dataset: str, split_key: str, repeat: int, fold: int, size: str, seed: int,
             model: str) -> str:
     """A cell's id: a hash of everything its own result depends on (the dataset's rows and split, the
-    preprocessing, the training size and subset seed, the model entry), and of nothing else: adding a
-    size, a fold or a model to a suite leaves the other cells' ids, so they are not run again."""
-    blob = json.dumps([suite.name, dataset, split_key, suite.protocol.preprocessing.model_dump(mode="json"), repeat,
+    preprocessing, the training size and subset seed, the model entry and, for a model from outside
+    attnbench, its code), and of nothing else: adding a size, a fold or a model to a suite leaves the
+    other cells' ids, so they are not run again, and another suite that plans the same entry on the same
+    split plans the same cell (the suite's name is a label, not part of what a cell is)."""
+    blob = json.dumps([dataset, split_key, suite.protocol.preprocessing.model_dump(mode="json"), repeat,
                        fold, size, seed, model, suite.model_hash(model)])
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def legacy_cell_id(suite: SuiteSpec, dataset: str, split_key: str, repeat: int, fold: int, size: str, seed: int,
+                   model: str) -> str:
+    """The id the same cell had before schema 6 (it hashed the suite's name, and no model's code): a
+    results file written then keeps its done cells (:meth:`Store.adopt` gives them their new ids)."""
+    blob = json.dumps([suite.name, dataset, split_key, suite.protocol.preprocessing.model_dump(mode="json"), repeat,
+                       fold, size, seed, model, suite.model_hash(model, code=False)])
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def model_version(suite: SuiteSpec, model: str) -> str:
+    """What makes two suites' entries under one model key the same model: the entry (with its code)
+    and the preprocessing its cells see."""
+    blob = json.dumps([suite.model_hash(model), suite.protocol.preprocessing.model_dump(mode="json")])
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 # ---------------------------------------------------------------------------------- provenance
@@ -114,10 +134,22 @@ def git_revision() -> str | None:
         return None
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what the platform says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def hardware(resources: dict[str, float]) -> dict[str, Any]:
     import psutil
 
     return {"platform": platform.platform(), "machine": platform.machine(), "processor": platform.processor(),
+            "cpu_model": cpu_model(),
             "cpus_local": os.cpu_count(), "memory_gb_local": round(psutil.virtual_memory().total / 2**30, 1),
             "cluster_cpus": resources.get("CPU", 0), "cluster_gpus": resources.get("GPU", 0)}
 
@@ -156,7 +188,7 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                 for seed in range(n_seeds):
                     for m in suite.models:
                         cid = cell_id(suite, ds.name, ds.split_key, int(r), int(f), label, seed, m.key)
-                        yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid), ds
+                        yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid, ds.split_key), ds
         if dropped:
             notice(f"  notice: {ds.name}: sample size{'s' if len(dropped) > 1 else ''} "
                    f"{', '.join(map(str, sorted(dropped)))} not below the {fewest} training rows of a fold; "
@@ -164,30 +196,51 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                                                  else ""))
 
 
+def _adoptable(suite: SuiteSpec, cells: list[tuple[Cell, ingest_mod.Prepared]],
+               done: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Cells this file holds under their pre-schema-6 id and not under their id of today: legacy id →
+    (new id, split key)."""
+    if done.empty:
+        return {}
+    out = {}
+    for cell, _ds in cells:
+        if cell.cell_id in done.index:
+            continue
+        old = legacy_cell_id(suite, cell.dataset, cell.split_key, cell.repeat, cell.fold, cell.sample_size,
+                             cell.seed, cell.model)
+        if old in done.index:
+            out[old] = (cell.cell_id, cell.split_key)
+    return out
+
+
 def plan(suite: SuiteSpec, run_id: str, cells: list[tuple[Cell, ingest_mod.Prepared]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The run's plan as the store keeps it: every cell of the suite (with the compressed variants its
     model entries ask for), and the constant predictor's scores on every split (the report's floor)."""
     entries = {m.key: m for m in suite.models}
     kinds = {m.key: m.model_info().kind for m in suite.models}  # stored: reports of this file need no registry
+    versions = {m.key: model_version(suite, m.key) for m in suite.models}
     rows: list[dict[str, Any]] = []
     splits: dict[str, dict[tuple[int, int, str, int, int], None]] = {}
+    split_keys: dict[str, str] = {}
     by_name = {}
     for cell, ds in cells:
         m = entries[cell.model]
         base = {"suite": suite.name, "cell_id": cell.cell_id, "run_id": run_id, "dataset": cell.dataset,
                 "task_type": ds.dataset.task_type, "repeat": cell.repeat, "fold": cell.fold,
                 "sample_size": cell.sample_size, "seed": cell.seed, "model": cell.model, "model_name": m.name,
-                "variant": None, "n_train": cell.n_train, "model_kind": kinds[cell.model]}
+                "variant": None, "n_train": cell.n_train, "model_kind": kinds[cell.model], "split_key": cell.split_key,
+                "model_version": versions[cell.model]}
         rows.append(base)
         rows.extend({**base, "cell_id": f"{cell.cell_id}+{method}", "model": f"{cell.model}+{method}",
                      "variant": method} for method in m.compress)
         splits.setdefault(ds.name, {})[(cell.repeat, cell.fold, cell.sample_size, cell.n_train, cell.seed)] = None
+        split_keys[ds.name] = cell.split_key
         by_name[ds.name] = ds
     reference = []
     for name, keys in splits.items():
         d = by_name[name]
         for row in constant_scores(d.dataset.task_type, d.dataset.y, d.dataset.classes, d.parts, d.orders, keys):
-            reference.append({"suite": suite.name, "dataset": name, **row})
+            reference.append({"suite": suite.name, "dataset": name, **row, "split_key": split_keys[name]})
     return pd.DataFrame(rows, columns=PLAN_COLUMNS), pd.DataFrame(reference, columns=REFERENCE_COLUMNS)
 
 
@@ -269,7 +322,7 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
         base = CellResult(cell_id=cell.cell_id, run_id=run_id, suite=suite.name, dataset=cell.dataset,
                           task_type=ds.task_type, repeat=cell.repeat, fold=cell.fold, sample_size=cell.sample_size,
                           seed=cell.seed, model=cell.model, model_name=model.name, model_kind=model.kind,
-                          spec_hash=hashes[cell.model],
+                          spec_hash=hashes[cell.model], split_key=cell.split_key,
                           attempts=attempts.get(cell.cell_id, 0) + 1, n_train=cell.n_train)
         plans.append(CellPlan(base=base, model=model, seed=suite.seed * 1000 + cell.seed, data_key=loader.key(cell, ds, split_key),
                               n_features=int(ds.features.shape[1]), label=_describe(cell),
@@ -279,15 +332,22 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
 
 def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: bool = False,
         address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
-        progress: Callable[[str], None] = print, argv: list[str] | None = None, predictions: bool = True) -> Summary:
+        progress: Callable[[str], None] = print, argv: list[str] | None = None, predictions: bool = True,
+        against: Reference | None = None, on_cluster_lost: Callable[[ClusterLost], None] | None = None) -> Summary:
     """Run every cell of the suite that is not done yet. Everything that can refuse the run (the results
-    file, each dataset, the cells, the Ray address) is checked before the first write: a refused run
-    leaves the file system as it was."""
+    file, each dataset, the cells, the Ray address, a reference's protocol and data) is checked before the
+    first write: a refused run leaves the file system as it was. ``against``: reference results
+    (:mod:`pipeline.data.references`) whose protocol the suite takes and whose models' results on the
+    suite's splits are written beside its own (a cell the reference holds is done). ``on_cluster_lost``:
+    what ends the command when the Ray cluster goes away while the engine waits inside a call to Ray
+    (otherwise the run raises :class:`ClusterLost`)."""
     from pipeline.engine.progress import Progress
     from pipeline.engine.scheduler import Scheduler
 
     store = Store(db)
     store.check_writable()
+    if against is not None:
+        suite = against.adopt_protocol(suite)
     run_id = f"{now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     progress(f"attnbench: suite {suite.name!r} → {Path(db).resolve()} (run {run_id})")
     prepared = []
@@ -299,7 +359,16 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         raise AttnbenchError(f"{suite.source_path or suite.name}: the suite expands to no cell at all (every "
                              "sample size is above the datasets' training rows, or max_folds/max_repeats leave "
                              "no fold); add 'all' to protocol.sample_sizes or lower the sizes")
+    splits = {(c.dataset, c.split_key, c.repeat, c.fold, c.sample_size, c.seed) for c, _ in cells}
     done = store.done_cells().set_index("cell_id")
+    if against is not None:
+        against.check(prepared, splits)
+        theirs = against.done_cells(splits).set_index("cell_id")
+        done = pd.concat([done, theirs[~theirs.index.isin(done.index)]])
+    adopt = _adoptable(suite, cells, done)
+    if adopt:  # a file from before schema 6: its done cells keep their results under their new ids
+        moved = done.loc[list(adopt)].rename(index=lambda old: adopt[old][0])
+        done = pd.concat([done.drop(index=list(adopt)), moved])
     pending = []
     attempts: dict[str, int] = {}
     for cell, ds in cells:
@@ -314,6 +383,14 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     totals = start_ray(address, num_cpus, num_gpus)  # an address that cannot work is refused here
     # Nothing was written before this line.
     stored = {p.name: (ingest_mod.commit(store, p), p.split_key) for p in prepared}
+    if adopt:
+        store.adopt(adopt)
+        progress(f"  {len(adopt)} cells done before keep their results under new ids (a cell id no longer hashes "
+                 "the suite's name)")
+    if against is not None:
+        added = against.copy_into(store, splits)
+        progress(f"  reference {against.name!r}: {added} of its cells on this suite's splits written beside yours "
+                 f"({against.where})")
     for m in suite.models:
         if m.resources.gpus and totals.get("GPU") and not m.model_info().capabilities.gpu:
             progress(f"  notice: {m.key} trains on the CPU (its Learner has no GPU mode here); its GPU share "
@@ -325,7 +402,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     run_row: dict[str, Any] = {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
                "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(suite),
                "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
-               "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped}
+               "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped, "model_code": suite.model_code}
     store.write_plan(suite.name, *plan(suite, run_id, cells), run=run_row)
     install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
     loader = FoldLoader(store, suite)
@@ -346,7 +423,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
 
     try:
         with sigterm_as_interrupt():
-            Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines, on_cell=on_cell).run()
+            Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines, on_cell=on_cell,
+                      on_cluster_lost=on_cluster_lost).run()
         summary.status = "finished"
     except KeyboardInterrupt:
         summary.status = "interrupted"

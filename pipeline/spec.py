@@ -57,15 +57,39 @@ class OpenMLSuite(_Strict):
 
 
 class LocalFile(_Strict):
-    """A parquet, csv or arff file with a target column."""
+    """A parquet, csv or arff file with a target column.
+
+    ``drop`` removes columns before anything else reads the file (an id, free text): they are not
+    features, and a name that is not a column is refused. ``categorical`` names columns to treat as
+    categorical on top of those whose values are text or booleans, which are always categorical
+    (a listed numeric column becomes categorical; an unlisted text column stays categorical: leave it
+    out with ``drop``)."""
 
     file: str
     target: str
     name: str | None = None
     task_type: Literal["binary", "multiclass", "regression"] | None = None
     categorical: list[str] | None = None  # None: infer from the column types
-    openml_id: int | None = None  # where the file is a copy of an OpenML dataset
+    drop: list[str] | None = Field(default=None, description="columns to remove before anything else (ids, "
+                                   "free text)")
+    openml_id: int | None = Field(default=None, description="the OpenML dataset the file is a copy of: where "
+                                  "its rows come from when the file is not there")
     openml_task: int | None = None
+    checksum: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$", description="the rows' checksum "
+                                 "(attnbench's, 16 hex digits): another file or download under this entry is refused")
+
+    @model_validator(mode="after")
+    def _drop(self) -> LocalFile:
+        drop = self.drop or []
+        twice = sorted({c for c in drop if drop.count(c) > 1})
+        if twice:
+            raise ValueError(f"drop lists {twice} twice")
+        if self.target in drop:
+            raise ValueError(f"drop lists the target {self.target!r}; a target cannot be dropped")
+        both = sorted(set(drop) & set(self.categorical or []))
+        if both:
+            raise ValueError(f"{both} are both in drop and in categorical; keep them in one")
+        return self
 
 
 class SklearnDataset(_Strict):
@@ -193,8 +217,9 @@ class ModelSpec(_Strict):
         default=None, description="your own model: a Learner subclass by import path (package.module:Class), for "
         "anything that is not a torch module")
     kind: str | None = Field(
-        default=None, pattern=r"^[a-z][a-z0-9_ -]{0,40}$", description="your own model's kind: attention, network, "
-        "boosting, trees, or a word of your own (default: network for a builder, the Learner's own kind)")
+        default=None, description="your own model's kind: attention, network, boosting, trees, or a word of your "
+        "own, in any case; required with 'builder' unless the class's module declares it in its INFO (with "
+        "'learner': default the Learner's own kind)")
     defaults: dict[str, Any] = Field(default_factory=dict, description="your own model's default hyperparameters "
                                      "(on top of its constructor's or Learner's)")
     trials: int = Field(default=4, ge=1)
@@ -224,6 +249,13 @@ class ModelSpec(_Strict):
             raise ValueError(f"model name {v!r}: use letters, digits, '_', '.' and '-'")
         return v
 
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str | None) -> str | None:
+        from pipeline.models.registry import normal_kind
+
+        return None if v is None else normal_kind(v)  # a ValueError lists the accepted words
+
     @field_validator("builder", "learner")
     @classmethod
     def _importable(cls, v: str | None, info: ValidationInfo) -> str | None:
@@ -241,6 +273,18 @@ class ModelSpec(_Strict):
             return get(self.name)
         return declared(self.name, builder=self.builder, learner=self.learner, kind=self.kind,
                         defaults=self.defaults, source="suite")
+
+    def code_paths(self) -> list[str]:
+        """The import paths of this model's code from outside attnbench (a builder or Learner of one's
+        own, or an installed package's model): their code goes into the entry's cells' ids."""
+        if self.builder is not None or self.learner is not None:
+            return [p for p in (self.builder, self.learner) if p is not None]
+        from pipeline.models.registry import TORCH_LEARNER
+
+        info = self.model_info()
+        if not info.source.startswith("package"):
+            return []
+        return sorted({info.builder, info.learner} - {TORCH_LEARNER})
 
     @field_validator("space")
     @classmethod
@@ -268,6 +312,10 @@ class ModelSpec(_Strict):
                              "another name")
         info = self.model_info()
         info.check_keys(self.space, self.fixed)
+        if own:
+            from pipeline.models.registry import check_declared_kind
+
+            check_declared_kind(self.builder, self.kind)
         if self.search == "asha" and not info.capabilities.rungs:
             raise ValueError(f"model {self.name!r}: search 'asha' stops trials at rungs, and its Learner has none "
                              "(it trains in one go); use random or tpe")
@@ -281,6 +329,8 @@ class ModelSpec(_Strict):
 
 def check_domain(key: str, dom: dict[str, Any]) -> None:
     """Validate one search-space domain written as data, e.g. ``{loguniform: [1e-4, 1e-2]}``."""
+    from pipeline.models.registry import not_a_number
+
     if len(dom) != 1:
         raise ValueError(f"space.{key}: give exactly one of uniform, loguniform, int, logint, choice")
     (kind, arg), = dom.items()
@@ -290,8 +340,12 @@ def check_domain(key: str, dom: dict[str, Any]) -> None:
         return
     if kind not in ("uniform", "loguniform", "int", "logint"):
         raise ValueError(f"space.{key}: unknown domain {kind!r}; allowed: uniform, loguniform, int, logint, choice")
-    if not (isinstance(arg, list) and len(arg) == 2 and all(isinstance(a, int | float) for a in arg)):
-        raise ValueError(f"space.{key}.{kind} must be [low, high]")
+    if not (isinstance(arg, list) and len(arg) == 2):
+        given = f"a list of {len(arg)}" if isinstance(arg, list) else repr(arg)
+        raise ValueError(f"space.{key}.{kind} must be [low, high], two numbers, not {given}")
+    for a in arg:
+        if isinstance(a, bool) or not isinstance(a, int | float):
+            raise ValueError(f"space.{key}.{kind} must be [low, high], two numbers: {not_a_number(a)}")
     lo, hi = arg
     if not lo < hi:
         raise ValueError(f"space.{key}.{kind}: low {lo} must be below high {hi}")
@@ -324,25 +378,41 @@ class SuiteSpec(_Strict):
         return {m.key: m for m in self.models}[key]
 
     @functools.cached_property
+    def model_code(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per model entry, the digest of each of its outside code's import paths
+        (:func:`pipeline.models.registry.code_digest`); the run records it with its provenance."""
+        from pipeline.models.registry import code_digest
+
+        return {m.key: {p: code_digest(p) for p in m.code_paths()} for m in self.models if m.code_paths()}
+
+    @functools.cached_property
     def model_hashes(self) -> dict[str, str]:
         """A short hash per model entry of everything in it that decides its search (budget, space,
-        fixed values, resources, compression): changing an entry gives its cells new ids, so they run
-        again and the old results become history. The protocol is not in it: what of the protocol a
-        cell depends on goes into its id with the split (:func:`pipeline.runner.cell_id`). Computed once,
-        from the suite as written: a copy the runner adapts to its cluster (GPUs asked for but absent)
-        keeps these, so a cell's id does not depend on the hardware it ran on."""
+        fixed values, resources, compression) and of its code where it comes from outside attnbench:
+        changing an entry, or editing its model's code, gives its cells new ids, so they run again and
+        the old results become history. The protocol is not in it: what of the protocol a cell depends
+        on goes into its id with the split (:func:`pipeline.runner.cell_id`). Computed once, from the
+        suite as written: a copy the runner adapts to its cluster (GPUs asked for but absent) keeps
+        these, so a cell's id does not depend on the hardware it ran on."""
+        return {m.key: self._entry_hash(m, code=True) for m in self.models}
+
+    def _entry_hash(self, m: ModelSpec, code: bool) -> str:
         # A registered model's entry leaves out the keys that declare models of one's own, so that its
         # cells keep the ids they had before those keys existed.
-        return {m.key: hashlib.sha256(json.dumps(m.model_dump(mode="json", exclude=OWN_MODEL_KEYS - m.model_fields_set),
-                                                 sort_keys=True).encode()).hexdigest()[:12]
-                for m in self.models}
+        entry = m.model_dump(mode="json", exclude=OWN_MODEL_KEYS - m.model_fields_set)
+        if code and m.key in self.model_code:
+            entry["code"] = {p: d["digest"] for p, d in self.model_code[m.key].items()}
+        return hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:12]
 
-    def model_hash(self, key: str) -> str:
-        return self.model_hashes[key]
+    def model_hash(self, key: str, code: bool = True) -> str:
+        """The entry's hash (``model_hashes``); ``code=False``: without its code, as before schema 6."""
+        return self.model_hashes[key] if code else self._entry_hash(self.model(key), code=False)
 
 
 # ------------------------------------------------------------------------------------------ loading
 def _format_errors(path: str, err: ValidationError) -> str:
+    from pipeline.models.registry import number_text
+
     lines = [f"{path}: invalid suite ({err.error_count()} problems)"]
     for e in err.errors():
         tags = {"OpenMLTask", "OpenMLSuite", "LocalFile", "SklearnDataset"}
@@ -355,6 +425,10 @@ def _format_errors(path: str, err: ValidationError) -> str:
         elif e["type"] in ("int_type", "float_type", "bool_type", "string_type"):
             # strict types: say what was given, since YAML turns `true`, `"5"` and `1.0` into other types
             msg = f"{msg}, not {e['input']!r} ({type(e['input']).__name__})"
+            if e["type"] in ("int_type", "float_type") and number_text(e["input"]):
+                msg += "; write it without quotes"
+            elif e["type"] == "string_type" and isinstance(e["input"], int | float) and not isinstance(e["input"], bool):
+                msg += "; YAML reads it as a number: put it in quotes for text"
         lines.append(f"  - {loc or '(top level)'}: {msg}")
     if len(lines) == 2:  # one problem: one line
         return f"{path}: invalid suite: {lines[1].removeprefix('  - ')}"
@@ -377,7 +451,9 @@ class DuplicateKey(yaml.YAMLError):
 
 class _UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, except that a key given twice in one mapping is an error (plain YAML
-    loaders keep the last one silently)."""
+    loaders keep the last one silently), and that a plain scalar in exponent notation (``1e-4``,
+    ``1E+3``, ``5e3``) is a number, as in YAML 1.2 (YAML 1.1, PyYAML's own, reads it as text unless
+    it has a dot and a signed exponent: ``1.0e-4``). A quoted ``"1e-4"`` stays text."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, Any] = {}
@@ -388,6 +464,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                                    f"and {key_node.start_mark.line + 1}); keep one")
             seen[key] = key_node.start_mark
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.2's floats with an exponent that YAML 1.1 leaves as text: 1e-4, 1E+3, 5e3, 1.0e4, .5e1 (plain
+# scalars only: a resolver is not asked about quoted ones).
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|[-+]?\.[0-9_]+[eE][-+]?[0-9]+)$"),
+    list("-+0123456789."))
 
 
 def load_suite(path: str | Path) -> SuiteSpec:

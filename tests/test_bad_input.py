@@ -112,6 +112,11 @@ CASES = {
     # A typo'd target is a typo, not a reason to replace the stored copy (which would supersede results).
     "typo_target_on_a_stored_copy": (lambda t: suite(t, datasets=[{**csv(t, rows(60))[0], "target": "lable"}]),
                                      "'lable' is not a column", stored_with_label),
+    "drop_not_a_column": (lambda t: suite(t, datasets=[{**csv(t, rows(60))[0], "drop": ["id"]}]),
+                          "drop names 'id', not a column of the file; columns: a, b, label", None),
+    "quoted_number_where_a_number_goes": (lambda t: "name: bad\ndatasets: [{sklearn: wine}]\nmodels:\n"
+                                          "  - name: xgboost\n    fixed: {learning_rate: '1e-1'}\n",
+                                          "fixed.learning_rate: '1e-1' is text, not a number", None),
     "no_cell_at_all": (lambda t: {**suite(t), "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [5000]}},
                        "no cell at all", None),
     # The same with a results file that already holds other work: no dataset or split is added to it.

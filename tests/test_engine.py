@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from datetime import datetime, timedelta
 
 import pytest
 
 from pipeline.data.store import Store
 from pipeline.engine import faults
+from pipeline.engine.cells import CellPlan, CellState
 from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.searchers import CellSearch, Rungs, concurrency_cap, default_point, grace_for, milestones
 from pipeline.learners.resolve import resolve, resolve_name
@@ -238,3 +240,60 @@ def test_asha_stops_a_boosting_trial_at_a_rung_and_scores_its_best_round(model):
     early = run_trial(dataclasses.replace(req, asha=False, config={rounds: 400, "early_stopping_rounds": 5,
                                                                    "learning_rate": 0.5}), data)
     assert early.stop_reason == "early_stopping" and early.best_epoch + 5 == early.epochs < 400
+
+
+def test_a_resumed_cells_search_seconds_are_its_trials_own_not_the_pause_between_runs():
+    """Two trials committed by a run that was then stopped, two more an hour later by the run that
+    resumed the cell: the search took the trials' own 0.6 s, not the hour between (the compute page
+    ranks on it)."""
+    base = CellResult(cell_id="c", run_id="r2", suite="s", dataset="d", task_type="binary", repeat=0, fold=0,
+                      sample_size="all", seed=0, model="xgboost", model_name="xgboost", spec_hash="h")
+    t0 = datetime(2026, 1, 1, 12, 0, 0)
+
+    def trial(i: int, start: datetime, seconds: float) -> TrialRecord:
+        return TrialRecord(cell_id="c", trial_id=f"c-1-{i}", trial_index=i, suggestion=i, config={}, status="ok",
+                           val_score=0.5 + 0.01 * i, seconds=seconds, started_at=start,
+                           finished_at=start + timedelta(seconds=seconds))
+
+    prior = [trial(0, t0, 0.1), trial(1, t0 + timedelta(seconds=0.1), 0.2)]
+    later = t0 + timedelta(hours=1)
+    cell = CellState(CellPlan(base=base, model=resolve(spec(trials=4)), seed=0, data_key="k", n_features=3,
+                              label="c", prior=prior))
+    cell.trials += [trial(2, later, 0.15), trial(3, later, 0.15)]  # two at once, on two workers
+    res, _ = cell.result()
+    assert res.n_trials == 4 and res.status == "ok"
+    assert res.search_seconds == pytest.approx(0.6)
+    # A trial lost with its worker has the driver's seconds; one with none counts from its start to its end.
+    lost = dataclasses.replace(trial(4, later, 2.0), status="infra", seconds=None)
+    cell.trials.append(lost)
+    assert cell.result()[0].search_seconds == pytest.approx(2.6)
+
+
+def test_a_run_waiting_inside_a_call_to_a_lost_ray_is_ended_by_the_cluster_watch(monkeypatch):
+    """The cluster goes while the scheduler waits inside a call to Ray (one that needs Ray's head waits
+    for Ray's own 60 s, and Ray then ends the process with status 1): the watch thread sees the cluster
+    gone and, the loop not having ended the run within STUCK_S, hands the loss to ``on_cluster_lost``
+    (the command's one line and exit code)."""
+    import threading
+
+    from pipeline.engine import scheduler as sch
+
+    class Gone:  # the cluster's head is gone from the start
+        def gone(self, every_s: float = 0.5) -> str:
+            return "its gcs_server process exited (killed by signal 9)"
+
+    monkeypatch.setattr(sch, "ClusterWatch", Gone)
+    monkeypatch.setattr(sch, "STUCK_S", 0.2)
+    released, told = threading.Event(), []
+
+    def on_cluster_lost(err: Exception) -> None:  # the command prints its line and exits here
+        told.append(str(err))
+        released.set()
+
+    run = sch.Scheduler([], load=lambda _: None, store=None, run_row={"run_id": "r"},
+                        progress=Progress(lambda _: None, live=False), on_cell=lambda _: None,
+                        on_cluster_lost=on_cluster_lost)
+    monkeypatch.setattr(run, "_resize", lambda force=False: released.wait(30))  # a call to Ray that does not return
+    monkeypatch.setattr(run, "_warm_imports", lambda: None)
+    run.run()
+    assert told == ["the Ray cluster went away mid-run: its gcs_server process exited (killed by signal 9)"]

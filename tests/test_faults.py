@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -75,24 +76,42 @@ def test_model_failures_are_recorded_not_retried_and_the_rest_is_kept(ray_local,
     assert len(res) == 5 and res.cell_id.is_unique and (res.attempts == 1).all()
 
 
-def _is_trial(p: psutil.Process) -> bool:
-    """A warm trial worker (Ray names an actor's process after its class: ``ray::TrialWorker``)."""
+RUNNING = "ray::TrialWorker.run"  # the title Ray gives an actor's process while it runs that method
+
+
+def _title(p: psutil.Process) -> str:
     try:
-        return "TrialWork" in p.name() or any("TrialWorker" in c for c in p.cmdline()[:1])
+        return (p.cmdline() or [""])[0]
     except psutil.Error:
-        return False
+        return ""
 
 
-def trial_actors(since: float = 0.0) -> list[psutil.Process]:
-    """The trial workers of this session's local Ray (children of its raylet) started after ``since``."""
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if _is_trial(p) and p.create_time() >= since:
-                out.append(p)
-        except psutil.Error:
-            pass
+def trial_workers() -> dict[int, str]:
+    """The trial workers alive in this process's Ray session, found through Ray (its actor table, kept
+    by the GCS: the actor's class, state and process id), each with what it does now: its process title,
+    which Ray sets to ``ray::TrialWorker.run`` while a trial runs there and ``ray::TrialWorker`` between
+    trials. (ray.util.state would say the same through the dashboard, which a run does not start.) A
+    process's start time does not tell: Ray starts worker processes ahead, idle, and makes one an
+    actor's when it is asked for one."""
+    from ray._private.state import actors
+
+    out = {}
+    for actor in actors(actor_state_name="ALIVE").values():
+        if actor["ActorClassName"] == "TrialWorker" and actor.get("Pid"):
+            with contextlib.suppress(psutil.Error):
+                out[int(actor["Pid"])] = _title(psutil.Process(int(actor["Pid"])))
     return out
+
+
+def running_trial_workers(timeout_s: float = 60) -> list[psutil.Process]:
+    """The trial workers of this session that are running a trial now (waits for one)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        busy = [psutil.Process(pid) for pid, title in trial_workers().items() if title.startswith(RUNNING)]
+        if busy:
+            return busy
+        time.sleep(0.1)
+    return []
 
 
 def test_a_trial_that_hangs_is_abandoned_at_the_hard_limit(ray_local, tmp_path: Path):
@@ -111,14 +130,11 @@ def test_a_trial_that_hangs_is_abandoned_at_the_hard_limit(ray_local, tmp_path: 
 
     def stop_the_busy_worker() -> None:
         first_cell_done.wait(120)
-        deadline = time.monotonic() + 20
-        while not stopped and time.monotonic() < deadline:  # the worker training the network: busy
-            for actor in trial_actors():  # Ray may have started it before this run, idle, and named it since
-                with contextlib.suppress(psutil.Error):
-                    if actor.cpu_percent(0.3) > 50:
-                        actor.send_signal(signal.SIGSTOP)
-                        stopped.append(actor.pid)
-                        break
+        # The boosting cell is done: the one trial running is the network's.
+        for actor in running_trial_workers()[:1]:
+            with contextlib.suppress(psutil.Error):
+                actor.send_signal(signal.SIGSTOP)
+                stopped.append(actor.pid)
 
     stopper = threading.Thread(target=stop_the_busy_worker, daemon=True)
     stopper.start()
@@ -131,6 +147,9 @@ def test_a_trial_that_hangs_is_abandoned_at_the_hard_limit(ray_local, tmp_path: 
     assert res.loc["xgboost", "status"] == "ok"
     assert res.loc["hangs", "status"] == "timeout" and "TrialTimeout" in res.loc["hangs", "error"]
     assert time.monotonic() - t0 < 90
+    worker = Store(tmp_path / "r.duckdb").query(
+        "SELECT t.worker FROM trials t JOIN results r USING (cell_id) WHERE r.model = 'hangs'").worker
+    assert worker.str.endswith(f":{stopped[0]}").all(), (worker.tolist(), stopped)  # the one stopped was the trial's
     # The scheduler has asked Ray to kill the stopped worker; woken, it goes (a stopped process cannot
     # act on the request, as a deadlocked one's RPC thread would).
     with contextlib.suppress(psutil.NoSuchProcess):
@@ -140,8 +159,8 @@ def test_a_trial_that_hangs_is_abandoned_at_the_hard_limit(ray_local, tmp_path: 
 
 
 def test_a_worker_killed_mid_trial_is_an_infra_failure_retried_once(ray_local, tmp_path: Path):
-    """Both warm workers are SIGKILLed while the network trains (the boosting cell has committed): the
-    lost trial is recorded as infra and runs again on a replacement worker; nothing else is lost."""
+    """The worker training the network is SIGKILLed mid-trial (the boosting cell has committed): the lost
+    trial is recorded as infra and runs again on a replacement worker; nothing else is lost."""
     suite = parse_suite({**BASE, "models": [
         # The network trains until its 12 s limit stops it (so it lasts as long on any machine; a fixed
         # epoch count finished within the kill's 0.5 s on a fast one) and its result is kept as usual.
@@ -150,7 +169,6 @@ def test_a_worker_killed_mid_trial_is_an_infra_failure_retried_once(ray_local, t
     killed: list[int] = []
     first_cell_done = threading.Event()
     lines: list[str] = []
-    started = time.time()
 
     def progress(line: str) -> None:
         lines.append(line)
@@ -159,8 +177,10 @@ def test_a_worker_killed_mid_trial_is_an_infra_failure_retried_once(ray_local, t
 
     def kill_the_workers() -> None:
         first_cell_done.wait(120)
-        time.sleep(1.0)  # mid-trial: the network is training
-        for actor in trial_actors(since=started - 0.5):
+        # The boosting cell is done: the one trial running is the network's. (Not the idle worker too: the
+        # scheduler, not yet told it died, would give it the retry, and the cell would fail with two
+        # infra trials, its retry spent.)
+        for actor in running_trial_workers():
             with contextlib.suppress(psutil.NoSuchProcess):
                 actor.send_signal(signal.SIGKILL)
                 killed.append(actor.pid)
@@ -180,7 +200,7 @@ def test_a_worker_killed_mid_trial_is_an_infra_failure_retried_once(ray_local, t
     # keeps its configuration, and ran on another worker.
     assert trials.status.tolist() == ["infra", "ok"] and trials.trial_index.tolist() == [0, 1]
     assert trials.attempt.tolist() == [1, 2] and trials.config[0] == trials.config[1]
-    assert trials.worker[0] != trials.worker[1]
+    assert trials.worker[0] != trials.worker[1] and trials.worker[0].endswith(f":{killed[0]}")
     assert "died" in trials.error[0].lower() or "unavailable" in trials.error[0].lower()
     assert res.loc["mlp", "best_trial"] == trials.trial_id[1] and res.loc["mlp", "n_trials"] == 2
 
@@ -212,8 +232,10 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
     """SIGKILL the driver after its first cell commits; the same command then runs only what is missing."""
     n_cells = 5
     suite = {**BASE, "datasets": [{"sklearn": "wine"}], "protocol": {"folds": n_cells},
-             # 400 epochs (about a second a trial): the test must see a commit before the last one
-             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 400, "patience": 400, "d_block": 32}}]}
+             # Each trial trains until its 1.5 s limit (as long on any machine; 400 epochs took about a
+             # second on one, and a faster one could commit every cell before the kill)
+             "models": [{"name": "mlp", "trials": 2, "trial_timeout_s": 1.5,
+                         "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 32}}]}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
     db = tmp_path / "r.duckdb"
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report",
@@ -308,16 +330,13 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path: Path):
         while "[1/2]" not in log.read_text():
             assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.2)
-        while True:  # the trial workers on the worker node (one of them trains the network)
+        while True:  # the worker node's trial worker that trains the network (its node's own process tree)
             victim.snapshot()
-            actors = [q for q in victim.seen.values() if _is_trial(q)]
-            if actors:
+            if any(_title(q).startswith(RUNNING) for q in victim.seen.values()):
                 break
             assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.2)
-        # The engine starts the costlier cell first: the network has been training since before the
-        # boosting cell finished, and goes on until its 12 s limit.
-        time.sleep(0.5)
+            time.sleep(0.1)
+        # Mid-trial: the network trains until its 12 s limit.
         victim.kill()
         killed_at = datetime.now(timezone.utc)
         nodes.append(node("b", f"--address=127.0.0.1:{gcs}", "--num-cpus=2"))  # the replacement
@@ -356,7 +375,10 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
     trials (the interrupted trials run again, the committed ones do not)."""
     suite = {**BASE, "datasets": [{"sklearn": "wine"}],
              "protocol": {"folds": 4, "sample_sizes": [32, 64, "all"]},
-             "models": [{"name": "mlp", "trials": 2, "fixed": {"max_epochs": 150, "patience": 150, "d_block": 64}}]}
+             # Each trial trains until its 1 s limit, so that the run lasts as long on any machine (at 150
+             # epochs a fast one can finish the cells left between a signal and its handling)
+             "models": [{"name": "mlp", "trials": 2, "trial_timeout_s": 1,
+                         "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 64}}]}
     n_cells = 12
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
     db, code_file = tmp_path / "r.duckdb", tmp_path / "exit"
@@ -450,3 +472,59 @@ def test_sigterm_after_ray_started_is_an_interrupt_not_exit_status_15(tmp_path: 
         shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     assert done.returncode == 130, done.stdout + done.stderr[-2000:]
     assert "interrupted by signal 15" in done.stdout
+
+
+def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_path: Path):
+    """`ray stop --force` under a run, for this run's Ray only (SIGKILL to every process of the local
+    Ray the command started, as `ray stop --force` sends, not to another session's): the command ends
+    within seconds with exit code 4 and one line (what happened, that completed cells are saved, the
+    command that resumes), not a minute's wait, status 1 and Ray's log; the cell done before is kept,
+    and the command it names runs only the cell that was missing."""
+    suite = {**BASE, "models": [
+        GOOD, {"name": "mlp", "trials": 1, "trial_timeout_s": 10,  # trains until its limit
+               "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 64}}]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
+    db, log = tmp_path / "r.duckdb", tmp_path / "out.log"
+    cmd = ["run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report", "--num-cpus", "2"]
+    env = {**os.environ, "RAY_TMPDIR": f"/tmp/abs-{os.getpid()}"}
+    env.pop("RAY_ADDRESS", None)
+    driver = Spawned()
+    try:
+        with log.open("w") as out:
+            run = driver.start([sys.executable, "-m", "pipeline.cli", *cmd], env=env, cwd=REPO, stdout=out,
+                               stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 180
+        while True:  # the boosting cell is done, and the network's trial runs on its worker
+            driver.snapshot()  # the driver's Ray: the processes it started (GCS, raylet, workers...)
+            if "[1/2]" in log.read_text() and any(_title(q).startswith(RUNNING) for q in driver.seen.values()):
+                break
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        ray_procs = [q for q in driver.seen.values() if q.pid != run.pid]
+        assert any(_title(q).endswith("gcs_server") or q.name() == "gcs_server" for q in ray_procs)
+        stopped_at = time.monotonic()
+        for q in ray_procs:
+            with contextlib.suppress(psutil.Error):
+                q.kill()
+        code = run.wait(timeout=60)
+        took = time.monotonic() - stopped_at
+    finally:
+        driver.stop()
+    output = log.read_text()
+    assert code == 4, output[-3000:]
+    assert took < 15, took
+    after = output[output.index("[1/2]"):].splitlines()[1:]
+    lost = [line for line in after if "the Ray cluster went away" in line]
+    assert len(lost) == 1 and len(after) < 5, after  # one line, no dump
+    resume = re.search(r"completed cells are saved — `attnbench (.+)` resumes the run", lost[0])
+    assert resume, lost[0]
+    res = results(db)
+    assert res.model.tolist() == ["xgboost"] and (res.status == "ok").all()  # finished before, kept
+
+    again = subprocess.run([sys.executable, "-m", "pipeline.cli", *shlex.split(resume.group(1))], env=env,
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    assert "1 cells done, 0 failed, 1 already done before" in again.stdout, again.stdout
+    res = results(db)
+    assert len(res) == 2 and (res.status == "ok").all() and res.cell_id.is_unique

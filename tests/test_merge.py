@@ -65,7 +65,9 @@ def test_merge_runs_refuse_conflicts_and_change_no_input(ray_local, tmp_path: Pa
     a, b, c, other = (tmp_path / f"{n}.duckdb" for n in ("a", "b", "c", "other"))
     runner.run(parse_suite(suite()), a, progress=lambda _: None)  # fold 0
     runner.run(parse_suite(suite(max_folds=2)), b, progress=lambda _: None)  # folds 0 and 1: fold 0 again
-    runner.run(parse_suite(suite(name="other")), other, progress=lambda _: None)  # another suite
+    # Another suite on other splits (another seed): its cell is another task; a suite on the same split
+    # would plan the same cell (tests/test_tasks.py).
+    runner.run(parse_suite(suite(name="other", seed=4)), other, progress=lambda _: None)
     before = {p: digest(p) for p in (a, b, other)}
 
     merged, reports = tmp_path / "all.duckdb", tmp_path / "reports"
@@ -91,7 +93,9 @@ def test_merge_runs_refuse_conflicts_and_change_no_input(ray_local, tmp_path: Pa
                        "WHERE t.run_id <> r.run_id").n[0] == 0
     # One report covers both suites, its tables from the merged file.
     accuracy = (reports / "accuracy.html").read_text()
-    assert "other / wine" in accuracy and "tiny / wine" in accuracy
+    keys = store.query("SELECT DISTINCT suite, split_key FROM current_results ORDER BY suite")
+    assert keys.split_key.nunique() == 2  # wine split two ways: two tasks, each labelled with its split
+    assert all(f"wine · split {k[:8]}" in accuracy for k in keys.split_key)
     assert "3 ok · 0 failed · 0 missing" in (reports / "index.html").read_text()
 
     # Files with no cell in common: nothing to choose, everything kept.

@@ -70,3 +70,73 @@ def test_task_1882_runs_every_cell_despite_sparse_categoricals(openml_cache: Pat
     assert len(res) == 20 and (res.status == "ok").all(), res[res.status != "ok"].error.tolist()[:1]
     assert (summary.n_done, summary.n_failed, summary.suite_failed) == (20, 0, 0)
     assert sorted(res.fold.unique().tolist()) == list(range(10)) and (res.accuracy > 0.8).all()
+
+
+def test_a_file_entry_whose_file_is_not_there_takes_its_openml_dataset_and_checks_its_rows(openml_cache: Path,
+                                                                                          tmp_path: Path):
+    """The study's suites read ../shared; a user with the repository alone gets the same rows from OpenML
+    (here the recorded cache: dataset 2, anneal), refused when they are not the rows the suite names."""
+    from pipeline.spec import LocalFile
+
+    entry = {"name": "anneal", "file": str(tmp_path / "not-here.parquet"), "target": "class", "openml_id": 2}
+    raw = sources.load(LocalFile(**entry))
+    assert raw.source == "openml-dataset:2" and len(raw.y) == 898 and "loaded from OpenML dataset 2" in raw.notes[-1]
+    same = sources.load(LocalFile(**entry, checksum=raw.checksum()))
+    assert same.checksum() == raw.checksum()
+    with pytest.raises(DataError) as err:
+        sources.load(LocalFile(**entry, checksum="0123456789abcdef"))
+    assert f"checksum {raw.checksum()}, the entry says 0123456789abcdef" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_offline_a_missing_file_says_where_its_rows_come_from(tmp_path: Path):
+    import openml
+
+    from pipeline.spec import LocalFile
+
+    old_cache, old_server = openml.config.get_cache_directory(), openml.config.server
+    try:
+        openml.config.set_root_cache_directory(str(tmp_path / "empty-cache"))
+        openml.config.server = "http://127.0.0.1:9/api/v1/xml"
+        openml.config.connection_n_retries = 1
+        entry = LocalFile(name="credit-g", file=str(tmp_path / "31-credit-g.parquet"), target="class",
+                          openml_id=31, checksum="8a98795436e34ab7")
+        with pytest.raises(DataError) as err:
+            sources.load(entry)
+    finally:
+        openml.config.set_root_cache_directory(str(Path(old_cache).parent))
+        openml.config.server = old_server
+    text = str(err.value)
+    assert "31-credit-g.parquet is not there; its rows are OpenML dataset 31 (https://www.openml.org/d/31, checksum " \
+           "8a98795436e34ab7)" in text and "put the file at" in text and "\n" not in text
+
+
+def test_every_shipped_suite_entry_that_reads_shared_names_its_openml_dataset_and_rows(shared_data: Path):
+    """So that a user who cloned only the repository gets the same rows, or a refusal naming them."""
+    from pipeline.spec import LocalFile, load_suite
+
+    suites = Path(__file__).resolve().parents[1] / "suites"
+    checked = 0
+    for path in sorted(suites.glob("*.yaml")):
+        for d in load_suite(path).datasets:
+            if isinstance(d, LocalFile) and "/shared/" in d.file:
+                assert d.openml_id is not None and d.checksum is not None, (path.name, d.name)
+                assert sources.load(d).checksum() == d.checksum, (path.name, d.name)
+                checked += 1
+    assert checked >= 40  # dev, dev-lite, study, study-lite, claims, zoo
+
+
+def test_suites_check_says_a_missing_file_comes_from_openml(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from pipeline.cli import main
+
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\ndatasets:\n  - {name: credit-g, file: gone.parquet, target: class, openml_id: 31, "
+                     "checksum: 8a98795436e34ab7}\n  - {file: also-gone.csv, target: y}\nmodels:\n  - {name: xgboost}\n")
+    assert main(["suites", "check", str(suite)]) == 2  # the second has no OpenML dataset to come from
+    out, err = capsys.readouterr()
+    assert "also-gone.csv does not exist" in err and "gone.parquet does not exist" not in err
+    suite.write_text(suite.read_text().replace("  - {file: also-gone.csv, target: y}\n", ""))
+    assert main(["suites", "check", str(suite)]) == 0
+    out, _ = capsys.readouterr()
+    assert "gone.parquet is not there; a run takes its rows from OpenML dataset 31 and refuses any but checksum " \
+           "8a98795436e34ab7" in out

@@ -98,7 +98,7 @@ def test_your_models_run_beside_ours_and_keep_their_kind(installed: Path, tmp_pa
                  {"name": "gated_by_path", "builder": "attnbench_gated.gated:GatedAttentionNet", "kind": "attention",
                   "defaults": {"d_token": 8}, "trials": 1, "fixed": quick},
                  {"name": "neighbours", "learner": "attnbench_gated.neighbours:NeighboursLearner", "trials": 2},
-                 {"name": "raising", "builder": "mynets:Raising", "trials": 1, "fixed": quick},
+                 {"name": "raising", "builder": "mynets:Raising", "kind": "Network", "trials": 1, "fixed": quick},
                  {"name": "diverging", "builder": "mynets:Diverging", "kind": "linear", "trials": 1, "fixed": quick},
                  {"name": "ft_transformer", "trials": 1, "fixed": {**quick, "d_token": 8, "n_blocks": 1}},
                  {"name": "xgboost", "trials": 1, "fixed": {"n_estimators": 20}}]}
@@ -161,6 +161,10 @@ BAD = {
     "kind_of_a_registered_model": ({"name": "mlp", "kind": "attention"}, "'kind' describe a model of your own"),
     "asha_without_rungs": ({"learner": "attnbench_gated.neighbours:NeighboursLearner", "search": "asha"},
                            "its Learner has none"),
+    "builder_without_kind": ({"builder": "mynets:Raising"},
+                             "builder 'mynets:Raising' needs a 'kind': one of attention, network, boosting, trees"),
+    "kind_not_a_word": ({"builder": "mynets:Raising", "kind": "attention?"},
+                        "kind 'attention?': write one of attention, network, boosting, trees"),
 }
 
 

@@ -64,11 +64,14 @@ class Prepared:
 
 def split_key(protocol: Protocol, seed: int, checksum: str, official: bool) -> str:
     """What decides every split of a dataset: its rows, its test folds (the task's own, or the seeded
-    k-fold's k), the validation share and the seed. More repeats or subset seeds add splits without
-    changing the ones there are (each is seeded on its own), so they are not part of it."""
+    k-fold's k), the validation share, the seed and the code that splits (``splits.SPLIT_VERSION``;
+    version 1 adds nothing, so keys made before it existed stay as they were). More repeats or subset
+    seeds add splits without changing the ones there are (each is seeded on its own), so they are not
+    part of it."""
+    version = {"splitting": splits.SPLIT_VERSION} if splits.SPLIT_VERSION > 1 else {}
     blob = json.dumps({
         "folds": None if official else protocol.folds, "val": protocol.validation_fraction, "seed": seed,
-        "data": checksum,
+        "data": checksum, **version,
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -164,8 +167,12 @@ def _check_current(store: Store, spec: DatasetSpec, stored: StoredDataset) -> No
     columns), naming the command that replaces it; using it would run the old data under the new entry."""
     if not isinstance(spec, LocalFile):
         return
-    meta = store.query("SELECT target, task_type FROM datasets WHERE dataset = ?", [stored.name]).iloc[0]
+    meta = store.query("SELECT target, task_type, notes FROM datasets WHERE dataset = ?", [stored.name]).iloc[0]
     changed = []
+    held_drop = sorted(sources.dropped(meta.notes))
+    if sorted(spec.drop or []) != held_drop:
+        # a column the entry now drops is still in the stored copy, or one it no longer drops is not
+        changed.append(f"drop {sorted(spec.drop or [])} (stored: {held_drop})")
     if spec.target != meta.target:
         changed.append(f"target {spec.target!r} (stored: {meta.target!r})")
     if spec.task_type and spec.task_type != meta.task_type:
@@ -241,6 +248,8 @@ def _write(store: Store, raw: sources.RawDataset) -> None:
         "kind": ["categorical" if c in cat else "numeric" for c in raw.features.columns],
         "n_missing": [int(raw.features[c].isna().sum()) for c in raw.features.columns],
         "n_levels": [int(raw.features[c].nunique()) if c in cat else None for c in raw.features.columns],
+        # about one level per row: an id or free text (sources.high_cardinality; ingest's notes say so too)
+        "high_cardinality": [sources.high_cardinality(raw.features[c]) for c in raw.features.columns],
     })
     classes = sorted(raw.y.astype(str).unique()) if raw.task_type != "regression" else None
     # Official folds go in under the key 'official'; ingest() carves validation from them per protocol.

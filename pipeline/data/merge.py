@@ -1,8 +1,8 @@
 """Results from several runs, machines or clusters in one file: ``attnbench merge A B … --db ALL``.
 
-A cell id hashes the suite, the dataset, its split key (which hashes the dataset's checksum and the
-protocol's folds, validation share and seed), the preprocessing, the split and the model entry: two
-files' rows with the same cell id are the same cell. One is kept: a finished cell over a failed one,
+A cell id hashes the dataset, its split key (which hashes the dataset's checksum and the protocol's
+folds, validation share and seed), the preprocessing, the split and the model entry (not the suite):
+two files' rows with the same cell id are the same cell, whichever suites ran them. One is kept: a finished cell over a failed one,
 then the later result; each choice is recorded in ``merge_choices`` with its reason. The inputs are
 only ever attached read-only. Everything that can refuse the merge is checked first, on read-only
 attachments: the same dataset name with other rows (another checksum) or other splits under one
@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pipeline.data.store import Store
+from pipeline.data.store import Store, backfill
 from pipeline.errors import StoreError
 
 # The tables a cell's rows live in (everything keyed by its cell id).
@@ -276,6 +276,7 @@ def _write(files: list[Path], target: Path, keep: dict[str, str], report: MergeR
                     if data_table and data_table in src and data_table not in out_tables:
                         con.execute(f"CREATE TABLE {data_table} AS SELECT * FROM {a}.{data_table}")
                         out_tables.add(data_table)
+            backfill(con)  # rows of files from before schema 6 (their split keys, model versions)
             now = datetime.now(timezone.utc).replace(tzinfo=None)
             if report.choices:
                 con.executemany("INSERT INTO merge_choices VALUES (?, ?, ?, ?, ?, ?)",

@@ -4,13 +4,17 @@ the names of the tables that hold a dataset's rows. The store creates and upgrad
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # 2: trials carry test metrics, cost, node/worker, start and attempt; 3: each suite's planned cells
 # (suite_cells) and the constant predictor's score per split (reference_scores); 4: each planned cell and
 # result carries its model's kind (model_kind), so that a report needs no registry to name families;
 # 5: each trial's validation and test predictions (predictions) and each cell's targets (targets); the
-# merges that built the file and the choice made for each cell two files both had (merges, merge_choices)
-SCHEMA_VERSION = 5
+# merges that built the file and the choice made for each cell two files both had (merges, merge_choices);
+# 6: a task is a split, not a suite: planned cells, results and reference scores carry their split key
+# (cell ids no longer hash the suite's name), planned cells their model entry's version (model_version),
+# and runs the digest of each model's own code (model_code)
+SCHEMA_VERSION = 6
 APP = "attnbench"
 
 SCHEMA = """
@@ -18,7 +22,8 @@ CREATE TABLE IF NOT EXISTS attnbench_meta (key VARCHAR PRIMARY KEY, value VARCHA
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, suite VARCHAR, suite_yaml VARCHAR, started_at TIMESTAMP,
     finished_at TIMESTAMP, status VARCHAR, git_rev VARCHAR, versions JSON, hardware JSON,
-    argv VARCHAR, n_cells INTEGER, n_done INTEGER, n_failed INTEGER, n_skipped INTEGER, error VARCHAR
+    argv VARCHAR, n_cells INTEGER, n_done INTEGER, n_failed INTEGER, n_skipped INTEGER, error VARCHAR,
+    model_code JSON
 );
 CREATE TABLE IF NOT EXISTS datasets (
     dataset VARCHAR PRIMARY KEY, source VARCHAR, task_type VARCHAR, target VARCHAR, n_rows INTEGER,
@@ -28,7 +33,7 @@ CREATE TABLE IF NOT EXISTS datasets (
 );
 CREATE TABLE IF NOT EXISTS features (
     dataset VARCHAR, position INTEGER, name VARCHAR, kind VARCHAR, n_missing INTEGER, n_levels INTEGER,
-    PRIMARY KEY (dataset, position)
+    high_cardinality BOOLEAN, PRIMARY KEY (dataset, position)
 );
 CREATE TABLE IF NOT EXISTS splits (
     dataset VARCHAR, split_key VARCHAR, repeat INTEGER, fold INTEGER, row_id INTEGER, role VARCHAR
@@ -43,7 +48,7 @@ CREATE TABLE IF NOT EXISTS attention_maps (
 CREATE TABLE IF NOT EXISTS suite_cells (
     suite VARCHAR, cell_id VARCHAR, run_id VARCHAR, dataset VARCHAR, task_type VARCHAR, repeat INTEGER,
     fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR, variant VARCHAR,
-    n_train INTEGER, model_kind VARCHAR, PRIMARY KEY (suite, cell_id)
+    n_train INTEGER, model_kind VARCHAR, split_key VARCHAR, model_version VARCHAR, PRIMARY KEY (suite, cell_id)
 );
 CREATE TABLE IF NOT EXISTS predictions (
     cell_id VARCHAR, trial_id VARCHAR, part VARCHAR, n_rows INTEGER, n_cols INTEGER, proba USMALLINT[],
@@ -61,16 +66,51 @@ CREATE TABLE IF NOT EXISTS merge_choices (
 CREATE TABLE IF NOT EXISTS reference_scores (
     suite VARCHAR, dataset VARCHAR, repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER,
     task_type VARCHAR, n_train INTEGER, predictor VARCHAR, score DOUBLE, accuracy DOUBLE,
-    balanced_accuracy DOUBLE, roc_auc DOUBLE, log_loss DOUBLE, rmse DOUBLE, r2 DOUBLE,
+    balanced_accuracy DOUBLE, roc_auc DOUBLE, log_loss DOUBLE, rmse DOUBLE, r2 DOUBLE, split_key VARCHAR,
     PRIMARY KEY (suite, dataset, repeat, fold, sample_size, seed)
 );
 """
 
 # The columns of a suite's plan, in table order (see ``Store.write_plan``).
 PLAN_COLUMNS = ["suite", "cell_id", "run_id", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
-                "model_name", "variant", "n_train", "model_kind"]
+                "model_name", "variant", "n_train", "model_kind", "split_key", "model_version"]
 REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed", "task_type", "n_train", "predictor",
-                     "score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2"]
+                     "score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "split_key"]
+
+# Columns later schemas added to tables that older files already have (the store adds them on upgrade).
+ADDED_COLUMNS = [("suite_cells", "model_kind", "VARCHAR"), ("suite_cells", "split_key", "VARCHAR"),
+                 ("suite_cells", "model_version", "VARCHAR"), ("reference_scores", "split_key", "VARCHAR"),
+                 ("runs", "model_code", "JSON"), ("features", "high_cardinality", "BOOLEAN")]
+
+# Files before schema 6 kept no split key with a plan or a result: the upgrade takes it from the
+# dataset's stored training orders where the dataset has one split key (a file written under one
+# protocol), and otherwise makes those rows a task of their suite's own ('suite:<name>'), as every task
+# was before. A plan's model version is its results' spec hash (one per suite and model), else the
+# suite's name.
+def split_key_backfill(table: str) -> str:
+    return f"""
+        WITH one AS (SELECT dataset, any_value(split_key) AS split_key FROM train_order GROUP BY dataset
+                     HAVING count(DISTINCT split_key) = 1)
+        UPDATE {table} SET split_key = coalesce((SELECT one.split_key FROM one WHERE one.dataset = {table}.dataset),
+                                                'suite:' || {table}.suite)
+        WHERE split_key IS NULL"""
+
+
+VERSION_BACKFILL = """
+    WITH v AS (SELECT c.suite, c.model, any_value(r.spec_hash) AS spec_hash
+               FROM suite_cells c JOIN results r USING (cell_id) GROUP BY ALL)
+    UPDATE suite_cells SET model_version = coalesce(
+        (SELECT v.spec_hash FROM v WHERE v.suite = suite_cells.suite AND v.model = suite_cells.model),
+        'suite:' || suite_cells.suite)
+    WHERE model_version IS NULL"""
+
+
+def backfill(con: Any) -> None:
+    """Fill what rows from before schema 6 lack (split keys, model versions): on upgrade, and after a
+    merge copied such rows in."""
+    for table in ("suite_cells", "reference_scores", "results"):
+        con.execute(split_key_backfill(table))
+    con.execute(VERSION_BACKFILL)
 
 
 def record_table(name: str, cls: type, key: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,14 @@ from pipeline.spec import (
 )
 
 TaskType = str  # "binary" | "multiclass" | "regression"
+
+# A categorical column with about one level per row is an id or free text, not a category: more levels
+# than HIGH_CARDINALITY_SHARE of its non-missing rows, and more than HIGH_CARDINALITY_MIN. Ingest says
+# so (a note) and the features table flags it (high_cardinality); the column is kept as it is.
+HIGH_CARDINALITY_SHARE = 0.5
+HIGH_CARDINALITY_MIN = 20
+# The note that records a file entry's `drop:` with the stored copy (its columns as a JSON list).
+DROPPED = "columns left out by the suite entry's drop: "
 
 
 @dataclass
@@ -169,9 +178,46 @@ def openml_suite_tasks(suite_id: int | str) -> list[int]:
 
 # --------------------------------------------------------------------------------------------- files
 def load_file(spec: LocalFile) -> RawDataset:
+    """The file's rows; where the file is not there and the entry names its OpenML dataset, that
+    dataset's rows from OpenML (or the client's cache). Either is refused when the entry's checksum
+    says other rows."""
     path = Path(spec.file)
     if not path.is_file():
-        raise DataError(f"{path}: data file not found")
+        if spec.openml_id is None:
+            raise DataError(f"{path}: data file not found")
+        raw = _openml_copy(spec)
+    else:
+        raw = _read_file(spec, path)
+    if spec.checksum and raw.checksum() != spec.checksum:
+        raise DataError(f"dataset {raw.name!r} ({raw.source}): other rows than the suite entry's (checksum "
+                        f"{raw.checksum()}, the entry says {spec.checksum}); not the data the suite was written for")
+    return raw
+
+
+def _openml_copy(spec: LocalFile) -> RawDataset:
+    """The rows of the OpenML dataset a file entry is a copy of, loaded as the file would be."""
+    import openml
+
+    path, did = Path(spec.file), int(spec.openml_id or 0)
+    where = (f"{path} is not there; its rows are OpenML dataset {did} (https://www.openml.org/d/{did}"
+             + (f", checksum {spec.checksum}" if spec.checksum else "") + ")")
+    try:
+        with network_timeout():
+            dataset: Any = openml.datasets.get_dataset(did, download_data=True, download_qualities=False,
+                                                       download_features_meta_data=False)
+            frame, *_ = dataset.get_data(dataset_format="dataframe")
+    except Exception as err:  # the client raises many types (HTTP, XML, arff, cache); all mean "not loadable"
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise DataError(f"dataset {dataset_label(spec)!r}: {where}, and OpenML could not give it ({text}); put the "
+                        f"file at {path}, or connect once (the OpenML cache: {openml.config.get_cache_directory()})"
+                        ) from None
+    frame = pd.DataFrame(frame)
+    raw = _from_frame(spec, frame, f"openml-dataset:{did}", str(path))
+    raw.notes.append(f"loaded from OpenML dataset {did}: {path} was not there")
+    return raw
+
+
+def _read_file(spec: LocalFile, path: Path) -> RawDataset:
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
@@ -192,9 +238,20 @@ def load_file(spec: LocalFile) -> RawDataset:
         raise
     except Exception as err:  # pyarrow, the csv parser and liac-arff raise their own types for bad files
         raise DataError(f"{path}: cannot read the file ({type(err).__name__}: {err})") from err
+    return _from_frame(spec, df, source_of(spec), str(path))
+
+
+def _from_frame(spec: LocalFile, df: pd.DataFrame, source: str, path: str) -> RawDataset:
+    """A file entry's frame as a dataset: its drop, target and categorical columns applied."""
     dup = df.columns[df.columns.duplicated()].tolist()
     if dup:
         raise DataError(f"{path}: duplicate column names {dup}")
+    drop = list(spec.drop or [])
+    absent = [c for c in drop if c not in df.columns]
+    if absent:
+        raise DataError(f"{path}: drop names {', '.join(map(repr, absent))}, not a column of the file; columns: "
+                        f"{', '.join(map(str, df.columns[:30]))}" + (" …" if len(df.columns) > 30 else ""))
+    df = df.drop(columns=drop)
     if spec.target not in df.columns:
         raise DataError(f"{path}: target column {spec.target!r} not found; columns: {', '.join(map(str, df.columns[:30]))}")
     y = df.pop(spec.target)
@@ -209,10 +266,25 @@ def load_file(spec: LocalFile) -> RawDataset:
             df[c] = df[c].astype("string").astype("category")
     task_type = spec.task_type or _infer_task(y)
     return validate(RawDataset(
-        name=dataset_label(spec), source=source_of(spec), features=df.reset_index(drop=True),
+        name=dataset_label(spec), source=source, features=df.reset_index(drop=True),
         y=y.reset_index(drop=True), task_type=task_type, target=spec.target,
         openml_id=spec.openml_id, openml_task_id=spec.openml_task,
+        notes=[DROPPED + json.dumps(sorted(drop))] if drop else [],
     ))
+
+
+def dropped(notes: Any) -> list[str]:
+    """The columns a stored copy's suite entry left out (``drop:``), read back from its notes.
+
+    >>> dropped(DROPPED + '["id", "comment"]; other notes'), dropped(None)
+    (['id', 'comment'], [])
+    """
+    text = notes if isinstance(notes, str) else ""
+    at = text.find(DROPPED)
+    if at < 0:
+        return []
+    names, _ = json.JSONDecoder().raw_decode(text, at + len(DROPPED))
+    return [str(n) for n in names]
 
 
 def _read_arff(path: Path) -> pd.DataFrame:
@@ -309,6 +381,21 @@ def load(spec: DatasetSpec) -> RawDataset:
 
 
 # ------------------------------------------------------------------------------------------ checks
+def high_cardinality(col: pd.Series) -> bool:
+    """A categorical column with about one level per row (see HIGH_CARDINALITY_SHARE): an id or free
+    text rather than a category.
+
+    >>> high_cardinality(pd.Series([f"id{i}" for i in range(100)], dtype="category"))
+    True
+    >>> high_cardinality(pd.Series(["a", "b"] * 50, dtype="category")), high_cardinality(pd.Series(np.arange(100.0)))
+    (False, False)
+    """
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return False
+    levels = int(col.nunique())
+    return levels > HIGH_CARDINALITY_MIN and levels > HIGH_CARDINALITY_SHARE * int(col.notna().sum())
+
+
 def validate(ds: RawDataset) -> RawDataset:
     """Reject what no model can learn from, with the reason; note what was repaired."""
     where = f"dataset {ds.name!r} ({ds.source})"
@@ -358,4 +445,12 @@ def validate(ds: RawDataset) -> RawDataset:
         ds.notes.append(f"{sum(infinite.values())} infinite values became missing (feature: count): "
                         + ", ".join(f"{c}: {n}" for c, n in list(infinite.items())[:8])
                         + (" …" if len(infinite) > 8 else ""))
+    wide = [c for c in ds.features.columns if high_cardinality(ds.features[c])]
+    if wide:
+        how = (f"leave {'it' if len(wide) == 1 else 'them'} out with drop: [{', '.join(wide)}] in the suite entry"
+               if ds.source.startswith("file:") else "kept as it is")
+        ds.notes.append("categorical column" + ("s" if len(wide) > 1 else "") + " with about one level per row (an "
+                        "id or free text?): " + ", ".join(f"{c} ({ds.features[c].nunique():,} levels in "
+                                                          f"{int(ds.features[c].notna().sum()):,} rows)" for c in wide[:8])
+                        + (" …" if len(wide) > 8 else "") + f"; {how}")
     return ds

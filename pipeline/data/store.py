@@ -18,19 +18,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from pipeline.data.schema import (
+    ADDED_COLUMNS,
     APP,
     PLAN_COLUMNS,
     REFERENCE_COLUMNS,
     SCHEMA,
     SCHEMA_VERSION,
+    backfill,
     record_table,
     record_tables,
 )
 from pipeline.errors import StoreError
+from pipeline.predictions import put_predictions
 
 # The on-disk format new results files are written in: the one the DuckDB CLI 1.5 line (`pip install
 # duckdb-cli`, `duckdb -readonly results.duckdb`) reads, rather than the Python package's newest.
@@ -184,11 +186,13 @@ class Store:
                 return
         con.execute("BEGIN")
         con.execute(SCHEMA)
-        con.execute("ALTER TABLE suite_cells ADD COLUMN IF NOT EXISTS model_kind VARCHAR")  # files before kinds
+        for table, col, typ in ADDED_COLUMNS:  # a file from an earlier version gains the new columns
+            con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {col} {typ}")
         for name, cls, key in record_tables():
             con.execute(record_table(name, cls, key))
-            for col, typ in sql_columns(cls):  # a file from an earlier version gains the new columns
+            for col, typ in sql_columns(cls):
                 con.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {col} {typ}")
+        backfill(con)
         con.execute("INSERT OR IGNORE INTO attnbench_meta VALUES ('app', ?), ('schema_version', ?)",
                     [APP, str(SCHEMA_VERSION)])
         con.execute("UPDATE attnbench_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
@@ -292,7 +296,8 @@ class Store:
             con.execute(f"INSERT INTO datasets ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                         [meta[c] for c in cols])
             con.register("features_df", features)
-            con.execute("INSERT INTO features SELECT dataset, position, name, kind, n_missing, n_levels FROM features_df")
+            con.execute("INSERT INTO features BY NAME SELECT dataset, position, name, kind, n_missing, n_levels, "
+                        "high_cardinality FROM features_df")
             con.register("frame_df", frame)
             con.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM frame_df')
             self._write_splits(con, meta["dataset"], split_key, splits, orders)
@@ -326,7 +331,7 @@ class Store:
                 con.executemany(f"INSERT OR REPLACE INTO trials ({', '.join(tcols)}) VALUES "
                                 f"({', '.join('?' * len(tcols))})",
                                 [[_jsonable(v) for v in stored(t).values()] for t in trials])
-                _put_predictions(con, trials)
+                put_predictions(con, trials)
             if cells:
                 # Set-based, one statement per table for the whole batch: a statement per cell scanned
                 # the trials table once per cell (quadratic in a run's cells; benchmarks/scale.py).
@@ -348,6 +353,21 @@ class Store:
             if run:
                 _put_run(con, run)
 
+    def adopt(self, ids: dict[str, tuple[str, str]]) -> None:
+        """Give cells their new ids (old id → (new id, split key)) in every table that holds a cell's
+        rows, their compressed variants (``<id>+<method>``) included, in one transaction."""
+        m = pd.DataFrame([(old, new, key) for old, (new, key) in ids.items()], columns=["old", "new", "split_key"])
+        with self.transaction() as con:
+            con.register("adopt_df", m)
+            renamed = ("m.new || substr({t}.cell_id, length(m.old) + 1)")
+            match = "({t}.cell_id = m.old OR {t}.cell_id LIKE m.old || '+%')"
+            con.execute(f"UPDATE results SET cell_id = {renamed.format(t='results')}, split_key = m.split_key "
+                        f"FROM adopt_df m WHERE {match.format(t='results')}")
+            for table in ("trials", "predictions", "targets", "attention_maps"):
+                con.execute(f"UPDATE {table} SET cell_id = {renamed.format(t=table)} FROM adopt_df m "
+                            f"WHERE {match.format(t=table)}")
+            con.unregister("adopt_df")
+
     def write_plan(self, suite: str, cells: pd.DataFrame, reference: pd.DataFrame, run: dict[str, Any]) -> None:
         """A run's plan, in one transaction: the suite's cells (``PLAN_COLUMNS``; they replace what the
         suite's previous run planned, whose results not planned now become history), the constant
@@ -364,35 +384,6 @@ class Store:
     def upsert_run(self, run: dict[str, Any]) -> None:
         with self.connect() as con:
             _put_run(con, run)
-
-
-def _put_predictions(con: Any, trials: list[Any]) -> None:
-    """The trials' kept predictions (:mod:`pipeline.predictions`) and their cells' targets."""
-    from pipeline.predictions import PARTS, encode
-
-    preds, targets = [], {}
-    for t in trials:
-        kept = getattr(t, "predictions", None)
-        if kept is None:
-            continue
-        for part in PARTS:
-            pred, y = getattr(kept, part), getattr(kept, f"y_{part}")
-            if pred is None:
-                continue
-            preds.append({"cell_id": t.cell_id, "trial_id": t.trial_id, "part": part, **encode(pred)})
-            targets[(t.cell_id, part)] = {"cell_id": t.cell_id, "part": part, "n_rows": len(y),
-                                          "y": np.asarray(y, dtype=np.float64)}
-    if not preds:
-        return
-    p_df = pd.DataFrame(preds)
-    y_df = pd.DataFrame(list(targets.values()))
-    con.register("p_df", p_df)
-    con.register("y_df", y_df)
-    con.execute("INSERT OR REPLACE INTO predictions SELECT cell_id, trial_id, part, n_rows, n_cols, "
-                "proba::USMALLINT[], value::FLOAT[] FROM p_df")
-    con.execute("INSERT OR REPLACE INTO targets SELECT cell_id, part, n_rows, y::DOUBLE[] FROM y_df")
-    con.unregister("p_df")
-    con.unregister("y_df")
 
 
 def _put_run(con: Any, run: dict[str, Any]) -> None:

@@ -5,16 +5,23 @@ pages and ``attnbench query`` make them for their own connection (:func:`tempora
 upgraded attnbench reads an older file with its own views.
 docs/QUERIES.md documents each view with example queries.
 
-Vocabulary: a *split* is one (suite, dataset, sample_size, repeat, fold, seed); a *cell* is a split
-run by one model, and its *key* is (suite, dataset, repeat, fold, sample_size, seed, model). Each run
-writes its suite's cells as planned (``suite_cells``): the expected cells. A result whose cell id is
-among them is *current*; any other result of that suite is *superseded* (its model entry or protocol
-changed since, or the suite no longer has that cell): it stays in ``results`` as history and is listed
-by ``superseded``, but no view that scores, counts or costs models reads it. An expected cell with no
-current result is ``missing`` (not run yet, or interrupted), never dropped. A results file from before
-``suite_cells`` existed expects, per suite, every split it has results for times every model. The
-headline score is accuracy for classification and R² for regression, higher is better; each split
-also has the score of a constant predictor (``reference_scores``), the floor a model must clear.
+Vocabulary: a *split* is what decides a model's training and test rows: (dataset, split_key,
+sample_size, repeat, fold, seed), where the split key hashes the dataset's checksum and the protocol
+that split it. A *task* is (dataset, split_key, sample_size), the unit of every aggregate. A suite is a
+label: two suites, or two merged files, that ran the same split ran the same task. A *cell* is a split
+run by one model entry; its id hashes the split, the preprocessing and the entry (not the suite), so
+two suites that plan the same entry on the same split plan one cell. Each run writes its suite's cells
+as planned (``suite_cells``); ``plan`` is their union, one row per cell, with ``suite`` listing the
+suites that planned it. A result whose cell is planned is *current*; any other result is *superseded*
+(its model entry or protocol changed since, or no suite plans that cell any more): it stays in
+``results`` as history and is listed by ``superseded``, but no view that scores, counts or costs
+models reads it. A planned cell with no current result is ``missing`` (not run yet, or interrupted),
+never dropped; a model a suite never planned on a task has no row there at all (not run is not a
+loss). Where two suites plan different entries under one model key, ``model`` names each with the
+first suite that plans it (``mlp [suite-b]``). A results file from before ``suite_cells`` existed
+expects, per suite, every split it has results for times every model. The headline score is accuracy
+for classification and R² for regression, higher is better; each split also has the score of a
+constant predictor (``reference_scores``), the floor a model must clear.
 """
 
 from __future__ import annotations
@@ -29,25 +36,51 @@ if TYPE_CHECKING:
 # How many random trial orders `tuning_curves` draws per cell (order 0 is the run's own).
 N_SHUFFLES = 10
 
-# A cell key: one model on one split of a suite.
-KEY = "suite, dataset, repeat, fold, sample_size, seed, model"
+# A split, and a task: what the views group by.
+SPLIT = "dataset, split_key, sample_size, repeat, fold, seed"
+TASK = "dataset, split_key, sample_size"
 
 VIEWS: dict[str, str] = {
-    # The results of each suite's current cells (those its last run planned); every result of a suite
-    # that has no plan on record (a file from before suite_cells).
-    "current_results": """
-        SELECT r.* FROM results r
-        WHERE r.cell_id IN (SELECT cell_id FROM suite_cells)
-           OR r.suite NOT IN (SELECT suite FROM suite_cells)
+    # Every planned cell once (two suites that planned one cell list both in `suite`), with its model
+    # named apart from another entry under the same key: `key [first suite]` where keys collide.
+    "plan": """
+        WITH c AS (
+            SELECT cell_id, string_agg(DISTINCT suite, ', ' ORDER BY suite) AS suite, min(suite) AS first_suite,
+                   any_value(dataset) AS dataset, any_value(coalesce(split_key, 'suite:' || suite)) AS split_key,
+                   any_value(task_type) AS task_type, any_value(repeat) AS repeat, any_value(fold) AS fold,
+                   any_value(sample_size) AS sample_size, any_value(seed) AS seed, any_value(model) AS model_key,
+                   any_value(model_name) AS model_name, any_value(variant) AS variant,
+                   any_value(n_train) AS n_train, any_value(model_kind) AS model_kind,
+                   any_value(coalesce(model_version, 'suite:' || suite)) AS model_version
+            FROM suite_cells GROUP BY cell_id
+        ), v AS (
+            SELECT model_key, model_version, min(first_suite) AS first_suite,
+                   count(*) OVER (PARTITION BY model_key) AS n_versions
+            FROM c GROUP BY model_key, model_version
+        )
+        SELECT c.cell_id, c.suite, c.dataset, c.split_key, c.task_type, c.repeat, c.fold, c.sample_size, c.seed,
+               CASE WHEN v.n_versions > 1 THEN c.model_key || ' [' || v.first_suite || ']' ELSE c.model_key END
+                   AS model,
+               c.model_key, c.model_name, c.variant, c.n_train, c.model_kind, c.model_version
+        FROM c JOIN v USING (model_key, model_version)
     """,
-    # Results kept as history: 'replaced' when the suite's current plan has a cell of the same key (the
-    # model entry or the protocol changed, so the cell id did), 'not in the suite' when it has none.
-    "superseded": f"""
+    # The results of planned cells, named as `plan` names them; every result of a suite that has no
+    # plan on record (a file from before suite_cells), each such suite a split key of its own.
+    "current_results": """
+        SELECT r.* REPLACE (p.suite AS suite, p.model AS model, p.split_key AS split_key)
+        FROM results r JOIN plan p USING (cell_id)
+        UNION ALL BY NAME
+        SELECT r.* REPLACE ('suite:' || r.suite AS split_key) FROM results r
+        WHERE r.suite NOT IN (SELECT suite FROM suite_cells)
+    """,
+    # Results kept as history: 'replaced' when the suite that ran it plans a cell of the same key now
+    # (the model entry or the protocol changed, so the cell id did), 'not in the suite' when it plans none.
+    "superseded": """
         SELECT r.suite, r.dataset, r.model, r.sample_size, r.repeat, r.fold, r.seed, r.status,
                CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END AS score,
                CASE WHEN c.cell_id IS NULL THEN 'not in the suite' ELSE 'replaced' END AS why,
                r.cell_id, c.cell_id AS current_cell_id, r.spec_hash, r.run_id, r.finished_at
-        FROM results r LEFT JOIN suite_cells c USING ({KEY})
+        FROM results r LEFT JOIN suite_cells c USING (suite, dataset, repeat, fold, sample_size, seed, model)
         WHERE r.suite IN (SELECT suite FROM suite_cells)
           AND r.cell_id NOT IN (SELECT cell_id FROM suite_cells)
     """,
@@ -55,6 +88,16 @@ VIEWS: dict[str, str] = {
     "cells": """
         SELECT r.*, d.n_rows, d.n_features, d.n_categorical, d.n_classes
         FROM current_results r LEFT JOIN datasets d USING (dataset)
+    """,
+    # The constant predictor's scores, once per split (suites that ran one split share its row).
+    "split_floor": f"""
+        SELECT {SPLIT}, any_value(score) AS score FROM (
+            SELECT * REPLACE (coalesce(split_key, 'suite:' || suite) AS split_key) FROM reference_scores
+            WHERE suite IN (SELECT suite FROM suite_cells)
+            UNION ALL BY NAME
+            SELECT * REPLACE ('suite:' || suite AS split_key) FROM reference_scores
+            WHERE suite NOT IN (SELECT suite FROM suite_cells)
+        ) GROUP BY ALL
     """,
     # The headline score of a cell, higher is better: accuracy, or R² for regression. default_score is
     # the test score of the search's first trial, the model's default configuration. Budget flags:
@@ -68,8 +111,8 @@ VIEWS: dict[str, str] = {
         WITH last AS (SELECT cell_id, max(trial_index) AS last_index FROM trials GROUP BY cell_id),
         dflt AS (SELECT cell_id, arg_min(CASE WHEN status IN ('ok', 'stopped') THEN coalesce(r2, accuracy) END,
                                          trial_index) AS s FROM trials GROUP BY cell_id)
-        SELECT r.suite, r.dataset, r.task_type, r.model, r.model_name, r.sample_size, r.repeat, r.fold, r.seed,
-               r.status,
+        SELECT r.suite, r.dataset, r.split_key, r.task_type, r.model, r.model_name, r.sample_size, r.repeat, r.fold,
+               r.seed, r.status,
                CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END AS score,
                CASE WHEN r.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
                CASE WHEN r.status = 'ok' THEN dflt.s END AS default_score,
@@ -87,28 +130,33 @@ VIEWS: dict[str, str] = {
                r.cell_id
         FROM current_results r LEFT JOIN trials b ON b.trial_id = r.best_trial
         LEFT JOIN last ON last.cell_id = r.cell_id LEFT JOIN dflt ON dflt.cell_id = r.cell_id
-        LEFT JOIN reference_scores k USING (suite, dataset, repeat, fold, sample_size, seed)
+        LEFT JOIN split_floor k USING (dataset, split_key, repeat, fold, sample_size, seed)
     """,
-    # Every expected cell: each cell its suite's last run planned (suite_cells), or, for a suite with no
-    # plan on record, each split it has results for × each model it has results for. Status 'missing'
-    # where no current result was written. The coverage of every aggregate is counted from here.
+    # Every expected cell: each planned cell (plan), or, for a suite with no plan on record, each
+    # split it has results for × each model it has results for. Status 'missing' where no current
+    # result was written. A model has rows only on the tasks it was planned on: the coverage of every
+    # aggregate is counted from here.
     "expected_cells": """
         WITH legacy_splits AS (
-            SELECT DISTINCT suite, dataset, task_type, sample_size, repeat, fold, seed FROM current_results
+            SELECT DISTINCT suite, dataset, split_key, task_type, sample_size, repeat, fold, seed FROM current_results
             WHERE suite NOT IN (SELECT suite FROM suite_cells)
         ), legacy_models AS (
             SELECT suite, model, any_value(model_name) AS model_name, any_value(model_kind) AS model_kind
             FROM current_results WHERE suite NOT IN (SELECT suite FROM suite_cells) GROUP BY ALL
-        ), planned AS (
-            SELECT suite, dataset, task_type, sample_size, repeat, fold, seed, model, model_name, model_kind
-            FROM suite_cells
-            UNION ALL
-            SELECT s.suite, s.dataset, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model, m.model_name,
-                   m.model_kind
+        ), legacy AS (
+            SELECT s.suite, s.dataset, s.split_key, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model,
+                   m.model_name, m.model_kind, r.cell_id
             FROM legacy_splits s JOIN legacy_models m USING (suite)
+            LEFT JOIN current_results r USING (suite, dataset, sample_size, repeat, fold, seed, model)
+        ), planned AS (
+            SELECT suite, dataset, split_key, task_type, sample_size, repeat, fold, seed, model, model_name,
+                   model_kind, cell_id
+            FROM plan
+            UNION ALL
+            SELECT * FROM legacy
         )
-        SELECT p.suite, p.dataset, p.task_type, p.sample_size, p.repeat, p.fold, p.seed, p.model, p.model_name,
-               p.model_kind,
+        SELECT p.suite, p.dataset, p.split_key, p.task_type, p.sample_size, p.repeat, p.fold, p.seed, p.model,
+               p.model_name, p.model_kind,
                coalesce(c.status, 'missing') AS status,
                CASE WHEN c.status = 'ok' THEN c.score END AS score,
                CASE WHEN p.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
@@ -117,17 +165,19 @@ VIEWS: dict[str, str] = {
                CASE WHEN c.status = 'ok' THEN c.train_s_per_1k END AS train_s_per_1k,
                CASE WHEN c.status = 'ok' THEN c.predict_s_per_1k END AS predict_s_per_1k,
                k.score AS constant_score, coalesce(c.no_better_than_constant, false) AS no_better_than_constant,
-               c.n_train, c.cell_id
+               c.n_train, p.cell_id
         FROM planned p
-        LEFT JOIN scores c USING (suite, dataset, sample_size, repeat, fold, seed, model)
-        LEFT JOIN reference_scores k USING (suite, dataset, repeat, fold, sample_size, seed)
+        LEFT JOIN scores c ON c.cell_id = p.cell_id
+        LEFT JOIN split_floor k ON k.dataset = p.dataset AND k.split_key = p.split_key AND k.repeat = p.repeat
+             AND k.fold = p.fold AND k.sample_size = p.sample_size AND k.seed = p.seed
     """,
-    # Mean ± std over folds and seeds per (suite, dataset, size, model), with coverage; is_best marks the
-    # highest mean of its (suite, dataset, sample_size) when one model alone has it; is_tied_best marks
-    # each of several that share it (a tie, which no model wins).
-    "leaderboard": """
+    # Mean ± std over folds and seeds per (task, model), with coverage; is_best marks the highest mean
+    # of its task (dataset, split_key, sample_size) when one model alone has it; is_tied_best marks each
+    # of several that share it (a tie, which no model wins). Only models planned on the task compete.
+    "leaderboard": f"""
         WITH g AS (
-            SELECT suite, dataset, task_type, sample_size, model, any_value(score_name) AS metric,
+            SELECT {TASK}, any_value(task_type) AS task_type, model,
+                   string_agg(DISTINCT suite, ', ' ORDER BY suite) AS suite, any_value(score_name) AS metric,
                    avg(score) AS score_mean, stddev_samp(score) AS score_std,
                    count(*) FILTER (WHERE status = 'ok') AS n_ok,
                    count(*) AS n_cells,
@@ -137,27 +187,28 @@ VIEWS: dict[str, str] = {
                    count(*) FILTER (WHERE search_bound) AS n_search_bound,
                    count(*) FILTER (WHERE no_better_than_constant) AS n_no_better,
                    avg(default_score) AS default_mean, avg(constant_score) AS constant_mean
-            FROM expected_cells GROUP BY ALL
+            FROM expected_cells GROUP BY {TASK}, model
         )
         , top AS (
-            SELECT g.*, max(score_mean) OVER (PARTITION BY suite, dataset, sample_size) AS top_mean FROM g
+            SELECT g.*, max(score_mean) OVER (PARTITION BY {TASK}) AS top_mean FROM g
         ), t AS (
             SELECT top.*, count(*) FILTER (WHERE score_mean >= top_mean - 1e-12)
-                              OVER (PARTITION BY suite, dataset, sample_size) AS n_at_top FROM top
+                              OVER (PARTITION BY {TASK}) AS n_at_top FROM top
         )
         SELECT t.* EXCLUDE (top_mean, n_at_top),
                coalesce(t.score_mean >= t.top_mean - 1e-12 AND t.n_at_top = 1, false) AS is_best,
                coalesce(t.score_mean >= t.top_mean - 1e-12 AND t.n_at_top > 1, false) AS is_tied_best,
                f.fit_seconds
         FROM t LEFT JOIN (
-            SELECT suite, dataset, sample_size, model, avg(fit_seconds) AS fit_seconds
+            SELECT {TASK}, model, avg(fit_seconds) AS fit_seconds
             FROM current_results WHERE status = 'ok' GROUP BY ALL
-        ) f USING (suite, dataset, sample_size, model)
+        ) f USING (dataset, split_key, sample_size, model)
     """,
-    # Test score against training size: one row per (suite, dataset, model, sample_size); n_train is
+    # Test score against training size: one row per (dataset, split_key, model, sample_size); n_train is
     # the mean number of training rows actually used ('all' becomes the dataset's size).
     "learning_curves": """
-        SELECT suite, dataset, task_type, model, sample_size,
+        SELECT dataset, split_key, any_value(task_type) AS task_type, model, sample_size,
+               string_agg(DISTINCT suite, ', ' ORDER BY suite) AS suite,
                avg(n_train) AS n_train, any_value(score_name) AS metric,
                avg(score) AS score_mean, stddev_samp(score) AS score_std,
                min(score) AS score_min, max(score) AS score_max,
@@ -168,7 +219,7 @@ VIEWS: dict[str, str] = {
                count(*) FILTER (WHERE search_bound) AS n_search_bound,
                count(*) FILTER (WHERE no_better_than_constant) AS n_no_better,
                avg(constant_score) AS constant_mean
-        FROM expected_cells GROUP BY ALL
+        FROM expected_cells GROUP BY dataset, split_key, model, sample_size
     """,
     # Best validation score after the first n_trials trials of a cell, for N_SHUFFLES trial orders:
     # shuffle 0 is the order the run used; the others are seeded random orders of the random trials,
@@ -176,7 +227,7 @@ VIEWS: dict[str, str] = {
     # validation score per split between the worst and best trial of any model (0 = worst, 1 = best).
     "tuning_curves": f"""
         WITH t AS (
-            SELECT r.suite, r.dataset, r.task_type, r.sample_size, r.repeat, r.fold, r.seed, r.model,
+            SELECT r.suite, r.dataset, r.split_key, r.task_type, r.sample_size, r.repeat, r.fold, r.seed, r.model,
                    t.cell_id, t.trial_id, t.trial_index, t.status,
                    CASE WHEN t.status IN ('ok', 'stopped') THEN t.val_score END AS val_score,
                    CASE WHEN t.status IN ('ok', 'stopped') THEN t.val_loss END AS val_loss,
@@ -185,7 +236,7 @@ VIEWS: dict[str, str] = {
                    coalesce(t.seconds, 0) AS seconds
             FROM trials t JOIN current_results r USING (cell_id)
         ), bounds AS (
-            SELECT suite, dataset, sample_size, repeat, fold, seed,
+            SELECT {SPLIT},
                    min(val_score) AS val_min, max(val_score) AS val_max,
                    min(test_score) AS test_min, max(test_score) AS test_max
             FROM t GROUP BY ALL
@@ -210,21 +261,22 @@ VIEWS: dict[str, str] = {
                    sum(seconds) OVER w AS cum_seconds
             FROM o WINDOW w AS (PARTITION BY cell_id, shuffle ORDER BY n_trials ROWS UNBOUNDED PRECEDING)
         )
-        SELECT c.suite, c.dataset, c.task_type, c.sample_size, c.repeat, c.fold, c.seed, c.model, c.cell_id,
-               c.shuffle, c.n_trials, c.trial_index, c.status, c.val_score, c.test_score, c.seconds,
+        SELECT c.suite, c.dataset, c.split_key, c.task_type, c.sample_size, c.repeat, c.fold, c.seed, c.model,
+               c.cell_id, c.shuffle, c.n_trials, c.trial_index, c.status, c.val_score, c.test_score, c.seconds,
                c.best_val_score, c.best_test_score, c.cum_seconds,
                CASE WHEN b.val_max > b.val_min THEN (c.best_val_score - b.val_min) / (b.val_max - b.val_min)
                     WHEN c.best_val_score IS NOT NULL THEN 1.0 END AS best_val_norm,
                CASE WHEN b.test_max > b.test_min THEN (c.best_test_score - b.test_min) / (b.test_max - b.test_min)
                     WHEN c.best_test_score IS NOT NULL THEN 1.0 END AS best_test_norm
-        FROM c JOIN bounds b USING (suite, dataset, sample_size, repeat, fold, seed)
+        FROM c JOIN bounds b USING (dataset, split_key, sample_size, repeat, fold, seed)
     """,
-    # Cost per (suite, dataset, size, model) over the cells that finished ok. fit_seconds is the
-    # selected trial's training; search_seconds the whole search (first trial start to last trial end).
+    # Cost per (task, model) over the cells that finished ok. fit_seconds is the selected trial's
+    # training; search_seconds the whole search (the sum of its trials' own run times).
     # gpu_hours adds up the run time of every trial that ran on a CUDA device, one GPU each.
-    "compute": """
+    "compute": f"""
         WITH gpu AS (SELECT cell_id, sum(seconds) AS s FROM trials WHERE device LIKE 'cuda%' GROUP BY cell_id)
-        SELECT r.suite, r.dataset, r.sample_size, r.model, any_value(r.model_name) AS model_name,
+        SELECT r.dataset, r.split_key, r.sample_size, r.model, string_agg(DISTINCT r.suite, ', ') AS suite,
+               any_value(r.model_name) AS model_name,
                any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train,
                count(*) AS n_ok,
                avg(r.fit_seconds) AS fit_seconds, avg(r.search_seconds) AS search_seconds,
@@ -233,28 +285,32 @@ VIEWS: dict[str, str] = {
                avg(r.predict_rows_per_s) AS predict_rows_per_s, avg(r.flops_per_row) AS flops_per_row,
                avg(r.n_params) AS n_params,
                string_agg(DISTINCT r.device, ',' ORDER BY r.device) AS devices,
+               string_agg(DISTINCT r.precision, ',' ORDER BY r.precision) AS precision,
                coalesce(sum(g.s), 0) / 3600 AS gpu_hours
         FROM current_results r LEFT JOIN datasets d USING (dataset) LEFT JOIN gpu g USING (cell_id)
-        WHERE r.status = 'ok' GROUP BY r.suite, r.dataset, r.sample_size, r.model
+        WHERE r.status = 'ok' GROUP BY r.{TASK.replace(", ", ", r.")}, r.model
     """,
-    # Peak memory of the selected trial per (suite, dataset, size, model), against the dataset's width.
-    "memory": """
-        SELECT r.suite, r.dataset, r.sample_size, r.model, any_value(r.model_name) AS model_name,
+    # Peak memory of the selected trial per (task, model), against the dataset's width.
+    "memory": f"""
+        SELECT r.dataset, r.split_key, r.sample_size, r.model, string_agg(DISTINCT r.suite, ', ') AS suite,
+               any_value(r.model_name) AS model_name,
                any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train, count(*) AS n_ok,
                avg(r.peak_cpu_mb) AS peak_cpu_mb, max(r.peak_cpu_mb) AS peak_cpu_mb_max,
                avg(r.peak_gpu_mb) AS peak_gpu_mb, max(r.peak_gpu_mb) AS peak_gpu_mb_max
         FROM current_results r LEFT JOIN datasets d USING (dataset)
-        WHERE r.status = 'ok' GROUP BY r.suite, r.dataset, r.sample_size, r.model
+        WHERE r.status = 'ok' GROUP BY r.{TASK.replace(", ", ", r.")}, r.model
     """,
     # Every failed current cell and every failed trial of one, with its error text and, in message, the
     # error's last line (the exception) with no trailing newline.
     "failures": """
-        SELECT 'cell' AS level, cell_id AS id, suite, dataset, model, sample_size, repeat, fold, status, error,
-               finished_at, trim(string_split(rtrim(coalesce(error, ''), chr(10) || ' '), chr(10))[-1]) AS message
+        SELECT 'cell' AS level, cell_id AS id, suite, dataset, split_key, model, sample_size, repeat, fold, status,
+               error, finished_at,
+               trim(string_split(rtrim(coalesce(error, ''), chr(10) || ' '), chr(10))[-1]) AS message
         FROM current_results WHERE status <> 'ok'
         UNION ALL
-        SELECT 'trial', t.trial_id, r.suite, r.dataset, r.model, r.sample_size, r.repeat, r.fold, t.status,
-               t.error, t.finished_at, trim(string_split(rtrim(coalesce(t.error, ''), chr(10) || ' '), chr(10))[-1])
+        SELECT 'trial', t.trial_id, r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.repeat, r.fold,
+               t.status, t.error, t.finished_at,
+               trim(string_split(rtrim(coalesce(t.error, ''), chr(10) || ' '), chr(10))[-1])
         FROM trials t JOIN current_results r USING (cell_id) WHERE t.status NOT IN ('ok', 'stopped')
     """,
 }
@@ -276,7 +332,40 @@ def install(store: Store) -> None:
 def temporary_views(con: Any) -> None:
     """This version's views for one connection only (it may be read-only): a file written by an older
     attnbench answers the same queries as the pages. For ``Store.connect(prepare=...)``."""
+    shadow_older_tables(con)
     create_views(con, temporary=True)
+
+
+def shadow_older_tables(con: Any) -> None:
+    """A file written before schema 6, read without upgrading it (read-only): temporary views named
+    like its tables add the columns it lacks, filled as the upgrade would fill them
+    (:func:`pipeline.data.schema.split_key_backfill`), so that this version's views read it."""
+    db = con.execute("SELECT current_database()").fetchone()[0]
+    have: dict[str, set[str]] = {}
+    for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                     "WHERE table_catalog = ? AND table_schema = 'main'", [db]).fetchall():
+        have.setdefault(table, set()).add(column)
+    if "suite_cells" not in have or "results" not in have:
+        return
+    one = (f"(SELECT dataset, any_value(split_key) AS split_key FROM \"{db}\".main.train_order GROUP BY dataset "
+           "HAVING count(DISTINCT split_key) = 1)")
+    added = {"model_kind": "NULL::VARCHAR AS model_kind",
+             "split_key": "coalesce(one.split_key, 'suite:' || t.suite) AS split_key",
+             "model_code": "NULL::JSON AS model_code"}
+    versions = (f"(SELECT c.suite, c.model, any_value(r.spec_hash) AS spec_hash FROM \"{db}\".main.suite_cells c "
+                f"JOIN \"{db}\".main.results r USING (cell_id) GROUP BY ALL)")
+    for table, cols in (("suite_cells", ["model_kind", "split_key", "model_version"]),
+                        ("reference_scores", ["split_key"]), ("results", ["split_key"]), ("runs", ["model_code"])):
+        lacking = [c for c in cols if c not in have.get(table, {c})]
+        if not lacking:
+            continue
+        exprs = [added[c] for c in lacking if c != "model_version"]
+        joins = f" LEFT JOIN {one} one USING (dataset)" if "split_key" in lacking else ""
+        if "model_version" in lacking:
+            exprs.append("coalesce(v.spec_hash, 'suite:' || t.suite) AS model_version")
+            joins += f" LEFT JOIN {versions} v USING (suite, model)"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT t.*, {', '.join(exprs)} "
+                    f"FROM \"{db}\".main.{table} t{joins}")
 
 
 def create_views(con: Any, temporary: bool = False) -> None:

@@ -12,12 +12,14 @@ waits for the disk, and a cell's line is printed once its commit is done. A lost
 ``infra``) and is replaced; a trial past its hard limit has its worker killed and is recorded as
 ``timeout``. An interrupt (SIGINT, SIGTERM) stops dispatching, ends what runs without recording it,
 commits what finished, and leaves the rest to the next run, which resumes each cell's search from
-its committed trials.
+its committed trials. The Ray cluster going away under the run (``ray stop``, a lost head) ends it
+the same way, at once, as :class:`~pipeline.errors.ClusterLost` (see ``faults.ClusterWatch``).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -27,12 +29,13 @@ from typing import Any
 
 from pipeline.data.preprocess import FoldData
 from pipeline.engine.cells import INFRA_REQUEUES, CellPlan, CellState
-from pipeline.engine.faults import hard_limit_s, lost_worker_status
+from pipeline.engine.faults import ClusterWatch, hard_limit_s, lost_worker_status
 from pipeline.engine.pool import Shape, Slot, WorkerPool
 from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.records import TrialRequest
 from pipeline.engine.searchers import CellSearch, grace_for
 from pipeline.engine.worker import utcnow
+from pipeline.errors import ClusterLost
 from pipeline.records import CellResult, Status, TrialRecord
 
 log = logging.getLogger(__name__)
@@ -40,6 +43,7 @@ FLUSH_EVERY_S = 1.0
 RESIZE_EVERY_S = 1.0
 WAIT_S = 0.05
 PREFETCH = 4  # folds whose arrays are prepared before their first cell starts
+STUCK_S = 3.0  # after the cluster went, how long the loop has to end the run itself (see _watchdog)
 
 
 @dataclass
@@ -52,8 +56,10 @@ class Running:
 
 class Scheduler:
     def __init__(self, plans: list[CellPlan], *, load: Callable[[str], FoldData], store: Any, run_row: dict[str, Any],
-                 progress: Progress, on_cell: Callable[[CellResult], None]) -> None:
+                 progress: Progress, on_cell: Callable[[CellResult], None],
+                 on_cluster_lost: Callable[[ClusterLost], None] | None = None) -> None:
         self.load = load
+        self.on_cluster_lost = on_cluster_lost
         self.store = store
         self.run_row = run_row
         self.progress = progress
@@ -95,21 +101,27 @@ class Scheduler:
             board: Any = ray.remote(num_cpus=0)(RungBoard)
             self.board = board.remote()
         self.n_done = self.n_failed = 0
+        self.watch = ClusterWatch()
 
     # ------------------------------------------------------------------------------------------ loop
     def run(self) -> None:
         """Run every cell to its end; KeyboardInterrupt (Ctrl-C, SIGTERM) stops early, losing only
         the trials that were running."""
+        ended = threading.Event()
+        if self.on_cluster_lost is not None:
+            threading.Thread(target=self._watchdog, args=(ended,), name="attnbench-cluster-watch", daemon=True).start()
         try:
             self._resize(force=True)
             self._warm_imports()  # while the workers start
             deadline = time.monotonic() + 60
             while self.cells and not self.pool.n_ready() and time.monotonic() < deadline:
+                self._check_cluster()
                 self.pool.poll()
                 if not self._prefetch():  # the first folds' arrays, while the workers start
                     time.sleep(WAIT_S)
             while self.cells or self.inflight:
                 now = time.monotonic()
+                self._check_cluster()  # before any call that would block on a Ray that is gone
                 self._resize()
                 self._dispatch(now)
                 self._collect()
@@ -121,10 +133,39 @@ class Scheduler:
         except KeyboardInterrupt:
             self._abandon()
             raise
+        except ClusterLost:
+            # As an interrupt, but no call to Ray: its actors went with it, and asking it to end them
+            # would block. What finished is committed; the running trials run again on resume.
+            ended.set()  # this loop ends the run itself: the watch thread has nothing to do
+            self.inflight.clear()
+            self.pool.slots.clear()
+            self._flush(force=True)
+            raise
         finally:
+            ended.set()
             self.pool.shutdown()
             self.writer.shutdown(wait=True)
             self.progress.close()
+
+    def _watchdog(self, ended: threading.Event) -> None:
+        """For a cluster lost while this loop waits inside a call to Ray: such a call waits for Ray's
+        own timeout (60 s) and then Ray ends the process with status 1. If the loop has not ended the
+        run ``STUCK_S`` after the cluster went, ``on_cluster_lost`` is called from here (the command's
+        one line and exit code). Every cell whose line was printed is committed; trials that finished
+        since the last commit (under a second's worth) run again on resume."""
+        assert self.on_cluster_lost is not None
+        watch = ClusterWatch()
+        while not ended.wait(0.5):
+            reason = watch.gone(every_s=0.0)
+            if reason:
+                if not ended.wait(STUCK_S):
+                    self.on_cluster_lost(ClusterLost(f"the Ray cluster went away mid-run: {reason}"))
+                return
+
+    def _check_cluster(self) -> None:
+        reason = self.watch.gone()
+        if reason:
+            raise ClusterLost(f"the Ray cluster went away mid-run: {reason}")
 
     @staticmethod
     def _warm_imports() -> None:
@@ -238,6 +279,8 @@ class Scheduler:
     def _lost(self, run: Running, err: BaseException) -> None:
         import ray.exceptions
 
+        self.watch.last = 0.0  # ask now: a worker lost with the whole cluster is not a trial's failure
+        self._check_cluster()
         self.pool.drop(run.slot)
         # RayTaskError: our code raised outside the model (a bug), recorded as the trial's error.
         status = Status.ERROR if isinstance(err, ray.exceptions.RayTaskError) else lost_worker_status(err)

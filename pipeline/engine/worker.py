@@ -74,6 +74,7 @@ def record_outcome(rec: TrialRecord, out: TrialOutcome) -> None:
     f, u = out.fit, out.usage
     rec.epochs, rec.best_epoch, rec.stop_reason, rec.n_params, rec.device, rec.curve = (
         f.iterations, f.best_iteration, f.stop_reason, f.n_params, f.device, f.curve)
+    rec.precision = f.precision
     rec.fit_seconds, rec.peak_cpu_mb, rec.peak_gpu_mb = u.seconds, u.peak_cpu_mb, u.peak_gpu_mb
     s = out.scores
     rec.val_score, rec.val_loss, rec.predict_seconds, rec.predict_rows_per_s = (
@@ -122,15 +123,17 @@ class TrialWorker:
 
         import ray
 
+        from pipeline.cost import freeze_long_lived, pin_allocator
+        from pipeline.learners.trial import Context, warm_up
+
+        # Before the imports (a library's own allocator reads its policy when it is loaded) and the
+        # warm-up, so that it and every trial run under one allocator policy.
+        pin_allocator()
         for lib in libraries:
             try:
                 importlib.import_module(lib)
             except Exception as err:  # the trials of its models record the same error
                 log.warning("worker warm-up: cannot import %s: %s", lib, f"{type(err).__name__}: {err}")
-        from pipeline.cost import freeze_long_lived, pin_allocator
-        from pipeline.learners.trial import Context, warm_up
-
-        pin_allocator()  # before the warm-up, so that it and every trial run under one allocator policy
         ctx = Context(threads=max(1, int(cpus)), use_gpu=gpus > 0)
         for model, task_type in warm:
             # The registry's defaults, not the suite entry's: the same code paths and kernels, at a size

@@ -3,8 +3,9 @@
 - :mod:`.base`: the :class:`~.base.Learner` contract (its :class:`~.base.Capabilities` and its
   models' defaults and space) and :class:`~.base.FitReport`.
 - :mod:`.torch`: the one learner of every torch model (the recipe of :mod:`pipeline.train.loop`).
-- :mod:`.xgboost`, :mod:`.catboost`: the boosting baselines (each registers itself with ``INFO``):
-  a new library is one new module here.
+- :mod:`.xgboost`, :mod:`.catboost`, :mod:`.lightgbm`, the forests, :mod:`.tabm`, :mod:`.realmlp`: each
+  a Learner that declares its model in class attributes (``name``, ``kind``, ``defaults``, ``space``,
+  ...) and is registered by them: a new library is one new module here.
 - :mod:`.resolve`: a suite's model entry resolved once per run (:class:`~.resolve.ResolvedModel`).
 - :mod:`.trial`: fit one configuration and score it: the unit every trial runs.
 - :mod:`.estimator`: scikit-learn estimators over the torch learner.

@@ -37,6 +37,7 @@ class Capabilities:
 
     gpu: bool = False  # trains on a GPU when the trial is given one
     rungs: str | None = None  # what one ASHA step counts ('epochs', 'boosting rounds'); None: no rungs
+    budget: str | None = None  # the configuration key that caps the iterations a fit runs (max_epochs, n_estimators)
     grace: int = 1  # ASHA's first rung, in those steps
     distributed: bool = False  # can train on several Ray Train workers (DDP)
     compress: bool = False  # pruning, quantization and PCA variants apply
@@ -55,21 +56,32 @@ class FitReport:
     n_params: int  # torch: parameters; boosting: tree nodes (XGBoost) or leaf values (CatBoost)
     device: str
     curve: list[dict[str, float]] = field(default_factory=list)  # one point per iteration
+    precision: str | None = None  # a torch model: what it trained in, fp32, bf16 or fp16 (pipeline.train.precision)
 
 
 class Learner(abc.ABC):
     """Fit on a fold, predict any part, report the cost. ``config`` is the whole configuration
     (defaults with the trial's suggestion on top: :meth:`pipeline.learners.resolve.ResolvedModel.config`).
 
-    A Learner named by import path in a suite (``learner: package.module:Class``) declares its model
-    with the class attributes ``kind``, ``defaults``, ``space`` and ``quick``; a registered one, in its
-    module's ``INFO``."""
+    A Learner is its model's one declaration, in class attributes: ``name`` (a Learner of this package
+    with a name is registered under it; one named by import path in a suite takes the entry's name),
+    ``kind``, ``display_name``, ``description``, ``paper``, ``protocol`` (where the model leaves the
+    shared protocol), ``capabilities``, ``defaults``, ``space``, ``quick`` (a tiny fit) and, for a torch
+    model, ``training`` (its recipe defaults) and ``builder`` (``module:function`` that builds its
+    network; default: the Learner builds it). The registry builds :class:`ModelInfo` from them."""
 
-    capabilities: ClassVar[Capabilities] = Capabilities()
+    name: ClassVar[str] = ""
     kind: ClassVar[str] = "other"
+    display_name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    protocol: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
     defaults: ClassVar[Mapping[str, Any]] = {}
     space: ClassVar[Mapping[str, Any]] = {}
     quick: ClassVar[Mapping[str, Any]] = {}
+    training: ClassVar[Mapping[str, Any]] = {}
+    builder: ClassVar[str] = ""
 
     @classmethod
     def config_defaults(cls, info: ModelInfo) -> dict[str, Any]:

@@ -11,34 +11,6 @@ import pandas as pd
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep, on_all_classes, rounds_report
 
-INFO = {
-    "name": "catboost",
-    "display_name": "CatBoost",
-    "kind": "boosting",
-    "class": "CatBoostLearner",
-    "description": "Oblivious gradient-boosted trees with ordered boosting and native categoricals.",
-    "quick": {"iterations": 3, "early_stopping_rounds": 2},
-    "paper": "https://arxiv.org/abs/1706.09516",
-    "defaults": {
-        "iterations": 2000,
-        "early_stopping_rounds": 50,
-        "learning_rate": 0.08,
-        "depth": 6,
-        "l2_leaf_reg": 3.0,
-        "random_strength": 1.0,
-        "bagging_temperature": 1.0,
-        "one_hot_max_size": 2,
-    },
-    # After the TabR/TabM papers' CatBoost space (a subset: the rest stays at CatBoost's defaults).
-    "space": {
-        "learning_rate": {"loguniform": [1e-3, 0.3]},
-        "depth": {"int": [3, 8]},
-        "l2_leaf_reg": {"loguniform": [0.1, 10.0]},
-        "bagging_temperature": {"uniform": [0.0, 1.0]},
-        "random_strength": {"loguniform": [0.1, 10.0]},
-    },
-}
-
 
 def frame(part: Part, data: FoldData) -> pd.DataFrame:
     cols: dict[str, Any] = {f"n{i}": part.x_num[:, i] for i in range(part.x_num.shape[1])}
@@ -52,8 +24,33 @@ class CatBoostLearner(Learner):
     training there (ASHA's rung cut), keeping the best round so far. CatBoost takes no callbacks in
     its GPU mode, so there a trial runs to its end or to early stopping."""
 
-    capabilities = Capabilities(gpu=True, rungs="boosting rounds", grace=10, libraries=("catboost",))
+    name = "catboost"
     kind = "boosting"
+    display_name = "CatBoost"
+    description = "Oblivious gradient-boosted trees with ordered boosting and native categoricals."
+    paper = "https://arxiv.org/abs/1706.09516"
+    quick = {"iterations": 3, "early_stopping_rounds": 2}
+    defaults = {
+        "iterations": 2000,
+        "early_stopping_rounds": 50,
+        "learning_rate": 0.08,
+        "depth": 6,
+        "l2_leaf_reg": 3.0,
+        "random_strength": 1.0,
+        "bagging_temperature": 1.0,
+        "one_hot_max_size": 2,
+    }
+    # After the TabR/TabM papers' CatBoost space (a subset: the rest stays at CatBoost's defaults).
+    space = {
+        "learning_rate": {"loguniform": [1e-3, 0.3]},
+        "depth": {"int": [3, 8]},
+        "l2_leaf_reg": {"loguniform": [0.1, 10.0]},
+        "bagging_temperature": {"uniform": [0.0, 1.0]},
+        "random_strength": {"loguniform": [0.1, 10.0]},
+    }
+
+    capabilities = Capabilities(gpu=True, rungs="boosting rounds", budget="iterations", grace=10,
+                                libraries=("catboost",))
 
     on_step: OnStep | None = None
     pruned = False

@@ -29,7 +29,7 @@ import io
 import math
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -343,6 +343,65 @@ def measure_compression(model: nn.Module, data: FoldData, method: str, *, part: 
     return out
 
 
+# --------------------------------------------------------------------------------- applicability
+class NotApplicable(ValueError):
+    """A compression method that cannot change this model: its variant would repeat the model's own
+    figures under another name, so none is made."""
+
+
+def not_applicable(module: nn.Module, method: str) -> str | None:
+    """Why ``method`` would leave ``module`` as it is; None where it changes it. Pruning needs a Linear
+    layer that feeds another through element-wise modules only (:func:`linear_pairs`); quantization, a
+    Linear layer. PCA depends on the data (it needs numeric features), not on the module."""
+    if method in ("prune", "prune_zero") and next(linear_pairs(module), None) is None:
+        return ("it has no Linear layer feeding another Linear through element-wise modules only (an MLP block, "
+                "a feed-forward layer), so pruning would remove no neuron")
+    if method == "quantize" and not any(isinstance(m, nn.Linear) for m in module.modules()):
+        return "it has no Linear layer, so int8 dynamic quantization would change nothing"
+    return None
+
+
+def applicable_to(module: nn.Module) -> tuple[str, ...]:
+    """The suite's compression methods (prune, quantize, pca) that change ``module``."""
+    return tuple(m for m in ("prune", "quantize", "pca") if not_applicable(module, m) is None)
+
+
+def _built(info: Any, architectures: Iterator[dict[str, Any]]) -> list[nn.Module]:
+    """The model ``info`` names, built on a tiny input with each architecture that builds."""
+    out = []
+    for arch in architectures:
+        try:
+            out.append(info.load()(n_num=3, cat_cardinalities=[3], d_out=2, **arch))
+        except Exception:  # one that cannot be built is build_problem's to report
+            continue
+    return out
+
+
+def applicable(info: Any) -> tuple[str, ...]:
+    """The compression methods that change the model ``info`` names at its defaults (built on a tiny
+    input): what ``attnbench models`` lists. All three where it cannot be built so."""
+    from pipeline.learners.torch import TorchLearner
+
+    built = _built(info, TorchLearner.architectures(info, info.config_defaults(), {}, {}, limit=1))
+    return applicable_to(built[0]) if built else ("prune", "quantize", "pca")
+
+
+def compress_problem(info: Any, defaults: Mapping[str, Any], space: Mapping[str, Any], fixed: Mapping[str, Any],
+                     methods: Sequence[str]) -> str | None:
+    """Why a suite entry's ``compress`` asks for a method that changes no architecture of its search
+    (``suites check`` and ``run`` refuse it); None where each method changes some. Where only some
+    configurations are left as they were, their trials record the variant as not applicable."""
+    from pipeline.learners.torch import TorchLearner
+
+    built = _built(info, TorchLearner.architectures(info, defaults, space, fixed))
+    for method in methods:
+        reasons = [not_applicable(module, method) for module in built]
+        if built and all(reasons):
+            return (f"compress {method!r} does not apply: {reasons[0]}; remove it from compress (what applies "
+                    f"to this model: {', '.join(applicable_to(built[0])) or 'none'})")
+    return None
+
+
 # -------------------------------------------------------------------------------------- run option
 PRUNE_AMOUNT = 0.3  # a suite's `compress: [prune]` drops this share of each hidden layer's neurons
 PCA_VARIANCE = 0.9  # `compress: [pca]` keeps the components that explain this share of the variance
@@ -369,6 +428,9 @@ class CompressedLearner(Learner):
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         t = self.trained
+        reason = not_applicable(t.module, self.method)
+        if reason is not None:
+            raise NotApplicable(f"{self.method} does not apply to this {self.info.name}: {reason}")
         if self.method == "prune":
             module, removed = prune_neurons(t.module, PRUNE_AMOUNT, structural=True)
             self.details.update(amount=PRUNE_AMOUNT, neurons_removed=removed)

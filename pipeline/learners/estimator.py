@@ -3,6 +3,9 @@
 >>> clf = TabularClassifier("ft_transformer", random_state=0, d_token=32, max_epochs=5)  # doctest: +SKIP
 >>> clf.fit(X_train, y_train).predict_proba(X_test)  # doctest: +SKIP
 
+``model`` is a registered model's name, or an import path (``package.module:Class``) to a torch
+``nn.Module`` or a Learner subclass, resolved as a suite's ``builder:`` or ``learner:`` is.
+
 ``__init__`` only stores parameters: the estimator's own (``model``, ``random_state``,
 ``validation_fraction``, ``device``, ``max_seconds``) and any number of the model's hyperparameters
 (architecture and training recipe, e.g. ``d_token=64, lr=3e-4, max_epochs=50``), which
@@ -15,8 +18,12 @@ only, and trains through the model's own Learner, as a trial does (a torch model
 of :mod:`pipeline.train.loop`; early stopping on the validation part, best iteration kept). Pandas 'category', object, string and boolean columns are
 categorical; everything else is numeric. NumPy arrays are numeric unless they hold objects.
 ``n_jobs`` is torch's thread count during fit and predict: None (the default) is one thread, as in
-scikit-learn, -1 every core. A fit whose best epoch was its last warns (``ConvergenceWarning``): the
-model was still improving. A classifier refuses a continuous ``y``.
+scikit-learn, -1 every core. A fit whose best epoch (or boosting round) was its last warns
+(``ConvergenceWarning``), naming the key to raise: the model's own budget (``max_epochs``,
+``n_estimators``, ``iterations``: its Learner's ``capabilities.budget``), or ``max_seconds``. A
+classifier refuses a continuous ``y``, and numeric labels that look like a regression target: more
+than :data:`MANY_CLASSES` classes with fewer than :data:`ROWS_PER_CLASS` rows each on average (use
+:class:`TabularRegressor`).
 """
 
 from __future__ import annotations
@@ -36,9 +43,14 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from pipeline.data.preprocess import FoldData, Part, Preprocessor
-from pipeline.models.registry import get
+from pipeline.models.registry import ModelInfo, by_path, get
 
 _OWN_PARAMS = ("model", "random_state", "validation_fraction", "device", "n_jobs", "max_seconds")
+# Numeric class labels whose classes are all rare are a regression target given to a classifier: more
+# than MANY_CLASSES classes with fewer than ROWS_PER_CLASS rows each on average (diabetes' integer
+# target: 214 values in 442 rows) are refused.
+MANY_CLASSES = 20
+ROWS_PER_CLASS = 5
 
 
 def _as_frame(X: Any) -> tuple[pd.DataFrame, bool]:
@@ -113,8 +125,13 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
             setattr(self, key, value)
         return self
 
+    def _info(self) -> ModelInfo:
+        """The model: a registered name, or an import path resolved as a suite's ``builder:`` or
+        ``learner:`` is."""
+        return by_path(self.model) if ":" in self.model else get(self.model)
+
     def _config(self) -> dict[str, Any]:
-        info = get(self.model)
+        info = self._info()
         hyper = {k: getattr(self, k) for k in self._hyperparam_names()}
         allowed = info.config_defaults()
         unknown = sorted(set(hyper) - set(allowed))
@@ -209,7 +226,7 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         data.valid = Part(*pre.transform(self._typed(valid_x)), valid_y)
         max_seconds = float("inf") if self.max_seconds is None else self.max_seconds
         with _torch_threads(self.n_jobs):
-            info = get(self.model)
+            info = self._info()
             # device: any torch device for a torch model; 'auto' is a GPU where the model can use one and there is one
             device = {} if self.device == "auto" else {"device": self.device}
             gpu = self.device != "cpu" and info.capabilities.gpu and torch.cuda.is_available()
@@ -221,13 +238,26 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         self.device_ = getattr(learner, "device", None) or ("cuda" if gpu else "cpu")
         self.n_epochs_, self.best_epoch_ = report.iterations, report.best_iteration
         self.curve_, self.stop_reason_ = report.curve, report.stop_reason
+        self.precision_ = report.precision  # a torch model's: fp32, bf16 or fp16 (amp: auto picks it)
         if report.stop_reason in ("max_epochs", "time_limit") and report.best_iteration >= report.iterations:
             from sklearn.exceptions import ConvergenceWarning
 
-            warnings.warn(f"{self.model} was still improving when it stopped ({report.stop_reason}: its best "
-                          f"epoch was its last, {report.iterations}); raise max_epochs or max_seconds",
-                          ConvergenceWarning, stacklevel=2)
+            warnings.warn(self._still_improving(info, config, report.stop_reason, report.iterations), ConvergenceWarning,
+                          stacklevel=2)
         return self
+
+    def _still_improving(self, info: ModelInfo, config: dict[str, Any], stop_reason: str, iterations: int) -> str:
+        """The warning of a fit whose best iteration was its last, naming what ran out in the model's own
+        words: its budget key (its Learner's ``capabilities.budget``) or ``max_seconds``."""
+        caps = info.capabilities
+        step = (caps.rungs or "iterations").removesuffix("s")  # epoch, boosting round
+        if stop_reason == "time_limit":
+            key, value = "max_seconds", self.max_seconds
+        else:
+            key = caps.budget or f"the {step}s it may run"
+            value = config.get(caps.budget) if caps.budget else iterations
+        return (f"{self.model} was still improving when it stopped at {key}={value}: its best {step} was its last "
+                f"({iterations}); raise {key}")
 
     def _typed(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The categorical columns found in fit as pandas categories, the rest as floats."""
@@ -251,7 +281,7 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
 
     # ------------------------------------------------------------------------------ inspection
     def _has_attention(self) -> bool:
-        return get(self.model).attention
+        return self._info().attention
 
     @available_if(_has_attention)
     def feature_attention(self, X: Any) -> pd.DataFrame:
@@ -291,6 +321,11 @@ class TabularClassifier(ClassifierMixin, _TabularEstimator):
             self.n_classes_ = len(self.classes_)
             if self.n_classes_ < 2:
                 raise ValueError(f"y has {self.n_classes_} class; a classifier needs at least 2")
+            numeric = np.issubdtype(y.dtype, np.number) and not np.issubdtype(y.dtype, np.bool_)
+            if numeric and self.n_classes_ > MANY_CLASSES and len(y) < ROWS_PER_CLASS * self.n_classes_:
+                raise ValueError(f"y has {self.n_classes_} distinct numbers in {len(y)} rows ({len(y) / self.n_classes_:.1f} "
+                                 f"rows per class): a classifier would learn one class per value, each of them rare; "
+                                 "for a numeric target use TabularRegressor")
         idx = np.searchsorted(self.classes_, y)
         idx = np.clip(idx, 0, len(self.classes_) - 1)
         unseen = self.classes_[idx] != y

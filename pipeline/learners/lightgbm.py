@@ -27,17 +27,19 @@ from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep, on_all_classes, rounds_report
 from pipeline.learners.xgboost import frame
 
-INFO = {
-    "name": "lightgbm",
-    "display_name": "LightGBM",
-    "kind": "boosting",
-    "class": "LightGBMLearner",
-    "description": "Leaf-wise gradient-boosted trees (histogram method), native categorical splits, early stopping.",
-    "quick": {"n_estimators": 3, "early_stopping_rounds": 2},
-    "gpu": False,
-    "protocol": "trains on the CPU where a GPU is given (the pip wheel's GPU mode needs OpenCL; no CUDA build).",
-    "paper": "https://papers.nips.cc/paper/6907-lightgbm-a-highly-efficient-gradient-boosting-decision-tree",
-    "defaults": {
+
+class LightGBMLearner(Learner):
+    """``on_step`` is asked after each boosting round with minus the validation loss; False stops
+    training there (ASHA's rung cut), keeping the best round so far, as early stopping does."""
+
+    name = "lightgbm"
+    kind = "boosting"
+    display_name = "LightGBM"
+    description = "Leaf-wise gradient-boosted trees (histogram method), native categorical splits, early stopping."
+    paper = "https://papers.nips.cc/paper/6907-lightgbm-a-highly-efficient-gradient-boosting-decision-tree"
+    protocol = "trains on the CPU where a GPU is given (the pip wheel's GPU mode needs OpenCL; no CUDA build)."
+    quick = {"n_estimators": 3, "early_stopping_rounds": 2}
+    defaults = {
         "n_estimators": 4000,
         "early_stopping_rounds": 200,
         "learning_rate": 0.1,
@@ -48,25 +50,19 @@ INFO = {
         "lambda_l2": 0.0,
         "min_sum_hessian_in_leaf": 1e-3,
         "min_data_in_leaf": 20,
-    },
+    }
     # The TabR paper's LightGBM space (exp/lightgbm_/*/2-tuning.toml in its repository); see above.
-    "space": {
+    space = {
         "feature_fraction": {"uniform": [0.5, 1.0]},
         "bagging_fraction": {"uniform": [0.5, 1.0]},
         "lambda_l2": {"loguniform": [1e-3, 10.0]},
         "learning_rate": {"loguniform": [1e-3, 1.0]},
         "num_leaves": {"int": [4, 768]},
         "min_sum_hessian_in_leaf": {"loguniform": [1e-4, 100.0]},
-    },
-}
+    }
 
-
-class LightGBMLearner(Learner):
-    """``on_step`` is asked after each boosting round with minus the validation loss; False stops
-    training there (ASHA's rung cut), keeping the best round so far, as early stopping does."""
-
-    capabilities = Capabilities(gpu=False, rungs="boosting rounds", grace=10, libraries=("lightgbm",))
-    kind = "boosting"
+    capabilities = Capabilities(gpu=False, rungs="boosting rounds", budget="n_estimators", grace=10,
+                                libraries=("lightgbm",))
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         import lightgbm as lgb

@@ -30,36 +30,6 @@ from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep, on_all_classes
 from pipeline.metrics import score
 
-INFO = {
-    "name": "random_forest",
-    "display_name": "Random forest",
-    "kind": "trees",
-    "class": "RandomForestLearner",
-    "description": "Bagged, fully grown decision trees (scikit-learn); categorical codes, native missing values.",
-    "quick": {"n_estimators": 4},
-    "gpu": False,
-    "paper": "https://doi.org/10.1023/A:1010933404324",
-    "protocol": "no ASHA rungs (a forest has no rounds to stop early).",
-    "defaults": {
-        "n_estimators": 250,
-        "max_depth": None,
-        "max_features": "auto",  # scikit-learn's default for the task: sqrt (classification), 1.0 (regression)
-        "min_samples_split": 2,
-        "min_samples_leaf": 1,
-        "bootstrap": True,
-        "min_impurity_decrease": 0.0,
-        "one_hot_max": 0,  # categorical codes as numbers (AMLB's and AutoGluon's forests); N: one-hot up to N levels
-    },
-    "space": {
-        "max_depth": {"choice": [None, 2, 3, 4]},
-        "max_features": {"choice": ["sqrt", "log2", 1.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
-        "min_samples_split": {"choice": [2, 3]},
-        "min_samples_leaf": {"logint": [2, 50]},
-        "bootstrap": {"choice": [True, False]},
-        "min_impurity_decrease": {"choice": [0.0, 0.01, 0.02, 0.05]},
-    },
-}
-
 
 def tree_features(part: Part, data: FoldData, one_hot_max: int) -> np.ndarray:
     """Numeric columns (NaN kept) beside the categorical ones: one-hot up to ``one_hot_max`` levels
@@ -78,8 +48,33 @@ class RandomForestLearner(Learner):
     """Grows the forest ``chunk`` trees at a time (scikit-learn's ``warm_start``), checking the time
     limit after each batch; ``on_step`` is never asked (no rungs)."""
 
-    capabilities = Capabilities(gpu=False, rungs=None, cost=2.0, libraries=("sklearn",))
+    name = "random_forest"
     kind = "trees"
+    display_name = "Random forest"
+    description = "Bagged, fully grown decision trees (scikit-learn); categorical codes, native missing values."
+    paper = "https://doi.org/10.1023/A:1010933404324"
+    protocol = "no ASHA rungs (a forest has no rounds to stop early)."
+    quick = {"n_estimators": 4}
+    defaults = {
+        "n_estimators": 250,
+        "max_depth": None,
+        "max_features": "auto",  # scikit-learn's default for the task: sqrt (classification), 1.0 (regression)
+        "min_samples_split": 2,
+        "min_samples_leaf": 1,
+        "bootstrap": True,
+        "min_impurity_decrease": 0.0,
+        "one_hot_max": 0,  # categorical codes as numbers (AMLB's and AutoGluon's forests); N: one-hot up to N levels
+    }
+    space = {
+        "max_depth": {"choice": [None, 2, 3, 4]},
+        "max_features": {"choice": ["sqrt", "log2", 1.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
+        "min_samples_split": {"choice": [2, 3]},
+        "min_samples_leaf": {"logint": [2, 50]},
+        "bootstrap": {"choice": [True, False]},
+        "min_impurity_decrease": {"choice": [0.0, 0.01, 0.02, 0.05]},
+    }
+
+    capabilities = Capabilities(gpu=False, rungs=None, budget="n_estimators", cost=2.0, libraries=("sklearn",))
     chunk = 25
 
     def estimator(self, regression: bool, **params: Any) -> Any:

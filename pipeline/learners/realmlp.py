@@ -32,41 +32,6 @@ from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep
 from pipeline.models.registry import ModelInfo
 
-INFO = {
-    "name": "realmlp",
-    "display_name": "RealMLP",
-    "kind": "network",
-    "class": "RealMLPLearner",
-    "description": "RealMLP-TD (pytabkit): an MLP with tuned defaults, its own preprocessing and training loop.",
-    "quick": {"n_epochs": 1, "hidden_sizes": "64x5"},
-    "paper": "https://arxiv.org/abs/2407.04491",
-    "protocol": "pytabkit's own training loop: no ASHA rungs, no time limit inside training (the trial timeout "
-                "stops it), its own preprocessing, and its best of 256 epochs on our validation part.",
-    "defaults": {
-        "n_epochs": 256,
-        "lr": 0.04,
-        "act": "selu",
-        "hidden_sizes": "256x3",
-        "num_emb_type": "pbld",
-        "add_front_scale": True,
-        "p_drop": 0.15,
-        "wd": 0.02,
-        "plr_sigma": 0.1,
-        "ls_eps": 0.1,
-    },
-    "space": {
-        "num_emb_type": {"choice": ["none", "pbld", "pl", "plr"]},
-        "add_front_scale": {"choice": [True, False]},
-        "lr": {"loguniform": [0.02, 0.3]},
-        "p_drop": {"choice": [0.0, 0.15, 0.3]},
-        "wd": {"choice": [0.0, 0.02]},
-        "plr_sigma": {"loguniform": [0.05, 0.5]},
-        "act": {"choice": ["relu", "selu", "mish"]},
-        "hidden_sizes": {"choice": ["256x3", "64x5", "512"]},
-        "ls_eps": {"choice": [0.0, 0.1]},
-    },
-}
-
 
 def hidden_sizes(spec: str) -> list[int]:
     """'256x3' → [256, 256, 256]; '512' → [512]."""
@@ -77,8 +42,39 @@ def hidden_sizes(spec: str) -> list[int]:
 class RealMLPLearner(Learner):
     """pytabkit's RealMLP_TD estimators on our fold; ``on_step`` is never asked (no rungs)."""
 
-    capabilities = Capabilities(gpu=True, rungs=None, cost=30.0, libraries=("torch", "pytabkit"))
+    name = "realmlp"
     kind = "network"
+    display_name = "RealMLP"
+    description = "RealMLP-TD (pytabkit): an MLP with tuned defaults, its own preprocessing and training loop."
+    paper = "https://arxiv.org/abs/2407.04491"
+    protocol = ("pytabkit's own training loop: no ASHA rungs, no time limit inside training (the trial timeout "
+                "stops it), its own preprocessing, and its best of 256 epochs on our validation part.")
+    quick = {"n_epochs": 1, "hidden_sizes": "64x5"}
+    defaults = {
+        "n_epochs": 256,
+        "lr": 0.04,
+        "act": "selu",
+        "hidden_sizes": "256x3",
+        "num_emb_type": "pbld",
+        "add_front_scale": True,
+        "p_drop": 0.15,
+        "wd": 0.02,
+        "plr_sigma": 0.1,
+        "ls_eps": 0.1,
+    }
+    space = {
+        "num_emb_type": {"choice": ["none", "pbld", "pl", "plr"]},
+        "add_front_scale": {"choice": [True, False]},
+        "lr": {"loguniform": [0.02, 0.3]},
+        "p_drop": {"choice": [0.0, 0.15, 0.3]},
+        "wd": {"choice": [0.0, 0.02]},
+        "plr_sigma": {"loguniform": [0.05, 0.5]},
+        "act": {"choice": ["relu", "selu", "mish"]},
+        "hidden_sizes": {"choice": ["256x3", "64x5", "512"]},
+        "ls_eps": {"choice": [0.0, 0.1]},
+    }
+
+    capabilities = Capabilities(gpu=True, rungs=None, budget="n_epochs", cost=30.0, libraries=("torch", "pytabkit"))
 
     @classmethod
     def task_defaults(cls, info: ModelInfo, task_type: str) -> dict[str, Any]:

@@ -71,10 +71,23 @@ def resolve(spec: ModelSpec) -> ResolvedModel:
 
 def build_problem(model: ResolvedModel) -> str | None:
     """Why a model cannot be built with any configuration of its search, asked of its Learner (a torch
-    model's architecture, tried on a tiny input; imports torch: for ``suites check``). None when one
+    model's architecture, tried on a tiny input; imports torch: for ``suites check``), or why a
+    compression method it asks for would change none of them (:func:`compress_problem`). None when one
     configuration builds (a trial whose own configuration cannot be built records its error)."""
-    problem = model.info.learner_class().build_problem(model.info, model.defaults, model.space, model.spec.fixed)
+    problem = (model.info.learner_class().build_problem(model.info, model.defaults, model.space, model.spec.fixed)
+               or compress_problem(model))
     return None if problem is None else f"model {model.key!r}: {problem}"
+
+
+def compress_problem(model: ResolvedModel) -> str | None:
+    """Why the entry's ``compress`` asks for a method that changes no architecture of its search
+    (``compress: [prune]`` on a model with no prunable layer); None when each applies to some, or it
+    asks for none. Imports torch only when it asks for one."""
+    if not model.spec.compress:
+        return None
+    from pipeline.learners.compression import compress_problem as problem
+
+    return problem(model.info, model.defaults, model.space, model.spec.fixed, model.spec.compress)
 
 
 def resolve_name(name: str, **overrides: Any) -> ResolvedModel:

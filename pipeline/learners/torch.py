@@ -4,7 +4,7 @@ shared recipe of :mod:`pipeline.train.loop`."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,8 @@ class TorchLearner(Learner):
     After :meth:`fit`, ``module`` is the trained network (best epoch restored) and ``device`` where it is.
     """
 
-    capabilities = Capabilities(gpu=True, rungs="epochs", grace=3, distributed=True, compress=True, cost=30.0,
+    capabilities = Capabilities(gpu=True, rungs="epochs", budget="max_epochs", grace=3, distributed=True, compress=True,
+                                cost=30.0,
                                 libraries=("torch",))
     kind = "network"
     module: Any = None
@@ -43,21 +44,29 @@ class TorchLearner(Learner):
         return {"max_epochs": 1, **info.quick}
 
     @classmethod
-    def build_problem(cls, info: ModelInfo, defaults: Mapping[str, Any], space: Mapping[str, Any],
-                      fixed: Mapping[str, Any]) -> str | None:
-        """Why the architecture cannot be built with any configuration of the search (``fixed:
-        {d_token: 30, n_heads: 4}``, say), tried on a tiny input: the defaults, and each searched
-        architecture key at its bounds or choices. Imports torch."""
+    def architectures(cls, info: ModelInfo, defaults: Mapping[str, Any], space: Mapping[str, Any],
+                      fixed: Mapping[str, Any], limit: int = 64) -> Iterator[dict[str, Any]]:
+        """The architecture arguments of the search, as far as ``suites check`` tries them: the
+        defaults, then each searched architecture key at its bounds or choices (at most ``limit``)."""
         arch = {k: v for k, v in defaults.items() if k in info.defaults}
         options: list[list[tuple[str, Any]]] = []
         for k, dom in space.items():
             if k in arch and isinstance(dom, dict) and k not in fixed:
                 (kind, values), = dom.items()
                 options.append([(k, v) for v in (values if kind == "choice" else values[:2])])
+        for combo in itertools.islice(itertools.chain([()], itertools.product(*options)), limit):
+            yield {**arch, **dict(combo)}
+
+    @classmethod
+    def build_problem(cls, info: ModelInfo, defaults: Mapping[str, Any], space: Mapping[str, Any],
+                      fixed: Mapping[str, Any]) -> str | None:
+        """Why the architecture cannot be built with any configuration of the search (``fixed:
+        {d_token: 30, n_heads: 4}``, say), tried on a tiny input: the defaults, and each searched
+        architecture key at its bounds or choices. Imports torch."""
         first = None
-        for combo in itertools.islice(itertools.chain([()], itertools.product(*options)), 64):
+        for arch in cls.architectures(info, defaults, space, fixed):
             try:
-                info.load()(n_num=3, cat_cardinalities=[3], d_out=2, **{**arch, **dict(combo)})
+                info.load()(n_num=3, cat_cardinalities=[3], d_out=2, **arch)
                 return None
             except Exception as err:  # the builder's own message says what is wrong
                 first = first or err
@@ -68,6 +77,7 @@ class TorchLearner(Learner):
         super().__init__(*args, **kwargs)
         self.shard, self.wrap = shard, wrap
         self.device = device  # a torch device (or its name) to train on; None: CUDA when use_gpu and present
+        self.precision = "fp32"  # what fit trained in; predict runs in the same
         self.meta: FoldData | None = None
 
     def build(self, data: FoldData) -> Any:
@@ -96,14 +106,15 @@ class TorchLearner(Learner):
                 return step(int(point["epoch"]), float(point["val_score"]))
         res = train(module, data, recipe, device=device, on_epoch=on_epoch, shard=self.shard, wrap=self.wrap)
         self.module, self.device, self.meta = res.model, device, data.without_parts()
+        self.precision = res.precision
         return FitReport(iterations=res.epochs, best_iteration=res.best_epoch, stop_reason=res.stop_reason,
-                         n_params=n_params(res.model), device=res.device, curve=res.curve)
+                         n_params=n_params(res.model), device=res.device, curve=res.curve, precision=res.precision)
 
     def predict(self, part: Part) -> np.ndarray:
         from pipeline.train.loop import predict
 
         assert self.meta is not None, "fit first"
-        return predict(self.module, self.meta, part, self.device)
+        return predict(self.module, self.meta, part, self.device, precision=self.precision)
 
     def flops_per_row(self, part: Part) -> float | None:
         from pipeline.cost import flops_per_row

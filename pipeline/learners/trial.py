@@ -97,12 +97,15 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
 def _variant(learner: Any, data: FoldData, method: str, base: TrialOutcome, seconds_left: float) -> dict[str, Any]:
     """One compressed variant, its cost counted from the start: pruning and quantization need the
     trained model (its training time and memory come first); PCA trains a model of its own, within
-    what is left of the trial's time limit. A variant that fails is recorded with its error; the
-    trial it came from stands."""
-    from pipeline.learners.compression import variant
+    what is left of the trial's time limit. A variant that fails is recorded with its error, and one
+    that would change nothing (pruning a model with no prunable layer) as not applicable; the trial it
+    came from stands either way."""
+    from pipeline.learners.compression import NotApplicable, variant
 
     try:
         v = variant(learner, data, method, max_seconds=max(1.0, seconds_left))
+    except NotApplicable as err:  # no variant: it would repeat the model's own figures under another name
+        return {"error": f"not applicable: {err}"}
     except Exception as err:  # recorded in the variant's row, never raised past the trial
         return {"error": "".join(traceback.format_exception(err))[-4000:]}
     if method != "pca":

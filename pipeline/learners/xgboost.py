@@ -11,15 +11,33 @@ import pandas as pd
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep, on_all_classes, rounds_report
 
-INFO = {
-    "name": "xgboost",
-    "display_name": "XGBoost",
-    "kind": "boosting",
-    "class": "XGBoostLearner",
-    "description": "Gradient-boosted trees (histogram method), native categorical splits, early stopping.",
-    "quick": {"n_estimators": 3, "early_stopping_rounds": 2},
-    "paper": "https://arxiv.org/abs/1603.02754",
-    "defaults": {
+
+def frame(part: Part, data: FoldData) -> pd.DataFrame:
+    """Numeric columns as floats (NaN = missing) and categorical codes as pandas categories."""
+    cols: dict[str, Any] = {f"n{i}": part.x_num[:, i] for i in range(part.x_num.shape[1])}
+    for j, card in enumerate(data.cat_cardinalities):
+        # At least one category: a column with no level in the fold's training rows (every value
+        # missing) is a valid, empty categorical, not a zero-length one XGBoost cannot take.
+        categories = list(range(1, max(card, 2)))
+        # Code k is category k (its position k - 1); code 0, missing or unseen, is pandas' missing code -1.
+        # (From the values, -1 would be a value outside the categories, which pandas deprecates.)
+        position = part.x_cat[:, j].astype(np.int64) - 1
+        position[(position < 0) | (position >= len(categories))] = -1
+        cols[f"c{j}"] = pd.Categorical.from_codes(position, categories=categories)
+    return pd.DataFrame(cols)
+
+
+class XGBoostLearner(Learner):
+    """``on_step`` is asked after each boosting round with minus the validation loss; False stops
+    training there (ASHA's rung cut), keeping the best round so far, as early stopping does."""
+
+    name = "xgboost"
+    kind = "boosting"
+    display_name = "XGBoost"
+    description = "Gradient-boosted trees (histogram method), native categorical splits, early stopping."
+    paper = "https://arxiv.org/abs/1603.02754"
+    quick = {"n_estimators": 3, "early_stopping_rounds": 2}
+    defaults = {
         "n_estimators": 2000,
         "early_stopping_rounds": 50,
         "learning_rate": 0.1,
@@ -30,9 +48,9 @@ INFO = {
         "reg_lambda": 1.0,
         "reg_alpha": 1e-8,
         "gamma": 1e-8,
-    },
+    }
     # The space of Grinsztajn et al. (2022) for XGBoost, with early stopping in place of n_estimators.
-    "space": {
+    space = {
         "learning_rate": {"loguniform": [1e-3, 0.7]},
         "max_depth": {"int": [1, 11]},
         "min_child_weight": {"loguniform": [1.0, 100.0]},
@@ -41,27 +59,10 @@ INFO = {
         "reg_lambda": {"loguniform": [1.0, 4.0]},
         "reg_alpha": {"loguniform": [1e-8, 1e-2]},
         "gamma": {"loguniform": [1e-8, 7.0]},
-    },
-}
+    }
 
-
-def frame(part: Part, data: FoldData) -> pd.DataFrame:
-    """Numeric columns as floats (NaN = missing) and categorical codes as pandas categories."""
-    cols: dict[str, Any] = {f"n{i}": part.x_num[:, i] for i in range(part.x_num.shape[1])}
-    for j, card in enumerate(data.cat_cardinalities):
-        codes = part.x_cat[:, j]
-        # At least one category: a column with no level in the fold's training rows (every value
-        # missing) is a valid, empty categorical, not a zero-length one XGBoost cannot take.
-        cols[f"c{j}"] = pd.Categorical(np.where(codes == 0, -1, codes), categories=list(range(1, max(card, 2))))
-    return pd.DataFrame(cols)
-
-
-class XGBoostLearner(Learner):
-    """``on_step`` is asked after each boosting round with minus the validation loss; False stops
-    training there (ASHA's rung cut), keeping the best round so far, as early stopping does."""
-
-    capabilities = Capabilities(gpu=True, rungs="boosting rounds", grace=10, libraries=("xgboost",))
-    kind = "boosting"
+    capabilities = Capabilities(gpu=True, rungs="boosting rounds", budget="n_estimators", grace=10,
+                                libraries=("xgboost",))
 
     on_step: OnStep | None = None
     pruned = False

@@ -117,6 +117,14 @@ class SharedCategoricalEmbedding(nn.Module):
         return self.embedding(x_cat) + self.bias  # B × k × d
 
 
+def in_autocast_dtype(x: Tensor) -> Tensor:
+    """``x`` in the autocast dtype where autocast is on for its device, else as it is. A model that casts
+    its tokens once keeps its residual stream in bf16: autocast alone would keep it in fp32 and cast it
+    back and forth around every matrix product (a quarter of an FT-Transformer step on the CPU)."""
+    kind = x.device.type
+    return x.to(torch.get_autocast_dtype(kind)) if torch.is_autocast_enabled(kind) else x
+
+
 class FeatureTokenizer(nn.Module):
     """Numeric and categorical tokens stacked into E (B × (n + k) × d), numeric features first.
 
@@ -146,7 +154,7 @@ class FeatureTokenizer(nn.Module):
             parts.append(self.num(x_num))
         if self.cat is not None:
             parts.append(self.cat(x_cat))
-        return torch.cat(parts, dim=1)  # B × F × d
+        return in_autocast_dtype(torch.cat(parts, dim=1))  # B × F × d (bf16 under autocast)
 
 
 class FeatureIdentityEmbedding(nn.Module):

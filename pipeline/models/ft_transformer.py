@@ -71,7 +71,7 @@ class FTTransformer(nn.Module):
 
     def forward(self, x_num: Tensor, x_cat: Tensor, return_attention: bool = False):
         x = self.tokenizer(x_num, x_cat)  # B × F × d
-        x = torch.cat([x, self.cls.expand(len(x), -1, -1)], dim=1)  # B × (F+1) × d, [CLS] last
+        x = torch.cat([x, self.cls.to(x.dtype).expand(len(x), -1, -1)], dim=1)  # B × (F+1) × d, [CLS] last
         maps = []
         last = len(self.blocks) - 1
         for i, block in enumerate(self.blocks):

@@ -3,19 +3,21 @@
 Where models come from (``ModelInfo.source``):
 
 - **attnbench**: a torch model is one module of :mod:`pipeline.models` declaring ``INFO`` beside its
-  ``nn.Module`` (trained by :class:`pipeline.learners.torch.TorchLearner`); any other model is one module
-  of :mod:`pipeline.learners` declaring ``INFO`` beside its Learner.
+  ``nn.Module`` (trained by :class:`pipeline.learners.torch.TorchLearner`); any other model is a Learner
+  of :mod:`pipeline.learners` that gives itself a ``name``: its class attributes are its declaration
+  (:func:`from_learner`).
 - **an installed package**: an entry point in the ``attnbench.models`` group names a module (or a
   ``module:Class`` in it) that declares ``INFO`` the same way (``pip install`` is enough).
 - **a suite file**: a model entry with ``builder: package.module:Class`` (a torch ``nn.Module``) or
   ``learner: package.module:Class`` (a Learner subclass) declares a model of its own
   (:func:`declared`).
 
-The INFO dicts are read with ``ast``, so this file imports no torch, no boosting library and nothing
-of the harness: ``import pipeline`` and suite validation stay fast. The Learner class is imported by
-its path when it is asked something (:meth:`ModelInfo.learner_class`): its capabilities, its whole
-default configuration and search space, the libraries it needs. A duplicate name is an error, never
-an overwrite.
+The torch modules' INFO dicts are read with ``ast``, so this file imports no torch; the Learners of
+:mod:`pipeline.learners` are imported (by path: they import their libraries, torch and the boosting
+ones, only inside ``fit``), so suite validation imports no torch either. A Learner class is asked
+every per-model question (:meth:`ModelInfo.learner_class`): its capabilities, its whole default
+configuration and search space, the libraries it needs. A duplicate name is an error, never an
+overwrite.
 
 ``defaults`` are the builder's own arguments (a torch model's architecture, a library's parameters);
 ``training`` overrides the torch training recipe's defaults for one model. Search spaces are plain
@@ -25,12 +27,14 @@ data (``{"lr": {"loguniform": [1e-4, 1e-2]}}``) so that suites can override them
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib
 import importlib.util
 import inspect
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +44,7 @@ from typing import Any
 # The kinds the report names families by; a model may declare any other kind, shown as written.
 KINDS = {"attention": "attention network", "network": "other network", "boosting": "gradient boosting",
          "trees": "other trees"}
+OWN_KIND = re.compile(r"[a-z][a-z0-9_ -]{0,40}")  # a word of one's own, once lower-cased
 TORCH_LEARNER = "pipeline.learners.torch:TorchLearner"
 ENTRY_POINTS = "attnbench.models"
 
@@ -55,6 +60,60 @@ def models_of_kind(kinds: Mapping[str, str], kind: str) -> list[str]:
     return [m for m, k in kinds.items() if k == kind]
 
 
+def normal_kind(word: str) -> str:
+    """A declared kind as stored: lower case, and a family's name in words (``attention network``)
+    read as its kind (``attention``). Raises a ValueError listing the accepted words.
+
+    >>> normal_kind("Attention"), normal_kind("gradient boosting"), normal_kind("Neighbours")
+    ('attention', 'boosting', 'neighbours')
+    """
+    kind = " ".join(word.split()).lower()
+    kind = next((k for k, family in KINDS.items() if kind == family), kind)
+    if not OWN_KIND.fullmatch(kind):
+        raise ValueError(f"kind {word!r}: write one of {', '.join(KINDS)} (the report's families: "
+                         f"{', '.join(KINDS.values())}), or a word of your own: letters, digits, spaces, '_' and "
+                         "'-', starting with a letter, at most 41 characters; case does not matter")
+    return kind
+
+
+def check_declared_kind(builder: str | None, kind: str | None) -> None:
+    """A suite entry's ``builder`` must say what kind of model it is (an attention model left to the
+    default would be reported as another network): by the entry's ``kind``, or by the ``INFO`` its
+    class's module declares for it. A ``learner`` declares its own."""
+    if builder is None or kind is not None or _module_info(builder).get("kind"):
+        return
+    raise ValueError(f"builder {builder!r} needs a 'kind': one of {', '.join(KINDS)} (the report's families: "
+                     f"{', '.join(KINDS.values())}), or a word of your own")
+
+
+def number_text(value: Any) -> bool:
+    """Whether ``value`` is text that reads as a number (``'1e-4'``, quoted in YAML)."""
+    if not isinstance(value, str) or not any(c.isdigit() for c in value):
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def not_a_number(value: Any) -> str:
+    """Why ``value`` is not a number, in words; for text that reads as one, how to write it as one.
+
+    >>> not_a_number("1e-4")
+    "'1e-4' is text, not a number; write it without quotes (1e-4)"
+    """
+    if isinstance(value, str):
+        hint = f"; write it without quotes ({value.strip()})" if number_text(value) else ""
+        return f"{value!r} is text, not a number{hint}"
+    what = "true or false" if isinstance(value, bool) else "empty" if value is None else f"a {type(value).__name__}"
+    return f"{value!r} is {what}, not a number"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
@@ -67,11 +126,9 @@ class ModelInfo:
     space: Mapping[str, Any]
     training: Mapping[str, Any] = field(default_factory=dict)  # torch: this model's recipe defaults
     quick: Mapping[str, Any] = field(default_factory=dict)  # overrides that make a fit tiny (a worker's warm-up)
-    gpu: bool = True
     paper: str = ""
     notes: str = ""
     protocol: str = ""  # where the model leaves the shared protocol (the report lists it beside the answer)
-    extra: Mapping[str, Any] = field(default_factory=dict)
     source: str = "attnbench"  # attnbench | package <dist> | suite <file>
 
     @property
@@ -111,13 +168,33 @@ class ModelInfo:
         return dict(self.learner_class().quick_config(self))
 
     def check_keys(self, space: Mapping[str, Any], fixed: Mapping[str, Any]) -> None:
-        """A suite entry's space and fixed keys must be the model's; the error lists the allowed ones."""
+        """A suite entry's space and fixed keys must be the model's; the error lists the allowed ones.
+        A key whose default is a number takes numbers only (fixed, pinned in the space, or among its
+        choices): text such as a quoted ``'1e-3'`` is refused here rather than by the library mid-trial."""
         known = self.config_defaults()
         for where, keys in (("space", space), ("fixed", fixed)):
             unknown = sorted(set(keys) - set(known))
             if unknown:
                 raise ValueError(f"model {self.name!r}: unknown {where} key(s) {unknown}; allowed: "
                                  f"{', '.join(sorted(known))}")
+        for where, values in (("space", space), ("fixed", fixed)):
+            for key, value in values.items():
+                given = value.get("choice", []) if isinstance(value, dict) else [value]
+                if not _is_number(known[key]) or not isinstance(given, list):
+                    continue  # a domain's bounds are check_domain's
+                at = f"{where}.{key}" + (".choice" if isinstance(value, dict) else "")
+                bad = [v for v in given if isinstance(v, str | bool)]
+                if bad:
+                    raise ValueError(f"model {self.name!r}: {at}: {not_a_number(bad[0])} (its default is "
+                                     f"{known[key]!r})")
+                # 1e3 is a float in YAML: where our default is a count (a registered model's, or the training
+                # recipe's), a whole float is that count written so. (A constructor's own `dropout=0` is not.)
+                ours = self.source == "attnbench" or key not in self.defaults
+                whole = [v for v in given if ours and isinstance(known[key], int) and isinstance(v, float)
+                         and v.is_integer()]
+                if whole:
+                    raise ValueError(f"model {self.name!r}: {at}: {whole[0]!r} is a float and {key} is a whole "
+                                     f"number (its default is {known[key]!r}); write {int(whole[0])}")
 
 
 REGISTRY: dict[str, ModelInfo] = {}
@@ -200,14 +277,40 @@ def from_info(info: dict[str, Any], module: str, *, learner: str | None, source:
     return ModelInfo(builder=builder, learner=learner, source=source, **info)
 
 
+def from_learner(cls: Any, path: str, *, source: str, name: str | None = None, kind: str | None = None,
+                 defaults: Mapping[str, Any] | None = None, space: Mapping[str, Any] | None = None,
+                 display_name: str | None = None, description: str | None = None) -> ModelInfo:
+    """The model a Learner class declares in its class attributes (``path``: its import path); the
+    keyword arguments are a suite entry's, on top of the class's."""
+    return ModelInfo(name=name or cls.name, display_name=display_name or cls.display_name or name or cls.name,
+                     kind=kind or cls.kind, description=description or cls.description or _own_doc(cls),
+                     builder=cls.builder or path, learner=path,
+                     defaults={**cls.defaults, **(defaults or {})}, space={**cls.space, **(space or {})},
+                     training=dict(cls.training), quick=dict(cls.quick), paper=cls.paper, protocol=cls.protocol,
+                     source=source)
+
+
+def _declares_learner(path: Path) -> list[str]:
+    """The classes of a module of ``pipeline/learners`` that give themselves a ``name`` (read with ``ast``,
+    so that the modules that declare no model, torch's compression among them, are not imported)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [node.name for node in tree.body if isinstance(node, ast.ClassDef) and any(
+        isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "name" for t in s.targets)
+        for s in node.body)]
+
+
 def _discover() -> None:
-    """Register the models of this package, then those of installed packages' entry points."""
+    """Register the models of this package (the torch modules' INFO, the Learners' class attributes),
+    then those of installed packages' entry points."""
     root = Path(__file__).parent.parent
-    for package, learner in (("models", TORCH_LEARNER), ("learners", None)):
-        for path in sorted((root / package).glob("*.py")):
-            info = _read_info(path)
-            if info is not None:
-                register(from_info(info, f"pipeline.{package}.{path.stem}", learner=learner, source="attnbench"))
+    for path in sorted((root / "models").glob("*.py")):
+        info = _read_info(path)
+        if info is not None:
+            register(from_info(info, f"pipeline.models.{path.stem}", learner=TORCH_LEARNER, source="attnbench"))
+    for path in sorted((root / "learners").glob("*.py")):
+        for cls_name in _declares_learner(path):
+            learner = f"pipeline.learners.{path.stem}:{cls_name}"
+            register(from_learner(load_path(learner), learner, source="attnbench"))
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINTS):
@@ -259,6 +362,43 @@ def checked_class(role: str, path: str) -> Any:
     return cls
 
 
+CODE_FILES_MAX = 2000  # a package with more Python files than this is hashed by its version and module only
+
+
+def code_digest(path: str) -> dict[str, Any]:
+    """What identifies the code behind ``module:Class`` when it comes from outside attnbench: the
+    sha256 of the Python files of its top-level package (or of its module, when that is a single file
+    or the package is huge), with the installed distribution's version where there is one. Read from
+    disk, so that an edit counts even in a process that imported the old code."""
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    module = path.partition(":")[0]
+    load_path(path)  # imports it (and puts the working directory on the path, as a run does)
+    top = module.split(".")[0]
+    mod_file = getattr(sys.modules[module], "__file__", None)
+    pkg_paths = list(getattr(sys.modules[top], "__path__", []) or [])
+    files: list[Path] = []
+    root: Path | None = None
+    if pkg_paths:
+        root = Path(pkg_paths[0])
+        files = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    if not files or len(files) > CODE_FILES_MAX:
+        files = [Path(mod_file)] if mod_file else []
+        root = files[0].parent if files else None
+    dists = packages_distributions().get(top, [])
+    versions = {}
+    for d in dists:
+        with contextlib.suppress(PackageNotFoundError):
+            versions[d] = version(d)
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.relative_to(root) if root else f.name).encode())
+        h.update(f.read_bytes())
+    h.update(json.dumps(versions, sort_keys=True).encode())
+    return {"path": path, "package": top, "versions": versions, "files": len(files), "digest": h.hexdigest()[:16]}
+
+
 @functools.lru_cache(maxsize=256)
 def _declared(key: str) -> ModelInfo:
     d = json.loads(key)
@@ -290,12 +430,19 @@ def _declared(key: str) -> ModelInfo:
                          space={**info.get("space", {}), **d["space"]}, training=info.get("training", {}),
                          quick=info.get("quick", {}), paper=info.get("paper", ""), source=source)
     cls = checked_class("learner", learner)
-    return ModelInfo(name=name, display_name=d["display_name"] or getattr(cls, "display_name", "") or name,
-                     kind=d["kind"] or getattr(cls, "kind", "other"),
-                     description=d["description"] or _own_doc(cls),
-                     builder=learner, learner=learner, defaults={**getattr(cls, "defaults", {}), **d["defaults"]},
-                     space={**getattr(cls, "space", {}), **d["space"]}, quick=dict(getattr(cls, "quick", {})),
-                     source=source)
+    return from_learner(cls, learner, source=source, name=name, kind=d["kind"], defaults=d["defaults"],
+                        space=d["space"], display_name=d["display_name"], description=d["description"])
+
+
+def by_path(path: str) -> ModelInfo:
+    """The model an import path names, as a suite entry's ``builder:`` or ``learner:`` declares it:
+    a Learner subclass is its own model's Learner, a torch ``nn.Module`` class is trained with our
+    recipe (the scikit-learn estimators take a model so: ``TabularClassifier("pkg.mod:Class")``)."""
+    cls = load_path(path)
+    learner = inspect.isclass(cls) and hasattr(cls, "capabilities") and callable(getattr(cls, "fit", None))
+    if learner:
+        return declared(path, learner=path, source=f"import path {path}")
+    return declared(path, builder=path, source=f"import path {path}")
 
 
 def declared(name: str, *, builder: str | None = None, learner: str | None = None, kind: str | None = None,

@@ -32,22 +32,31 @@ class Standing:
     matches: pd.DataFrame
     elo: agg.EloResult
     cd: agg.CriticalDifference
+    ran: pd.DataFrame  # task × model: True where the model was planned on the task
+    hardware_note: str = ""  # what † on a model's timings means (ReportData.hardware_note)
+    other_hardware: frozenset[str] = frozenset()  # the models whose timings another machine took
+
+    @property
+    def uneven(self) -> bool:
+        """Some model did not run every task: its figures rest on fewer tasks than another's."""
+        return bool(len(self.ran)) and not bool(self.ran.to_numpy().all())
 
 
 def standing(data: ReportData, size: str) -> Standing:
     cells = data.cells[data.cells.sample_size == size]
     scores = agg.task_scores(cells)
+    ran = agg.task_ran(cells)
     cov = agg.coverage(cells).set_index("model")
-    r = agg.ranks(scores)
-    norm = agg.normalized_scores(scores)
-    wins, n = agg.pairwise_wins(scores)
-    elo = agg.elo(scores, n_bootstrap=ELO_BOOTSTRAP)
+    r = agg.ranks(scores, ran)
+    norm = agg.normalized_scores(scores, ran=ran)
+    wins, n = agg.pairwise_wins(scores, ran)
+    elo = agg.elo(scores, n_bootstrap=ELO_BOOTSTRAP, ran=ran)
     summary = pd.DataFrame({"model": scores.columns, "avg_rank": r.mean().to_numpy(),
                             "normalized_score": norm.mean().to_numpy(),
                             "tasks_scored": scores.notna().sum().to_numpy()})
     summary = summary.merge(elo.table.drop(columns="n_tasks"), on="model").join(cov, on="model")
     summary["kind"] = summary.model.map(data.kinds)
-    summary["improvability"] = summary.model.map(agg.improvability(scores))
+    summary["improvability"] = summary.model.map(agg.improvability(scores, ran))
     ok = cells[cells.status == "ok"]
     per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"),
                                            no_better=("no_better_than_constant", "sum"))
@@ -62,11 +71,12 @@ def standing(data: ReportData, size: str) -> Standing:
     counts = ["epochs_bound", "search_bound", "no_better", "tuning_helped", "tuning_compared"]  # none where nothing finished
     summary[counts] = summary[counts].fillna(0).astype(int)
     return Standing(size, scores, summary.sort_values("avg_rank", ignore_index=True), wins / n.where(n > 0), n, elo,
-                    agg.critical_difference(scores))
+                    agg.critical_difference(scores, ran=ran), ran, data.hardware_note(),
+                    frozenset(data.other_hardware))
 
 
 def coverage_text(r: pd.Series) -> str:
-    parts = [f"{r.tasks_ok}/{r.tasks} tasks complete"]
+    parts = [agg.ran_text(r.tasks, r.tasks_total), f"{r.tasks_ok}/{r.tasks} complete"]
     for key, word in (("tasks_partial", "partly failed"), ("tasks_failed", "failed"), ("tasks_missing", "missing")):
         if r[key]:
             parts.append(f"{r[key]} {word}")
@@ -101,7 +111,8 @@ def summary_table(st: Standing, table_id: str) -> str:
         gain = (f"{num(r.tuning_gain, '+.3f')} ({int(r.tuning_helped)}/{int(r.tuning_compared)} tasks)"
                 if r.tuning_compared else "—")
         bound = bound_text(r.epochs_bound, r.search_bound)
-        rows.append([cell(r.model), cell(family_of(r.kind)), cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
+        rows.append([cell(f"{r.model} †" if r.model in st.other_hardware else r.model), cell(family_of(r.kind)),
+                     cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
                      cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo else ""),
                      cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),
                      cell(gain), cell(num(r.train_s_per_1k, ".3g")), cell(num(r.predict_s_per_1k, ".3g")),
@@ -115,13 +126,15 @@ def summary_table(st: Standing, table_id: str) -> str:
     return (table(["model", "family", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]",
                    "improvability", "tuned − default test score", "train s / 1K rows", "predict s / 1K rows",
                    "budget-bound", "≤ constant predictor (cells)", "coverage (tasks)", "cells ok"], rows, table_id)
-            + note("Sorted by average rank. Improvability: how much lower the best model's error is than this "
+            + note("Sorted by average rank. Coverage: the tasks the model ran of this table's tasks; a model never "
+                   "planned on a task is left out of it, not scored 0. Improvability: how much lower the best model's error is than this "
                    "model's, as a share of its own, averaged over tasks (0% = best everywhere; TabArena). "
                    "Tuned − default: mean test-score gain of the selected configuration over the default one "
                    "(the search's first trial), with the tasks where tuning helped. Time per 1,000 rows: the "
                    "selected trial's training time per 1,000 training rows, and prediction time per 1,000 "
                    "rows. ≤ constant predictor: finished cells that scored no better than the majority class "
-                   "or the training mean on the same split (the model learned nothing there). " + BOUND_NOTE))
+                   "or the training mean on the same split (the model learned nothing there). " + BOUND_NOTE
+                   + (" " + st.hardware_note if st.hardware_note else "")))
 
 
 def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
@@ -129,15 +142,17 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
     if lb.empty:
         return note("No results at this size.")
     models = data.models
-    marks = sig.significance(data.cells[data.cells.sample_size == size]).set_index(["suite", "dataset", "model"])
+    marks = sig.significance(data.cells[data.cells.sample_size == size]).set_index(["dataset", "split_key", "model"])
     rows = []
-    for (suite, dataset, metric), g in lb.groupby(["suite", "dataset", "metric"], sort=True):
+    for (dataset, split_key, metric), g in lb.groupby(["dataset", "split_key", "metric"], sort=True):
         by = g.set_index("model")
-        verdicts = marks.loc[(suite, dataset)] if (suite, dataset) in marks.index.droplevel("model") else None
-        row = [cell(data.task_label(suite, dataset)), cell(metric)]
+        here = (dataset, split_key)
+        verdicts = marks.loc[here] if here in marks.index.droplevel("model") else None
+        row = [cell(data.task_label(dataset, split_key)), cell(metric)]
         for m in models:
             if m not in by.index:
-                row.append(cell("not run", "missing num"))
+                row.append(cell("not run", "notrun num", "no suite planned this model on this dataset and size: "
+                                "it is left out of this task's ranks and aggregates, not scored 0"))
                 continue
             r = by.loc[m]
             if r.n_ok == 0:
@@ -276,7 +291,7 @@ def published_table(data: ReportData) -> str:
         mine = lb[(lb.dataset == name) & (lb.metric == metric)]
         if mine.empty:
             continue
-        for suite, ours in mine.groupby("suite", sort=True):
+        for split_key, ours in mine.groupby("split_key", sort=True):
             size = agg.size_order(ours.sample_size)[-1]
             at = ours[ours.sample_size == size].set_index("model")
             top = at.score_mean.idxmax()
@@ -292,7 +307,7 @@ def published_table(data: ReportData) -> str:
                                 else f"{counterpart} is not in this run")
                 std = f" ± {num(r.std)}" if not pd.isna(r.std) else ""
                 n = f", n = {int(r.n)}" if not pd.isna(r.n) else ""
-                rows.append([cell(data.task_label(suite, name)), cell(metric), cell(r.model),
+                rows.append([cell(data.task_label(name, split_key)), cell(metric), cell(r.model),
                              cell(f"{num(r.value)}{std}", "reference", f"{r.aggregate}{n}"),
                              cell(str(r.protocol)[:90] + ("…" if len(str(r.protocol)) > 90 else ""), "",
                                   f"{r.protocol} Source: {r.source}"),
@@ -313,13 +328,17 @@ def published_table(data: ReportData) -> str:
 def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
     p = Page("accuracy.html", "Accuracy")
     p.card("Test score of the best-on-validation configuration of each model: accuracy for classification, R² "
-           "for regression; mean ± std over folds and subset seeds. A task is one dataset at one training size. "
-           "Failed or missing cells are never dropped: the tables show them, and in the aggregates a model that "
-           "has no score on a task ranks last there, gets normalised score 0 and loses to every model with a "
-           "score. Normalised score: per task, 1 = the best model, 0 = the worst (Grinsztajn et al., 2022). "
-           "Elo: Bradley–Terry ratings from pairwise task outcomes (one virtual draw per pair), mean 1000, "
+           "for regression; mean ± std over folds and subset seeds. A task is one dataset split one way at one "
+           "training size, whichever suite ran it. Failed or missing cells are never dropped: the tables show "
+           "them, and in the aggregates a model planned on a task that has no score there ranks last, gets "
+           "normalised score 0 and loses to every model with a score. A model never planned on a task ('not "
+           "run') is left out of that task: each model's figures are over the tasks it ran (the coverage "
+           "column says how many), and every pairwise comparison counts only the tasks both ran. Normalised "
+           "score: per task, 1 = the best model, 0 = the worst of those that ran it (Grinsztajn et al., 2022). "
+           "Elo: Bradley–Terry ratings from pairwise task outcomes, as TabArena computes them (its tiny ridge "
+           "keeps a model that loses every game finite but far below), mean 1000, "
            f"{ELO_BOOTSTRAP} bootstrap resamples of tasks. Critical difference: Friedman test and Nemenyi "
-           "post-hoc (Demšar, 2006), α = 0.05.")
+           "post-hoc (Demšar, 2006), α = 0.05, over the tasks every model ran.")
     if not standings:
         p.add(note("No results yet."))
         return p
@@ -332,21 +351,27 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
         p.h3("Default, tuned, tuned + ensembled")
         p.add(ensemble_table(data, size, f"table-ensembles-{size}"))
         p.h3(f"Over {len(st.scores)} tasks")
+        if st.uneven:
+            p.add(note("Not every model ran every task: each model's average rank, normalised score and "
+                       "improvability are over the tasks it ran (coverage column), its Elo from the games it "
+                       "played; compare models that rest on different tasks with care."))
         p.add(summary_table(st, f"table-summary-{size}"))
         p.figure(figs.summary_bars(st.summary, style), f"fig-summary-{size}")
         p.h3("Win rate")
-        p.add(note("Share of tasks on which the row model's mean score beat the column model's (ties count ½); "
-                   "hover for the number of tasks compared."))
+        p.add(note("Share of the tasks both ran on which the row model's mean score beat the column model's "
+                   "(ties count ½); hover for the number of tasks compared."))
         p.figure(figs.win_rate_heatmap(st.win_rates, st.matches), f"fig-winrate-{size}")
         p.h3("Elo")
         p.figure(figs.elo_plot(st.elo.table, style, st.elo.level), f"fig-elo-{size}")
         p.h3("Critical difference")
         cd = st.cd
-        if len(st.scores) < 2 or len(st.scores.columns) < 2:
-            p.add(note("A critical-difference comparison needs at least two tasks and two models."))
+        if cd.n_tasks < 2 or len(st.scores.columns) < 2:
+            p.add(note("A critical-difference comparison needs at least two tasks that every model ran, and two "
+                       f"models ({cd.n_tasks} such task{'s' if cd.n_tasks != 1 else ''} here)."))
         else:
+            common = f"the {cd.n_tasks} tasks every model ran" if st.uneven else f"{cd.n_tasks} tasks"
             p.add(note(f"Friedman χ² = {num(cd.friedman_stat, '.2f')}, p = {num(cd.friedman_p, '.3g')} over "
-                       f"{cd.n_tasks} tasks; Nemenyi CD = {num(cd.cd, '.2f')}. Models joined by a bar are not "
+                       f"{common}; Nemenyi CD = {num(cd.cd, '.2f')}. Models joined by a bar are not "
                        "significantly different."))
             p.figure(figs.cd_diagram(cd, style), f"fig-cd-{size}")
     p.h2("Published figures beside ours (other protocols)", "published")

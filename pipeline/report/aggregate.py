@@ -1,11 +1,15 @@
 """Aggregates behind the report: ranks, normalised scores, win rates, Elo, critical differences,
 crossover sizes and tuning curves. Pure pandas/numpy/scipy on frames read from the SQL views.
 
-The unit of comparison is a *task*: one (suite, dataset, sample_size). A model's score on a task is
-its mean test score over the splits (folds × subset seeds) it finished; a task where it finished none
-is *failed* (or *missing*, when nothing was recorded). Failed and missing tasks are never dropped: a
-model loses them (ranked last, normalised score 0, a loss against every model that has a score), and
-:func:`coverage` counts them so that every page can show them beside the aggregate.
+The unit of comparison is a *task*: one (dataset, split_key, sample_size), whichever suite ran it. A
+model's score on a task is its mean test score over the splits (folds × subset seeds) it finished.
+A model planned on a task that finished none of it has *failed* the task (or it is *missing*, when
+nothing was recorded): it is never dropped, it loses the task (ranked last among the task's models,
+normalised score 0, a loss against every model that has a score), and :func:`coverage` counts it.
+A model that was never planned on a task did not run it: it is left out of that task altogether
+(no rank, no normalised score, no win or loss, no Elo game), never scored as a loss. Every per-model
+figure is over the tasks the model ran, and says how many of the table's tasks that is; every
+comparison of two models counts only the tasks both ran.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-TASK = ["suite", "dataset", "sample_size"]
+TASK = ["dataset", "split_key", "sample_size"]
 SPLIT = [*TASK, "repeat", "fold", "seed"]
 ELO_BASE = 1000.0
 ELO_SCALE = 400.0 / np.log(10.0)  # Elo points per unit of log-strength
@@ -24,7 +28,8 @@ ELO_SCALE = 400.0 / np.log(10.0)  # Elo points per unit of log-strength
 
 # ---------------------------------------------------------------------------------------- tasks
 def task_scores(cells: pd.DataFrame) -> pd.DataFrame:
-    """Task × model matrix of mean scores over ok splits; NaN where a model has no ok split.
+    """Task × model matrix of mean scores over ok splits; NaN where a model has no ok split (failed,
+    missing, or not run: :func:`task_ran` tells the last apart).
 
     ``cells`` has the columns of the ``expected_cells`` view (one row per expected cell, ``score``
     NULL unless the cell is ok).
@@ -38,11 +43,36 @@ def task_scores(cells: pd.DataFrame) -> pd.DataFrame:
     return wide.reindex(index=tasks, columns=models).astype(float)
 
 
-def coverage(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per model: cells ok/failed/missing, and tasks fully ok, partly ok, failed or missing."""
+def task_ran(cells: pd.DataFrame) -> pd.DataFrame:
+    """Task × model: True where the model was planned on the task (it has an expected cell there),
+    aligned with :func:`task_scores`."""
     if cells.empty:
-        return pd.DataFrame(columns=["model", "cells", "cells_ok", "cells_failed", "cells_missing",
-                                     "tasks", "tasks_ok", "tasks_partial", "tasks_failed", "tasks_missing"])
+        return pd.DataFrame()
+    tasks = pd.MultiIndex.from_frame(cells[TASK].drop_duplicates().sort_values(TASK))
+    models = sorted(cells.model.unique())
+    planned = cells.assign(ran=True).pivot_table(index=TASK, columns="model", values="ran", aggfunc="any")
+    return planned.reindex(index=tasks, columns=models).fillna(False).astype(bool)
+
+
+def _ran(scores: pd.DataFrame, ran: pd.DataFrame | None) -> pd.DataFrame:
+    """``ran`` aligned with ``scores``; every model ran every task when it is None."""
+    if ran is None:
+        return pd.DataFrame(True, index=scores.index, columns=scores.columns)
+    return ran.reindex(index=scores.index, columns=scores.columns).fillna(False).astype(bool)
+
+
+def common_tasks(ran: pd.DataFrame) -> pd.Index:
+    """The tasks every model of ``ran`` ran."""
+    return ran.index[ran.all(axis=1)] if len(ran) else ran.index
+
+
+def coverage(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per model: cells ok/failed/missing; the tasks it ran (was planned on) of all ``tasks_total``, and
+    of those the tasks fully ok, partly ok, failed or missing."""
+    cols = ["model", "cells", "cells_ok", "cells_failed", "cells_missing", "tasks", "tasks_ok", "tasks_partial",
+            "tasks_failed", "tasks_missing", "tasks_total"]
+    if cells.empty:
+        return pd.DataFrame(columns=cols)
     c = cells.assign(ok=cells.status == "ok", missing=cells.status == "missing")
     c["failed"] = ~c.ok & ~c.missing
     per_task = c.groupby([*TASK, "model"]).agg(n=("ok", "size"), ok=("ok", "sum"), failed=("failed", "sum"))
@@ -54,101 +84,143 @@ def coverage(cells: pd.DataFrame) -> pd.DataFrame:
                                       tasks_failed=("task_failed", "sum"), tasks_missing=("task_missing", "sum"))
     k = c.groupby("model").agg(cells=("ok", "size"), cells_ok=("ok", "sum"), cells_failed=("failed", "sum"),
                                cells_missing=("missing", "sum"))
-    return k.join(t).reset_index().astype({col: int for col in [*k.columns, *t.columns]})
+    out = k.join(t).reset_index()
+    out["tasks_total"] = len(c[TASK].drop_duplicates())
+    return out.astype({col: int for col in [*k.columns, *t.columns, "tasks_total"]})[cols]
+
+
+def ran_text(tasks: int, total: int) -> str:
+    """'ran 1 of 2 tasks', or 'all 2 tasks'."""
+    return f"all {total} task{'s' if total != 1 else ''}" if tasks == total else f"ran {tasks} of {total} tasks"
 
 
 # ----------------------------------------------------------------------------------------- ranks
-def ranks(scores: pd.DataFrame) -> pd.DataFrame:
-    """Rank of each model on each task, 1 = best; ties share the mean rank; NaN ranks below every score.
+def ranks(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Rank of each model on each task among the models that ran it, 1 = best; ties share the mean
+    rank; a model that ran the task with no score ranks below every score; NaN where it did not run.
 
     >>> ranks(pd.DataFrame({"a": [0.9, 0.7], "b": [0.8, 0.7], "c": [np.nan, 0.6]})).values.tolist()
     [[1.0, 2.0, 3.0], [1.5, 1.5, 3.0]]
     """
+    r_mask = _ran(scores, ran).to_numpy()
     # Rounded so that sums equal on paper (0.75 + 0.06 and 0.74 + 0.07) tie, as they do in SQL.
-    filled = scores.round(12).fillna(-np.inf).to_numpy()
-    r = stats.rankdata(-filled, method="average", axis=1)
-    return pd.DataFrame(r, index=scores.index, columns=scores.columns)
+    filled = np.where(r_mask, scores.round(12).fillna(-np.inf).to_numpy(), np.nan)
+    r = stats.rankdata(-filled, method="average", axis=1, nan_policy="omit")
+    return pd.DataFrame(np.where(r_mask, r, np.nan), index=scores.index, columns=scores.columns)
 
 
-def normalized_scores(scores: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+def normalized_scores(scores: pd.DataFrame, baseline: str | None = None,
+                      ran: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each task's scores rescaled so the best model is 1 and the baseline 0, clipped to [0, 1].
 
     The baseline is the worst model with a score on the task (min-max scaling, as in Grinsztajn et
-    al., 2022), or the named model's score. Failed and missing tasks score 0. A task where the
-    best equals the baseline gives 1 to every model with a score.
+    al., 2022), or the named model's score. A model that ran the task with no score gets 0; one that
+    did not run it NaN (left out of its mean). A task where the best equals the baseline gives 1 to
+    every model with a score.
     """
-    best = scores.max(axis=1)
-    base = scores.min(axis=1) if baseline is None else scores[baseline]
-    span = (best - base).where(lambda s: s > 0)
-    norm = scores.sub(base, axis=0).div(span, axis=0).clip(0.0, 1.0)
+    mask = _ran(scores, ran)
+    s = scores.where(mask)
+    best = s.max(axis=1)
+    base = s.min(axis=1) if baseline is None else s[baseline]
+    span = (best - base).where(lambda v: v > 0)
+    norm = s.sub(base, axis=0).div(span, axis=0).clip(0.0, 1.0)
     ties = span.isna() & best.notna()
-    norm.loc[ties] = scores.loc[ties].notna().astype(float)
-    return norm.fillna(0.0)
+    norm.loc[ties] = s.loc[ties].notna().astype(float)
+    return norm.fillna(0.0).where(mask)
 
 
 # -------------------------------------------------------------------------------------- win rate
-def pairwise_wins(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Wins (ties count ½) of the row model over the column model, and the number of tasks they met.
+@dataclass(frozen=True)
+class Record:
+    """Row model against column model over the tasks both ran: won, tied, lost (each a matrix)."""
 
-    A model with a score beats one without; tasks where neither has a score are not counted.
-    """
+    won: pd.DataFrame
+    tied: pd.DataFrame
+    lost: pd.DataFrame
+
+    @property
+    def n(self) -> pd.DataFrame:
+        return self.won + self.tied + self.lost
+
+    def text(self, a: str, b: str) -> str:
+        """'won 2, tied 1, lost 0 of 3 tasks' (a against b)."""
+        w, t, lo = (int(m.loc[a, b]) for m in (self.won, self.tied, self.lost))
+        n = w + t + lo
+        return f"won {w}, tied {t}, lost {lo} of {n} task{'s' if n != 1 else ''}"
+
+
+def pairwise_record(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> Record:
+    """Won / tied / lost of each model against each other over the tasks both ran. A model with a score
+    beats one that ran the task without one; tasks where neither has a score are not counted."""
     x = scores.round(12).to_numpy(dtype=float)  # as in ranks(): equal sums tie
+    r = _ran(scores, ran).to_numpy()
     has = ~np.isnan(x)
     filled = np.where(has, x, -np.inf)
     a, b = filled[:, :, None], filled[:, None, :]
-    met = has[:, :, None] | has[:, None, :]
-    wins = ((a > b) + 0.5 * (a == b)) * met
-    n = met.sum(axis=0).astype(float)
-    np.fill_diagonal(n, 0)
-    w = wins.sum(axis=0)
-    np.fill_diagonal(w, 0)
+    met = (has[:, :, None] | has[:, None, :]) & r[:, :, None] & r[:, None, :]
+    won = ((a > b) & met).sum(axis=0).astype(float)
+    tied = ((a == b) & met).sum(axis=0).astype(float)
+    lost = ((a < b) & met).sum(axis=0).astype(float)
+    for m in (won, tied, lost):
+        np.fill_diagonal(m, 0)
     cols = scores.columns
-    return pd.DataFrame(w, index=cols, columns=cols), pd.DataFrame(n, index=cols, columns=cols)
+    return Record(*(pd.DataFrame(m, index=cols, columns=cols) for m in (won, tied, lost)))
 
 
-def win_rates(scores: pd.DataFrame) -> pd.DataFrame:
-    """Share of the tasks two models met that the row model won; NaN on the diagonal."""
-    wins, n = pairwise_wins(scores)
+def pairwise_wins(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Wins (ties count ½) of the row model over the column model, and the number of tasks they met
+    (both ran, at least one with a score)."""
+    rec = pairwise_record(scores, ran)
+    return rec.won + 0.5 * rec.tied, rec.n
+
+
+def win_rates(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Share of the tasks two models met that the row model won (ties ½); NaN on the diagonal."""
+    wins, n = pairwise_wins(scores, ran)
     return wins / n.where(n > 0)
 
 
 # ------------------------------------------------------------------------------------------- Elo
-def bradley_terry(wins: np.ndarray, prior: float = 1.0, tol: float = 1e-10) -> np.ndarray:
-    """Log-strengths θ (mean 0) maximising the Bradley–Terry likelihood of ``wins[i, j]``.
+# TabArena's penalty on the log-strengths (bencheval's ``BT_RIDGE``: the L2 term of its logistic regression
+# at C = 1e6): negligible on a real field, it keeps ratings finite where one model beats another on
+# every task, and centres them (mean log-strength 0).
+BT_RIDGE = 0.5 / (1e6 * np.log(10.0) ** 2)
 
-    ``prior`` adds that many virtual draws (½ win each way) to every pair that met, as in BayesElo:
-    it keeps the estimate finite when one model beats another every time. The log-likelihood is
-    concave, so damped Newton steps (θ_0 fixed at 0 for identifiability) converge in a few
-    iterations; the bootstrap calls this hundreds of times, where a general optimiser is too slow.
+
+def bradley_terry(wins: np.ndarray, ridge: float = BT_RIDGE, tol: float = 1e-10) -> np.ndarray:
+    """Log-strengths θ (mean 0) maximising the Bradley–Terry likelihood of ``wins[i, j]`` less
+    ``ridge · ‖θ‖²``: the estimate TabArena's Elo makes (bencheval; ``tests/report/test_elo_tabarena.py``
+    checks the two agree within a point). The objective is strictly concave, so damped Newton steps
+    converge in a few iterations; the bootstrap calls this hundreds of times, where a general
+    optimiser is slower.
     """
     w = np.asarray(wins, dtype=float)
-    w = w + 0.5 * prior * ((w + w.T) > 0)
     k = len(w)
     if k < 2:
         return np.zeros(k)
     n = w + w.T
 
-    def loglik(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    def objective(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         d = theta[:, None] - theta[None, :]
-        p = 1.0 / (1.0 + np.exp(-d))  # P(i beats j)
-        ll = float((w * np.log(np.clip(p, 1e-300, None))).sum())
-        grad = (w - n * p).sum(axis=1)
+        log_p = -np.logaddexp(0.0, -d)  # log P(i beats j)
+        p = np.exp(log_p)
+        value = float((w * log_p).sum()) - ridge * float(theta @ theta)
+        grad = (w - n * p).sum(axis=1) - 2 * ridge * theta
         h = n * p * (1 - p)
-        return ll, grad, np.diag(h.sum(axis=1)) - h  # the last: the negative Hessian
+        return value, grad, np.diag(h.sum(axis=1)) - h + 2 * ridge * np.eye(k)  # the last: minus the Hessian
 
     theta = np.zeros(k)
-    ll, grad, neg_hess = loglik(theta)
-    for _ in range(100):
-        step = np.zeros(k)
-        step[1:] = np.linalg.lstsq(neg_hess[1:, 1:], grad[1:], rcond=None)[0]
+    value, grad, neg_hess = objective(theta)
+    for _ in range(200):
+        step = np.linalg.solve(neg_hess, grad)
         t = 1.0
-        while True:  # halve the step until the likelihood does not drop
+        while True:  # halve the step until the objective does not drop
             new = theta + t * step
-            new_ll, new_grad, new_hess = loglik(new)
-            if new_ll >= ll - 1e-12 or t < 1e-6:
+            new_value, new_grad, new_hess = objective(new)
+            if new_value >= value - 1e-12 or t < 1e-6:
                 break
             t /= 2
-        theta, ll, grad, neg_hess = new, new_ll, new_grad, new_hess
+        theta, value, grad, neg_hess = new, new_value, new_grad, new_hess
         if np.abs(t * step).max() < tol:
             break
     return theta - theta.mean()
@@ -161,24 +233,27 @@ class EloResult:
     level: float
 
 
-def elo(scores: pd.DataFrame, *, n_bootstrap: int = 200, level: float = 0.95, prior: float = 1.0,
-        seed: int = 0) -> EloResult:
-    """Bradley–Terry Elo ratings (mean 1000, 400 points = 10:1 odds) from pairwise task outcomes,
-    with a percentile confidence interval from resampling tasks with replacement."""
+def elo(scores: pd.DataFrame, *, n_bootstrap: int = 200, level: float = 0.95, seed: int = 0,
+        ran: pd.DataFrame | None = None) -> EloResult:
+    """Bradley–Terry Elo ratings as TabArena computes them (mean 1000, 400 points = 10:1 odds, a tie
+    half a win each way, one game per pair per task, only where both models ran it), with a
+    percentile confidence interval from resampling tasks with replacement. ``n_tasks``: the tasks each
+    model ran."""
     models = list(scores.columns)
     if scores.empty or len(models) == 0:
         return EloResult(pd.DataFrame(columns=["model", "elo", "elo_low", "elo_high", "n_tasks"]), 0, level)
-    wins, _ = pairwise_wins(scores)
-    point = ELO_BASE + ELO_SCALE * bradley_terry(wins.to_numpy(), prior)
+    mask = _ran(scores, ran)
+    wins, _ = pairwise_wins(scores, mask)
+    point = ELO_BASE + ELO_SCALE * bradley_terry(wins.to_numpy())
     rng = np.random.default_rng(seed)
     boot = np.empty((n_bootstrap, len(models)))
     for b in range(n_bootstrap):
-        sample = scores.iloc[rng.integers(0, len(scores), len(scores))]
-        boot[b] = ELO_BASE + ELO_SCALE * bradley_terry(pairwise_wins(sample)[0].to_numpy(), prior)
+        pick = rng.integers(0, len(scores), len(scores))
+        boot[b] = ELO_BASE + ELO_SCALE * bradley_terry(pairwise_wins(scores.iloc[pick], mask.iloc[pick])[0].to_numpy())
     alpha = (1 - level) / 2
     low, high = (np.quantile(boot, [alpha, 1 - alpha], axis=0) if n_bootstrap else (point * np.nan, point * np.nan))
     table = pd.DataFrame({"model": models, "elo": point, "elo_low": low, "elo_high": high,
-                          "n_tasks": scores.notna().sum().to_numpy()})
+                          "n_tasks": mask.sum().to_numpy()})
     return EloResult(table.sort_values("elo", ascending=False, ignore_index=True), n_bootstrap, level)
 
 
@@ -205,8 +280,12 @@ def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
     return float(q * np.sqrt(k * (k + 1) / (6.0 * n)))
 
 
-def critical_difference(scores: pd.DataFrame, alpha: float = 0.05) -> CriticalDifference:
-    """Friedman test over tasks and Nemenyi critical difference of the models' average ranks."""
+def critical_difference(scores: pd.DataFrame, alpha: float = 0.05, ran: pd.DataFrame | None = None
+                        ) -> CriticalDifference:
+    """Friedman test over tasks and Nemenyi critical difference of the models' average ranks, over the
+    tasks every model ran (the test needs each task to rank every model)."""
+    mask = _ran(scores, ran)
+    scores = scores.loc[common_tasks(mask)]
     r = ranks(scores)
     avg = r.mean().sort_values()
     k, n = r.shape[1], r.shape[0]
@@ -230,100 +309,35 @@ def critical_difference(scores: pd.DataFrame, alpha: float = 0.05) -> CriticalDi
 
 
 # -------------------------------------------------------------------------------- sample size
-def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str],
-              best_label: str = "best attention") -> pd.DataFrame:
-    """Per dataset and challenger: the training size from which it beats the best incumbent for good.
-
-    ``curves`` has the columns of the ``learning_curves`` view. At each size the best incumbent is the
-    incumbent (boosting) model with the highest mean score. The crossover is the smallest size where
-    the challenger's mean is above it there and at every larger size where both have a score; None
-    ("never") if it is not above at the largest such size. ``behind_at`` is the size just before.
-    A row ``best_label`` compares the best challenger at each size (when there are several).
-    ``at_size`` is the size the verdict rests on (the crossover's; else the largest compared), with
-    the two models compared there (``challenger_at``, ``incumbent_at``): what a paired test checks.
-    """
-    rows = []
-    cols = ["suite", "dataset", "model", "crossover_n", "behind_at", "n_sizes", "ahead_everywhere", "at_size",
-            "challenger_at", "incumbent_at"]
-    if curves.empty or not challengers or not incumbents:
-        return pd.DataFrame(columns=cols)
-    for (suite, dataset), g in curves.groupby(["suite", "dataset"], sort=True):
-        wide = g.pivot_table(index="sample_size", columns="model", values="score_mean", aggfunc="mean")
-        n = g.groupby("sample_size").n_train.mean()
-        wide = wide.loc[n.sort_values().index]
-        inc_cols = [m for m in incumbents if m in wide]
-        inc = wide[inc_cols].max(axis=1, skipna=True)
-        chal = {m: wide[m] for m in challengers if m in wide}
-        chal_cols = [c for c in challengers if c in wide]
-        if len(chal) > 1:
-            chal[best_label] = wide[chal_cols].max(axis=1, skipna=True)
-        if inc.isna().all():
-            continue
-        for m, s in chal.items():
-            both = s.notna() & inc.notna()
-            diff = (s - inc)[both]
-            sizes = n[diff.index]
-            if diff.empty:
-                continue
-            ahead = (diff > 0).to_numpy()
-            cross: float | None
-            behind: float | None
-            if not ahead[-1]:
-                cross, behind = None, float(sizes.iloc[-1])
-                at = diff.index[-1]
-            else:
-                first = len(ahead) - int(np.argmin(ahead[::-1])) if not ahead.all() else 0
-                cross = float(sizes.iloc[first])
-                behind = float(sizes.iloc[first - 1]) if first > 0 else None
-                at = diff.index[first]
-            who = wide.loc[at, chal_cols].idxmax() if m == best_label else m
-            rows.append({"suite": suite, "dataset": dataset, "model": m, "crossover_n": cross, "behind_at": behind,
-                         "n_sizes": len(diff), "ahead_everywhere": bool(ahead.all()), "at_size": at,
-                         "challenger_at": who, "incumbent_at": wide.loc[at, inc_cols].idxmax()})
-    return pd.DataFrame(rows, columns=cols)
-
-
-def curve_intervals(curves: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
-    """``curves`` (the ``learning_curves`` view) with ``score_low``/``score_high``: a Student-t
-    confidence interval for the mean over the folds and subset seeds of one dataset and size, clipped
-    to the score's range; NaN where fewer than two splits finished (one split has no interval)."""
-    out = curves.copy()
-    n = out.n_ok.astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        half = stats.t.ppf(0.5 + level / 2, n - 1) * out.score_std / np.sqrt(n)
-    half = half.where(n >= 2)
-    # Clipped to what the score can be: accuracy within [0, 1], R² at most 1.
-    floor = np.where(out.get("metric", pd.Series("accuracy", index=out.index)) == "r2", -np.inf, 0.0)
-    out["score_low"] = np.maximum(out.score_mean - half, floor)
-    out["score_high"] = np.minimum(out.score_mean + half, 1.0)
-    return out
-
-
 def normalized_by_size(cells: pd.DataFrame, sizes: list[str]) -> pd.DataFrame:
-    """Mean normalised score (:func:`normalized_scores`) per training size and model, over that size's
-    tasks; ``n_scored`` of ``n_tasks`` is the coverage. Sizes are labels, 'all' one of them: the
-    datasets' full sizes differ, so 'all' is not a number of rows."""
+    """Mean normalised score (:func:`normalized_scores`) per training size and model, over the tasks of
+    that size the model ran (``n_ran`` of ``n_tasks``; ``n_scored`` of them with a score). Sizes are
+    labels, 'all' one of them: the datasets' full sizes differ, so 'all' is not a number of rows."""
     rows = []
     for size in sizes:
-        scores = task_scores(cells[cells.sample_size == size])
+        here = cells[cells.sample_size == size]
+        scores = task_scores(here)
         if scores.empty:
             continue
-        norm = normalized_scores(scores)
+        ran = task_ran(here)
+        norm = normalized_scores(scores, ran=ran)
         for m in scores.columns:
             rows.append({"sample_size": size, "model": m, "normalized_score": float(norm[m].mean()),
-                         "n_scored": int(scores[m].notna().sum()), "n_tasks": len(scores)})
-    return pd.DataFrame(rows, columns=["sample_size", "model", "normalized_score", "n_scored", "n_tasks"])
+                         "n_scored": int(scores[m].notna().sum()), "n_ran": int(ran[m].sum()),
+                         "n_tasks": len(scores)})
+    return pd.DataFrame(rows, columns=["sample_size", "model", "normalized_score", "n_scored", "n_ran", "n_tasks"])
 
 
-def improvability(scores: pd.DataFrame) -> pd.Series:
-    """Per model, the mean over tasks of how much lower the best model's error is than its own, as a
-    share of its own (TabArena's improvability; error = 1 − accuracy, or 1 − R²). 0 = best on every
-    task; a failed or missing task counts 1."""
-    err = 1.0 - scores
+def improvability(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.Series:
+    """Per model, the mean over the tasks it ran of how much lower the best model's error is than its
+    own, as a share of its own (TabArena's improvability; error = 1 − accuracy, or 1 − R²). 0 = best
+    on every task; a failed or missing task counts 1."""
+    mask = _ran(scores, ran)
+    err = 1.0 - scores.where(mask)
     best = err.min(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         imp = err.sub(best, axis=0).div(err.where(err > 0), axis=0)
-    imp = imp.where(err > 0, 0.0).where(scores.notna(), 1.0).clip(0.0, 1.0)
+    imp = imp.where(err > 0, 0.0).where(scores.notna(), 1.0).clip(0.0, 1.0).where(mask)
     return imp.mean()
 
 

@@ -4,9 +4,10 @@ leader beats the boosting leader, what each costs per 1,000 rows, and a few gene
 say all of that with its coverage. A model's family is its stored kind (``model_kind``), so old
 results files keep their families when models are renamed or removed.
 
-A family's representative at a size is its model with the highest mean normalised score over that
-size's tasks (test scores of the configurations validation selected). Head-to-head win rates compare
-representatives task by task, with Wilson intervals; a model with no score on a task loses it.
+A family's representative at a size is its model with the highest mean normalised score over the
+tasks of that size it ran (test scores of the configurations validation selected). Head-to-head
+records compare representatives task by task over the tasks both ran, as won / tied / lost, with a
+Wilson interval on the win rate (a tie counts ½); a model that ran a task without a score loses it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 
 from pipeline.models.registry import KINDS
 from pipeline.report import aggregate as agg
+from pipeline.report import crossover as cross
 
 BOOSTING = KINDS["boosting"]  # the family every other family is compared with
 ATTENTION, NETWORK = KINDS["attention"], KINDS["network"]  # and attention with the best non-attention network
@@ -31,8 +33,9 @@ class Leader:
     """A family's best model at one size."""
 
     model: str
-    normalized_score: float
+    normalized_score: float  # mean over the tasks it ran
     tasks_scored: int
+    tasks_ran: int
     n_tasks: int
     train_s_per_1k: float  # mean over its ok cells at this size
     predict_s_per_1k: float
@@ -43,16 +46,30 @@ class Leader:
 
 @dataclass(frozen=True)
 class HeadToHead:
-    """A family leader against the boosting leader, task by task (ties count ½)."""
+    """A family leader against another, over the tasks both ran: won, tied, lost, and the Wilson
+    interval of the win rate (a tie counts ½)."""
 
-    wins: float
-    n: int
+    won: int
+    tied: int
+    lost: int
     low: float
     high: float
 
     @property
+    def n(self) -> int:
+        return self.won + self.tied + self.lost
+
+    @property
+    def wins(self) -> float:
+        return self.won + 0.5 * self.tied
+
+    @property
     def rate(self) -> float:
         return self.wins / self.n if self.n else float("nan")
+
+    @property
+    def text(self) -> str:
+        return f"won {self.won}, tied {self.tied}, lost {self.lost} of {self.n} task{'s' if self.n != 1 else ''}"
 
 
 @dataclass
@@ -100,7 +117,8 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
     out = SizeAnswer(size, len(scores))
     if scores.empty:
         return out
-    norm = agg.normalized_scores(scores).mean()
+    ran = agg.task_ran(cells)
+    norm = agg.normalized_scores(scores, ran=ran).mean()
     ok = cells[cells.status == "ok"]
     cost = ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
     bound = cells.groupby("model")[["epochs_bound", "search_bound"]].sum()
@@ -111,14 +129,14 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
             continue
         best = max(members, key=lambda m: (norm[m], m))
         out.leaders[family] = Leader(
-            best, float(norm[best]), int(scores[best].notna().sum()), len(scores),
+            best, float(norm[best]), int(scores[best].notna().sum()), int(ran[best].sum()), len(scores),
             float(cost.train_s_per_1k.get(best, np.nan)), float(cost.predict_s_per_1k.get(best, np.nan)),
             int(bound.epochs_bound.get(best, 0)), int(bound.search_bound.get(best, 0)), int(n_cells.get(best, 0)))
-    wins, n = agg.pairwise_wins(scores)
+    rec = agg.pairwise_record(scores, ran)
 
     def record(m: str, other: str) -> HeadToHead:
-        w, k = float(wins.loc[m, other]), int(n.loc[m, other])
-        return HeadToHead(w, k, *agg.wilson(w, k))
+        won, tied, lost = (int(x.loc[m, other]) for x in (rec.won, rec.tied, rec.lost))
+        return HeadToHead(won, tied, lost, *agg.wilson(won + 0.5 * tied, won + tied + lost))
 
     if BOOSTING in out.leaders:
         for family, lead in out.leaders.items():
@@ -131,8 +149,8 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
 
 def family_crossovers(curves: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
     """Per dataset, the size from which the best model of each family but boosting (the best of its
-    family at every size) beats the best boosting model for good: columns suite, dataset, family,
-    crossover_n, behind_at, n_sizes, ahead_everywhere."""
+    family at every size) beats the best boosting model for good: the columns of
+    :func:`pipeline.report.aggregate.crossover` with ``family`` instead of ``model``."""
     boosting = [m for m, k in kinds.items() if family_of(k) == BOOSTING]
     parts = []
     for family in families(kinds):
@@ -140,23 +158,27 @@ def family_crossovers(curves: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFra
         if family == BOOSTING or not members or not boosting:
             continue
         label = f"best {family}"
-        c = agg.crossover(curves, members, boosting, best_label=label)
+        c = cross.crossover(curves, members, boosting, best_label=label)
         c = c[c.model == (members[0] if len(members) == 1 else label)]
         parts.append(c.assign(family=family))
     if not parts:
-        return pd.DataFrame(columns=["suite", "dataset", "family", "crossover_n", "behind_at", "n_sizes",
-                                     "ahead_everywhere"])
+        return pd.DataFrame(columns=[c if c != "model" else "family" for c in cross.CROSSOVER_COLUMNS])
     return pd.concat(parts, ignore_index=True).drop(columns="model")
 
 
 def crossover_text(r: Any) -> str:
-    """A crossover row (of :func:`family_crossovers` or :func:`pipeline.report.aggregate.crossover`) in words."""
-    cross, behind = r.crossover_n, r.behind_at
-    if cross is None or pd.isna(cross):
-        return f"never (behind at {behind:,.0f} rows)"
-    if r.ahead_everywhere:
-        return f"ahead at every size (from {cross:,.0f} rows)"
-    return f"{cross:,.0f} rows (behind at {behind:,.0f})"
+    """A crossover row (of :func:`family_crossovers` or :func:`pipeline.report.aggregate.crossover`) in
+    words; a verdict resting on one split says so."""
+    one = " — one split" if getattr(r, "n_splits", 2) == 1 else ""
+    if r.verdict == "one size":
+        return f"not measured: one training size ({r.at_n:,.0f} rows)"
+    if r.verdict == "level":
+        return f"level at {r.at_n:,.0f} rows, the largest size{one}"
+    if r.verdict == "never":
+        return f"never (behind at {r.behind_at:,.0f} rows){one}"
+    if r.verdict == "ahead":
+        return f"ahead at every size (from {r.crossover_n:,.0f} rows){one}"
+    return f"{r.crossover_n:,.0f} rows ({r.before} at {r.behind_at:,.0f}){one}"
 
 
 def _pct(x: float) -> str:
@@ -183,29 +205,48 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
                f"{' and '.join(lead) if len(lead) == 2 else ', '.join(lead[:-1]) + ' and ' + lead[-1]} tie")
         text = (f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''}), {who} on mean "
                 f"normalised score: {', '.join(parts)}.")
+        uneven = [f"{lead.model} ran {lead.tasks_ran}" for lead in a.leaders.values() if lead.tasks_ran < a.n_tasks]
+        if uneven:
+            text += (f" Each mean is over the tasks its model ran ({'; '.join(uneven)} of the {a.n_tasks}): "
+                     "compare them with that in mind.")
         for fam, h in a.vs_boosting.items():
             if not h.n:
                 continue
             side = ("better than" if h.low > 0.5 else "worse than" if h.high < 0.5 else "not distinguishable from")
-            text += (f" {a.leaders[fam].model} beat {a.leaders[BOOSTING].model} on {h.wins:g} of {h.n} tasks ({_pct(h.rate)}, 95% "
-                     f"interval {_pct(h.low)}–{_pct(h.high)}): {side} an even match.")
+            text += (f" Against {a.leaders[BOOSTING].model}, {a.leaders[fam].model} {h.text} both ran "
+                     f"({_pct(h.rate)} with a tie as ½, 95% interval {_pct(h.low)}–{_pct(h.high)}): {side} an even match.")
         an = a.attention_vs_network
         if an is not None and an.n:
             side = ("better than" if an.low > 0.5 else "worse than" if an.high < 0.5 else "not distinguishable from")
-            text += (f" Against the best non-attention network, {a.leaders[ATTENTION].model} beat "
-                     f"{a.leaders[NETWORK].model} on {an.wins:g} of {an.n} tasks ({_pct(an.rate)}, 95% interval "
-                     f"{_pct(an.low)}–{_pct(an.high)}): {side} an even match.")
+            text += (f" Against the best non-attention network, {a.leaders[NETWORK].model}, "
+                     f"{a.leaders[ATTENTION].model} {an.text} both ran ({_pct(an.rate)} with a tie as ½, 95% "
+                     f"interval {_pct(an.low)}–{_pct(an.high)}): {side} an even match.")
         out.append(text)
     for family, g in crossovers.groupby("family", sort=False):
-        never = int(g.crossover_n.isna().sum())
-        found = g.crossover_n.dropna()
+        measured = g[g.verdict != "one size"]
         text = f"Crossover ({family} beats boosting from some size on, and at every larger size): "
-        if found.empty:
-            text += f"none on any of {len(g)} datasets."
-        else:
+        if measured.empty:
+            out.append(text + f"not measured on any of {len(g)} datasets: each was run at one training size, "
+                       "and a crossover needs at least two.")
+            continue
+        found = measured.crossover_n.dropna()
+        parts = []
+        if not found.empty:
             where = (f"{found.min():,.0f}" if found.min() == found.max() else f"{found.min():,.0f}–{found.max():,.0f}")
-            text += (f"on {len(found)} of {len(g)} datasets, at {where} training rows"
-                     + (f"; never on {never}." if never else "."))
+            parts.append(f"on {len(found)} of {len(measured)} datasets, at {where} training rows")
+        else:
+            parts.append(f"none on any of {len(measured)} datasets")
+        level, never = (int((measured.verdict == v).sum()) for v in ("level", "never"))
+        if level:
+            parts.append(f"level at the largest size on {level}")
+        if never and not found.empty:
+            parts.append(f"never on {never}")
+        one = int((measured.n_splits == 1).sum())
+        text += "; ".join(parts) + "."
+        if len(measured) < len(g):
+            text += f" Not measured on {len(g) - len(measured)} (one training size)."
+        if one:
+            text += f" {one} of these verdicts rest on one split each."
         out.append(text)
     bound: dict[str, list[int]] = {}
     for a in answers:

@@ -17,18 +17,18 @@ MeanMap = tuple[str, str, str, str, list[str], np.ndarray, int]
 
 
 def mean_maps(att: pd.DataFrame) -> list[MeanMap]:
-    """(suite, dataset, model, size, features, mean map, n cells) at each pair's largest size."""
+    """(dataset, split_key, model, size, features, mean map, n cells) at each pair's largest size."""
     out: list[MeanMap] = []
     if att.empty:
         return out
-    for (suite, dataset, model), g in att.groupby(["suite", "dataset", "model"], sort=True):
+    for (dataset, split_key, model), g in att.groupby(["dataset", "split_key", "model"], sort=True):
         size = agg.size_order(g.sample_size)[-1]
         g = g[g.sample_size == size]
         feats = json.loads(g["features"].iloc[0])
         mats = [np.asarray(json.loads(x), dtype=float) for x in g["map"]]
         mats = [x for x in mats if x.shape == (len(feats), len(feats))]
         if mats:
-            out.append((suite, dataset, model, size, feats, np.nanmean(np.stack(mats), axis=0), len(mats)))
+            out.append((dataset, split_key, model, size, feats, np.nanmean(np.stack(mats), axis=0), len(mats)))
     return out
 
 
@@ -47,8 +47,8 @@ def page_attention(data: ReportData) -> Page:
     by_dataset: dict[tuple[str, str], list[MeanMap]] = {}
     for m in maps:
         by_dataset.setdefault((m[0], m[1]), []).append(m)
-    for i, ((suite, dataset), items) in enumerate(sorted(by_dataset.items())):
-        p.h2(data.task_label(suite, dataset), f"dataset-{i}")
+    for i, ((dataset, split_key), items) in enumerate(sorted(by_dataset.items())):
+        p.h2(data.task_label(dataset, split_key), f"dataset-{i}")
         for j, (_, _, model, size, feats, mat, n) in enumerate(items):
             shown = np.arange(len(feats))
             if len(feats) > MAX_ATTENTION_FEATURES:

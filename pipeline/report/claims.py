@@ -156,32 +156,34 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
                c.measure, share=True)
     c.above = up
     att, gb = models_of_kind(kinds, "attention"), models_of_kind(kinds, "boosting")
-    wide = curves.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
+    wide = curves.pivot_table(index=["dataset", "split_key", "sample_size"], columns="model", values="score_mean")
     if not att or not gb or wide.empty:
         c.coverage, c.why = "needs an attention and a boosting model", "No comparison in these results."
         up.coverage, up.why = c.coverage, c.why
         return c
-    n_train = curves.groupby(["suite", "dataset", "sample_size"]).n_train.mean().reindex(wide.index)
+    n_train = curves.groupby(["dataset", "split_key", "sample_size"]).n_train.mean().reindex(wide.index)
     a, b = wide[[m for m in att if m in wide]].max(axis=1), wide[[m for m in gb if m in wide]].max(axis=1)
     both = a.notna() & b.notna()
     below = both & (n_train < REFERENCE_ROWS)
     above = both & (n_train >= REFERENCE_ROWS)
     for half, mask in ((c, below), (up, above)):
-        wins = float((b[mask] > a[mask]).sum() + 0.5 * (b[mask] == a[mask]).sum())  # a tie is half a win
+        d = (b[mask] - a[mask]).round(12)
+        won, tied = int((d > 0).sum()), int((d == 0).sum())
+        wins = won + 0.5 * tied  # a tie is half a win in the rate, never a win in words
         n = int(mask.sum())
         low, high = wilson(wins, n)
         half.effect, half.low, half.high, half.n = (wins / n if n else float("nan")), low, high, n
         rows = n_train[mask]
         span = f", {rows.min():,.0f}-{rows.max():,.0f} rows" if n else ""
-        half.coverage = f"{n} points on {wide[mask].index.get_level_values(1).nunique()} datasets{span}"
+        half.coverage = f"{n} points on {wide[mask].index.droplevel('sample_size').nunique()} datasets{span}"
         where = f"below {REFERENCE_ROWS:,}" if half is c else f"at or above {REFERENCE_ROWS:,}"
         if n == 0:
             half.why = f"No dataset was run {where} training rows with both kinds of model."
         elif n < MIN_PAIRS:
             half.why = f"Only {n} points {where} rows."
         else:
-            half.why = (f"{where[0].upper()}{where[1:]} rows boosting won {wins:g} of {n} ({half.effect:.0%}, 95% "
-                        f"interval {low:.0%}-{high:.0%})")
+            half.why = (f"{where[0].upper()}{where[1:]} rows boosting won {won}, tied {tied} and lost {n - won - tied} "
+                        f"of {n} points ({half.effect:.0%} with a tie as ½, 95% interval {low:.0%}-{high:.0%})")
     c.verdict = decide(c.low, c.high, c.n, null=0.5)
     v = decide(up.low, up.high, up.n, null=0.5)  # boosting still winning above contradicts "catch up"
     up.verdict = {SUPPORTED: CONTRADICTED, CONTRADICTED: SUPPORTED}.get(v, THIN)

@@ -3,6 +3,8 @@ fronts."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.accuracy import Standing
@@ -13,26 +15,38 @@ from pipeline.report.markup import Page, cell, note, num, table
 def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
     p = Page("compute.html", "Compute")
     p.card("Per model, means over the (dataset, training size) rows of the compute view, cells that finished ok: "
-           "train time of the selected trial, and per 1,000 training rows; the whole search's time (first trial "
-           "start to last trial end); prediction time per 1,000 rows and rows per second; forward FLOPs per row "
+           "train time of the selected trial, and per 1,000 training rows; the whole search's time (its trials' own "
+           "run times, summed); prediction time per 1,000 rows and rows per second; forward FLOPs per row "
            "(torch models; boosting has none); parameters (for boosting: tree nodes for XGBoost, leaf values for "
            "CatBoost). GPU-hours add up the run time of every trial that ran on a CUDA device, one GPU each.")
     c = data.compute
     if c.empty:
         p.add(note("No finished cells."))
         return p
-    devices = c.groupby("model").devices.agg(lambda s: ",".join(sorted({d for v in s.dropna() for d in v.split(",")})))
+    def distinct(col: str) -> pd.Series:
+        return c.groupby("model")[col].agg(lambda s: ",".join(sorted({d for v in s.dropna() for d in v.split(",")})))
+
+    precision = distinct("precision") if "precision" in c else pd.Series(dtype=str)
     t = per_model(c, {"fit_seconds": "mean", "train_s_per_1k": "mean", "search_seconds": "mean",
                       "predict_s_per_1k": "mean", "predict_rows_per_s": "mean", "flops_per_row": "mean",
-                      "n_params": "mean", "gpu_hours": "sum"}, data).join(devices, on="model")
-    rows = [[cell(r.model), cell(data.family(r.model)), cell(num(r.fit_seconds, ".3g")),
+                      "n_params": "mean", "gpu_hours": "sum"}, data).join(distinct("devices"), on="model")
+    t["precision"] = t.model.map(precision).fillna("")
+    rows = [[cell(data.timed(r.model)), cell(data.family(r.model)), cell(num(r.fit_seconds, ".3g")),
              cell(num(r.train_s_per_1k, ".3g")), cell(num(r.search_seconds, ".3g")),
              cell(num(r.predict_s_per_1k, ".3g")), cell(num(r.predict_rows_per_s, ",.0f")),
              cell(num(r.flops_per_row, ".3g", "n/a")), cell(num(r.n_params, ",.0f")), cell(r.devices),
-             cell(num(r.gpu_hours, ".4f")), cell(r.n_tasks), cell(r.coverage)] for r in t.itertuples(index=False)]
+             cell(r.precision or "—"), cell(num(r.gpu_hours, ".4f")), cell(r.n_tasks), cell(r.coverage)]
+            for r in t.itertuples(index=False)]
     p.add(table(["model", "family", "train s (selected trial)", "train s / 1K rows", "search s", "predict s / 1K rows",
-                 "inference rows/s", "FLOPs/row", "parameters", "devices", "GPU-hours", "tasks", "coverage"], rows,
-                "table-compute"))
+                 "inference rows/s", "FLOPs/row", "parameters", "devices", "precision", "GPU-hours", "tasks",
+                 "coverage"], rows, "table-compute"))
+    if t.precision.str.contains("bf16|fp16").any():
+        p.add(note("Precision: what a torch model's matrix products ran in (amp: auto is bf16 on a CPU or GPU with "
+                   "native bf16 units, fp32 elsewhere; weights, optimiser state and losses stay fp32). A model "
+                   "timed in bf16 is faster than the same model in fp32 on the same machine: compare its "
+                   "seconds with that in mind."))
+    if data.hardware_note():
+        p.add(note(data.hardware_note()))
     if not (t.gpu_hours > 0).any():
         p.add(note("No cell ran on a GPU: GPU-hours are 0."))
     style = data.style()

@@ -3,8 +3,10 @@ read-only connection (as temporary views, so the numbers match ``attnbench query
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -35,6 +37,9 @@ class ReportData:
     kinds: dict[str, str]  # model → its stored kind: attention | network | boosting | trees | a user's own
     model_names: dict[str, str]  # model (results key) → registered model name
     legacy_kinds: list[str] = field(default_factory=list)  # models whose kind no run stored (files before schema 4)
+    # model → the other hardware its timings were measured on (not the latest run's machine): a shipped
+    # reference's, or another cluster's merged in; the pages mark those timings †
+    other_hardware: dict[str, str] = field(default_factory=dict)
     # Tuned + ensembled per ok cell (and per family and split) from stored predictions: report/ensembles.py
     ensembles: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -48,20 +53,21 @@ class ReportData:
 
             data = cls(
                 cells=q("SELECT * FROM expected_cells"),
-                leaderboard=q("SELECT * FROM leaderboard ORDER BY suite, dataset, sample_size, model"),
+                leaderboard=q("SELECT * FROM leaderboard ORDER BY dataset, split_key, sample_size, model"),
                 curves=q("SELECT * FROM learning_curves"),
                 tuning=q("SELECT * FROM tuning_curves"),
                 compute=q("SELECT * FROM compute"),
                 memory=q("SELECT * FROM memory"),
-                failures=q("SELECT * FROM failures ORDER BY level, suite, dataset, model, sample_size, fold"),
+                failures=q("SELECT * FROM failures ORDER BY level, dataset, split_key, model, sample_size, fold"),
                 runs=q("SELECT * FROM runs ORDER BY started_at DESC"),
                 datasets=q("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n_categorical, "
                            "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
-                attention=q("SELECT a.cell_id, a.dataset, a.model, a.features, a.map, r.suite, r.sample_size, r.fold, "
-                            "r.repeat, r.seed, r.n_train FROM attention_maps a JOIN current_results r USING (cell_id) "
-                            "WHERE r.status = 'ok'"),
+                attention=q("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, "
+                            "r.sample_size, r.fold, r.repeat, r.seed, r.n_train FROM attention_maps a "
+                            "JOIN current_results r USING (cell_id) WHERE r.status = 'ok'"),
                 configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id)"),
-                trials=q("SELECT r.suite, r.model, r.sample_size, r.cell_id, count(t.trial_id) AS n_trials, "
+                trials=q("SELECT r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.cell_id, "
+                         "count(t.trial_id) AS n_trials, "
                          "count(t.trial_id) FILTER (WHERE t.status NOT IN ('ok', 'stopped')) AS n_failed, "
                          "count(t.trial_id) FILTER (WHERE t.status = 'stopped') AS n_stopped, "
                          "sum(t.seconds) AS seconds FROM current_results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL"),
@@ -69,11 +75,12 @@ class ReportData:
                              "FROM superseded GROUP BY ALL ORDER BY suite, model, sample_size, why"),
                 kinds={}, model_names={},
             )
+            timed = q("SELECT DISTINCT model, run_id FROM current_results WHERE status = 'ok'")
             has_predictions = q("SELECT count(*) AS n FROM information_schema.tables "
                                 "WHERE table_name = 'predictions'").n.iloc[0] > 0
             if has_predictions:  # files before schema 5 kept none
                 ok = "SELECT cell_id FROM current_results WHERE status = 'ok' AND variant IS NULL"
-                ens_cells = q("SELECT s.suite, s.dataset, s.sample_size, s.repeat, s.fold, s.seed, s.task_type, "
+                ens_cells = q("SELECT s.suite, s.dataset, s.split_key, s.sample_size, s.repeat, s.fold, s.seed, s.task_type, "
                               "s.model, s.cell_id FROM scores s WHERE s.status = 'ok'")
                 preds = q("SELECT p.cell_id, p.trial_id, t.trial_index, p.part, p.n_rows, p.n_cols, p.proba, p.value "
                           "FROM predictions p JOIN trials t USING (trial_id) "
@@ -84,6 +91,7 @@ class ReportData:
         stored = c.dropna(subset=["model_kind"]).groupby("model").model_kind.first().to_dict() if len(c) else {}
         data.legacy_kinds = sorted(set(data.model_names) - set(stored))
         data.kinds = {m: stored.get(m) or legacy_kind(data.model_names[m]) for m in data.model_names}
+        data.other_hardware = other_hardware(data.runs, timed)
         if has_predictions:
             from pipeline.report.ensembles import ensembles
 
@@ -104,11 +112,23 @@ class ReportData:
         return self.sizes[-1] if self.sizes else None
 
     @property
-    def multi_suite(self) -> bool:
-        return self.cells.suite.nunique() > 1 if len(self.cells) else False
+    def suites(self) -> list[str]:
+        """The suites whose plans these results belong to (a label: one split is one task, whichever
+        suite ran it)."""
+        if not len(self.cells):
+            return []
+        return sorted({s for label in self.cells.suite.dropna().unique() for s in str(label).split(", ")})
 
-    def task_label(self, suite: str, dataset: str) -> str:
-        return f"{suite} / {dataset}" if self.multi_suite else str(dataset)
+    @property
+    def dataset_splits(self) -> list[tuple[str, str]]:
+        """Each (dataset, split_key): a dataset split under one protocol."""
+        return sorted(set(zip(self.cells.dataset, self.cells.split_key))) if len(self.cells) else []
+
+    def task_label(self, dataset: str, split_key: str) -> str:
+        """The dataset's name; where the file holds it under several protocols (split keys), with the
+        split key's first characters."""
+        keys = {k for d, k in self.dataset_splits if d == dataset}
+        return str(dataset) if len(keys) <= 1 else f"{dataset} · split {str(split_key).removeprefix('suite:')[:8]}"
 
     def family(self, model: str) -> str:
         """The model's family: its stored kind in words."""
@@ -117,12 +137,48 @@ class ReportData:
     def style(self) -> figs.Style:
         return figs.Style(self.models, self.kinds)
 
+    def timed(self, model: str) -> str:
+        """The model's name where its timings sit beside others': marked † when another machine took them."""
+        return f"{model} †" if model in self.other_hardware else model
+
+    def hardware_note(self) -> str:
+        """What † means on this report, naming the machines; '' when every timing is from one machine."""
+        if not self.other_hardware:
+            return ""
+        home = machine(self.runs.iloc[0].hardware)[1]
+        return ("† timed on other hardware than this report's latest run (" + home + "): "
+                + "; ".join(f"{m} on {where}" for m, where in sorted(self.other_hardware.items()))
+                + ". Its seconds and memory are that machine's, not comparable one for one with the others'.")
+
     def model_notes(self) -> dict[str, str]:
         """Each model's declared departures from the shared protocol (RealMLP's own training loop, the
         forests' lack of rungs), from today's registry; '' for a model it does not hold."""
         from pipeline.models.registry import REGISTRY
 
         return {m: getattr(REGISTRY.get(str(self.model_names.get(m))), "protocol", "") for m in self.models}
+
+
+def machine(hardware: Any) -> tuple[str, str]:
+    """(what identifies a machine for timing, its description) from a run's hardware record."""
+    h = json.loads(hardware) if isinstance(hardware, str) else (hardware or {})
+    cpu = h.get("cpu_model") or h.get("processor") or h.get("machine") or "unknown CPU"
+    gpus = int(h.get("cluster_gpus") or 0)
+    text = f"{cpu}, {h.get('cpus_local', '?')} CPUs" + (f", {gpus} GPUs" if gpus else "")
+    return f"{cpu}|{h.get('cpus_local')}|{h.get('memory_gb_local')}|{gpus > 0}", text
+
+
+def other_hardware(runs: pd.DataFrame, timed: pd.DataFrame) -> dict[str, str]:
+    """model → the machines, other than the latest run's, that timed its finished cells."""
+    if runs.empty or timed.empty:
+        return {}
+    home = machine(runs.iloc[0].hardware)[0]  # runs: newest first
+    where = {r.run_id: machine(r.hardware) for r in runs.itertuples(index=False)}
+    out: dict[str, set[str]] = {}
+    for r in timed.itertuples(index=False):
+        key, text = where.get(r.run_id, (home, ""))
+        if key != home:
+            out.setdefault(r.model, set()).add(text)
+    return {m: "; ".join(sorted(t)) for m, t in out.items()}
 
 
 def legacy_kind(model_name: str) -> str:

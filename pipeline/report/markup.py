@@ -26,20 +26,13 @@ table{border-collapse:collapse;font-size:13px;background:#fff;margin:8px 0}
 th,td{padding:4px 10px;border-bottom:1px solid #e3e6ea;text-align:left;vertical-align:top}
 th{background:#f0f2f5;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.num:first-child{text-align:left}
-td.best{font-weight:700;background:#e6f4ea}td.missing{color:#b3261e}td.partial{color:#8a5a00}td.reference{color:#555;font-style:italic}
+td.best{font-weight:700;background:#e6f4ea}td.missing{color:#b3261e}td.partial{color:#8a5a00}td.reference{color:#555;font-style:italic}td.notrun{color:#999}
 .note{color:#5f6b7a;font-size:13px}.card{background:#fff;border:1px solid #e3e6ea;border-radius:6px;padding:12px 16px;margin:12px 0}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:12px}
 .cards a{text-decoration:none;color:inherit}.cards .card:hover{border-color:#9cc3ff}
 .stat{font-size:22px;font-weight:600}pre{white-space:pre-wrap;font-size:12px;background:#f4f5f7;padding:8px;margin:4px 0}
 details summary{cursor:pointer}.toc a{margin-right:14px}
 """
-
-NAV: list[tuple[str, str]] = [
-    ("Overview", "index.html"), ("Accuracy", "accuracy.html"), ("Sample size", "sample_size.html"),
-    ("Tuning budget", "tuning.html"), ("Compute", "compute.html"), ("Memory", "memory.html"),
-    ("Attention maps", "attention.html"), ("Claims", "claims.html"), ("Run details", "runs.html"),
-]
-
 
 def esc(x: object) -> str:
     return html.escape(str(x), quote=True)
@@ -138,9 +131,10 @@ class Page:
                                       config={"displaylogo": False, "responsive": True}))
         self.n_figures += 1
 
-    def render(self) -> str:
+    def render(self, nav: list[tuple[str, str]]) -> str:
+        """The page as HTML, with ``nav``'s (label, file) links in its header (pipeline.report.pages.PAGES)."""
         links = "".join(f'<a href="{esc(href)}"{" class=here" if href == self.file else ""}>{esc(label)}</a>'
-                        for label, href in NAV)
+                        for label, href in nav)
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
                 f'<title>{esc(self.title)} · attnbench</title>'

@@ -24,12 +24,14 @@ def page_memory(data: ReportData) -> Page:
         return p
     t = per_model(m, {"peak_cpu_mb": "mean", "peak_cpu_mb_max": "max", "peak_gpu_mb": "mean", "peak_gpu_mb_max": "max"},
                   data)
-    rows = [[cell(r.model), cell(data.family(r.model)), cell(num(r.peak_cpu_mb, ",.1f")),
+    rows = [[cell(data.timed(r.model)), cell(data.family(r.model)), cell(num(r.peak_cpu_mb, ",.1f")),
              cell(num(r.peak_cpu_mb_max, ",.1f")), cell(num(r.peak_gpu_mb, ",.1f", "n/a")),
              cell(num(r.peak_gpu_mb_max, ",.1f", "n/a")), cell(r.n_tasks), cell(r.coverage)]
             for r in t.itertuples(index=False)]
     p.add(table(["model", "family", "peak CPU MB (mean)", "peak CPU MB (max)", "peak GPU MB (mean)",
                  "peak GPU MB (max)", "tasks", "coverage"], rows, "table-memory"))
+    if data.hardware_note():
+        p.add(note(data.hardware_note()))
     style = data.style()
     has_gpu = m.peak_gpu_mb.notna().any()
     if not has_gpu:

@@ -3,8 +3,6 @@ head-to-head win rates, costs, crossovers), the headline leaderboard, and links 
 
 from __future__ import annotations
 
-import pandas as pd
-
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, summary_table
@@ -23,24 +21,14 @@ from pipeline.report.answer import (
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Cell, Page, cell, esc, note, num, table
 
-DESCRIPTIONS = {
-    "accuracy.html": "Per-dataset scores, average rank, normalised score, win rates, Elo, critical difference.",
-    "sample_size.html": "Test score against training size; where attention overtakes boosting.",
-    "tuning.html": "Best validation score, and the selected configuration's test score, against trials and seconds.",
-    "compute.html": "Train time, inference speed, FLOPs, parameters, GPU-hours; score/time Pareto front.",
-    "memory.html": "Peak CPU and GPU memory, and its growth with the number of features.",
-    "attention.html": "Mean feature-to-feature attention maps per dataset and model.",
-    "claims.html": "The design notes' five claims, each with a verdict, its effect, interval and cells.",
-    "runs.html": "Suites, versions, hardware, trial counts and every failure with its error.",
-}
-
 
 def family_cell(a: SizeAnswer, family: str) -> Cell:
     lead = a.leaders.get(family)
     if lead is None:
         return cell("not run", "missing")
     flag = " ⚑" if lead.epochs_bound or lead.search_bound else ""
-    title = f"scored on {lead.tasks_scored} of {lead.n_tasks} tasks"
+    title = (f"ran {lead.tasks_ran} of {lead.n_tasks} tasks, scored on {lead.tasks_scored}; its mean is over the "
+             "tasks it ran")
     if flag:
         title += "; budget-bound: " + bound_text(lead.epochs_bound, lead.search_bound).replace("⚑ ", "")
     return cell(f"{lead.model} {lead.normalized_score:.3f}{flag}", "best" if a.leader == family else "", title)
@@ -51,8 +39,9 @@ def h2h_cell(a: SizeAnswer, family: str, against: str = BOOSTING) -> Cell:
     if h is None or not h.n:
         return cell("—")
     cls = "best" if h.low > 0.5 else ("missing" if h.high < 0.5 else "")
-    return cell(f"{h.wins:g}/{h.n} = {h.rate:.0%} [{h.low:.0%}, {h.high:.0%}]", cls,
-                f"{a.leaders[family].model} vs {a.leaders[against].model}, task by task; Wilson 95% interval")
+    return cell(f"{h.won}–{h.tied}–{h.lost} = {h.rate:.0%} [{h.low:.0%}, {h.high:.0%}]", cls,
+                f"{a.leaders[family].model} vs {a.leaders[against].model}, task by task over the tasks both ran: "
+                f"{h.text}; win rate with a tie as ½, Wilson 95% interval")
 
 
 def overview_answer(p: Page, data: ReportData) -> None:
@@ -60,9 +49,8 @@ def overview_answer(p: Page, data: ReportData) -> None:
     c = data.cells
     answers = [size_answer(s, c[c.sample_size == s], data.kinds) for s in data.sizes]
     crossovers = family_crossovers(data.curves, data.kinds)
-    splits = c.groupby(["suite", "dataset", "sample_size"])[["repeat", "fold", "seed"]].apply(
-        lambda g: len(g.drop_duplicates()))
-    coverage = {"datasets": int(c[["suite", "dataset"]].drop_duplicates().shape[0]), "sizes": len(data.sizes),
+    splits = c.groupby(agg.TASK)[["repeat", "fold", "seed"]].apply(lambda g: len(g.drop_duplicates()))
+    coverage = {"datasets": int(c[["dataset", "split_key"]].drop_duplicates().shape[0]), "sizes": len(data.sizes),
                 "splits": int(splits.max()) if len(splits) else 0, "cells": len(c),
                 "cells_ok": int((c.status == "ok").sum())}
     fams = families(data.kinds)  # the families of the models in the file, by their stored kinds
@@ -79,13 +67,15 @@ def overview_answer(p: Page, data: ReportData) -> None:
              *([h2h_cell(a, ATTENTION, NETWORK)] if networks else [])] for a in answers]
     p.add(table(["training size", "tasks", *(f"best {f}" + (" (normalised score)" if i == 0 else "")
                                              for i, f in enumerate(fams)),
-                 "leader", *(f"{f} vs {BOOSTING}: wins [95% CI]" for f in others),
-                 *([f"{ATTENTION} vs {NETWORK}: wins [95% CI]"] if networks else [])], rows, "table-answer"))
-    p.add(note("Each family's best model at each size by mean normalised score over that size's tasks (1 = best "
-               "model on a task, 0 = worst; test scores of the configurations validation selected). Wins: tasks on "
-               "which the family's best model beat the best boosting model (ties ½), and the best attention network "
-               "the best other (non-attention) network, with a Wilson 95% interval; green where it is above an even "
-               "match, red where below. " + BOUND_NOTE))
+                 "leader", *(f"{f} vs {BOOSTING}: won–tied–lost [95% CI]" for f in others),
+                 *([f"{ATTENTION} vs {NETWORK}: won–tied–lost [95% CI]"] if networks else [])], rows, "table-answer"))
+    p.add(note("Each family's best model at each size by mean normalised score over the tasks of that size it ran "
+               "(1 = best model on a task, 0 = worst of those that ran it; test scores of the configurations "
+               "validation selected); a model never planned on a task is left out of it, not scored 0. Won–tied–"
+               "lost: the tasks both ran on which the family's best model beat, tied or lost to the best boosting "
+               "model, and the best attention network the best other (non-attention) network; the win rate counts "
+               "a tie as ½, with a Wilson 95% interval; green where it is above an even match, red where below. "
+               + BOUND_NOTE))
     caveats = [(m, n) for m, n in data.model_notes().items() if n]
     if caveats:
         p.add(note("Where a model leaves the shared protocol: " + "; ".join(f"{m}: {n.rstrip('.')}" for m, n in caveats) + "."))
@@ -95,13 +85,15 @@ def overview_answer(p: Page, data: ReportData) -> None:
         row = [cell(size_label(a.size))]
         for f in fams:
             lead = a.leaders.get(f)
-            row += ([cell(num(lead.train_s_per_1k, ".3g")), cell(num(lead.predict_s_per_1k, ".3g"))] if lead
-                    else [cell("—"), cell("—")])
+            mark = " †" if lead and lead.model in data.other_hardware else ""
+            row += ([cell(num(lead.train_s_per_1k, ".3g") + mark), cell(num(lead.predict_s_per_1k, ".3g") + mark)]
+                    if lead else [cell("—"), cell("—")])
         rows.append(row)
     p.add(table(["training size", *[f"{f} {w} s / 1K rows" for f in fams for w in ("train", "predict")]], rows,
                 "table-answer-cost"))
     p.add(note("Seconds of the family leader's selected trial: training per 1,000 training rows, prediction per "
-               "1,000 rows; means over its cells at that size."))
+               "1,000 rows; means over its cells at that size." + (" " + data.hardware_note()
+                                                                   if data.hardware_note() else "")))
     if len(data.sizes) > 1:
         p.figure(figs.normalized_curves(agg.normalized_by_size(c, data.sizes), data.style(), data.sizes),
                  "fig-index-sizes")
@@ -109,26 +101,26 @@ def overview_answer(p: Page, data: ReportData) -> None:
         p.h3("Crossover size per dataset")
         wide = crossovers.assign(text=[crossover_text(r) for r in crossovers.itertuples(index=False)])
         rows = []
-        for (suite, dataset), g in wide.groupby(["suite", "dataset"], sort=True):
+        for (dataset, split_key), g in wide.groupby(["dataset", "split_key"], sort=True):
             by = g.set_index("family")
-            rows.append([cell(data.task_label(suite, dataset)),
-                         *(cell(by.text.get(f, "—"), "missing" if f in by.index and pd.isna(by.crossover_n[f]) else "")
+            rows.append([cell(data.task_label(dataset, split_key)),
+                         *(cell(by.text.get(f, "—"), "missing" if f in by.index and by.verdict[f] == "never" else "")
                            for f in others)])
         p.add(table(["dataset", *(f"{f} overtakes {BOOSTING} from" for f in others)], rows, "table-index-crossover"))
         p.add(note("The smallest training size from which the family's best model beats the best boosting model "
-                   "there and at every larger size run; 'never' when it is behind at the largest."))
+                   "there and at every larger size run; 'never' when it is behind at the largest, 'level' when the two "
+                   "are equal there; no crossover is given from one training size."))
 
 
-def page_index(data: ReportData, standings: dict[str, Standing]) -> Page:
-    from pipeline.report.markup import NAV
-
+def page_index(data: ReportData, standings: dict[str, Standing], pages: list[tuple[str, str, str]]) -> Page:
+    """The overview; ``pages``: every other page's (label, file, description), linked at its end."""
     p = Page("index.html", "attnbench report")
     c = data.cells
     n_ok = int((c.status == "ok").sum()) if len(c) else 0
     n_missing = int((c.status == "missing").sum()) if len(c) else 0
     n_failed = len(c) - n_ok - n_missing
     last = data.runs.iloc[0] if len(data.runs) else None
-    stats = [("suites", ", ".join(sorted(c.suite.unique())) if len(c) else "—"),
+    stats = [("suites", ", ".join(data.suites) or "—"),
              ("datasets", c.dataset.nunique() if len(c) else 0), ("models", len(data.models)),
              ("training sizes", ", ".join(data.sizes) or "—"),
              ("cells", f"{n_ok} ok · {n_failed} failed · {n_missing} missing"),
@@ -148,6 +140,6 @@ def page_index(data: ReportData, standings: dict[str, Standing]) -> Page:
     p.h2("Pages", "pages")
     p.add('<div class="cards">' + "".join(
         f'<a href="{esc(href)}"><div class="card"><strong>{esc(label)}</strong>'
-        f'<div class="note">{esc(DESCRIPTIONS[href])}</div></div></a>'
-        for label, href in NAV if href in DESCRIPTIONS) + "</div>")
+        f'<div class="note">{esc(what)}</div></div></a>'
+        for label, href, what in pages if href != p.file) + "</div>")
     return p

@@ -67,7 +67,7 @@ def page_runs(data: ReportData) -> Page:
         for r in data.failures.itertuples(index=False):
             err = str(r.error or "").strip()
             last = err.splitlines()[-1] if err else "(no error text)"
-            rows.append([cell(r.level), cell(data.task_label(r.suite, r.dataset)), cell(r.model), cell(r.sample_size),
+            rows.append([cell(r.level), cell(data.task_label(r.dataset, r.split_key)), cell(r.model), cell(r.sample_size),
                          cell(r.fold), cell(r.status, "missing"),
                          raw(f"<details><summary>{esc(last)}</summary><pre>{esc(err)}</pre></details>", "text")])
         p.add(table(["level", "dataset", "model", "size", "fold", "status", "error"], rows, "table-failures"))

@@ -9,6 +9,7 @@ import pandas as pd
 
 from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
+from pipeline.report import crossover as crossover_mod
 from pipeline.report import figures as figs
 from pipeline.report import significance as sig
 from pipeline.report.accuracy import bound_text
@@ -20,7 +21,7 @@ from pipeline.report.markup import Page, cell, note, table
 def crossover_test(data: ReportData, r: Any) -> str:
     """A crossover row's paired test at the size its verdict rests on, in words."""
     c = data.cells
-    here = c[(c.suite == r.suite) & (c.dataset == r.dataset) & (c.sample_size == r.at_size)]
+    here = c[(c.dataset == r.dataset) & (c.split_key == r.split_key) & (c.sample_size == r.at_size)]
     label = size_label(str(r.at_size))
     return f"{r.challenger_at} vs {r.incumbent_at} at {label}: {sig.paired_verdict(here, r.challenger_at, r.incumbent_at)}"
 
@@ -33,7 +34,7 @@ def page_sample_size(data: ReportData) -> Page:
            "size from which a network beats the best boosting model at that size and at every larger size run. "
            f"The dotted line marks {claims_mod.REFERENCE_ROWS:,} rows, below which tree ensembles are often reported to "
            "win (Grinsztajn et al., 2022).")
-    curves = agg.curve_intervals(data.curves)
+    curves = crossover_mod.curve_intervals(data.curves)
     sizes = data.sizes
     if len(sizes) < 2:
         p.add(note(f"Only one training size was run ({', '.join(sizes) or 'none'}); add several to the suite's "
@@ -51,22 +52,22 @@ def page_sample_size(data: ReportData) -> Page:
     p.add(curve_coverage(curves, sizes))
 
     p.h2("Crossover: each model vs the best boosting model", "crossover")
-    cross = agg.crossover(curves, networks, incumbents, best_label="best challenger")
+    cross = crossover_mod.crossover(curves, networks, incumbents, best_label="best challenger")
     cross = cross[cross.model != "best challenger"]
     attention = [m for m in networks if data.family(m) == family_of("attention")]
     if len(attention) > 1:  # the best attention model at each size, as the overview reports it
-        best = agg.crossover(curves, attention, incumbents)
+        best = crossover_mod.crossover(curves, attention, incumbents)
         cross = pd.concat([cross, best[best.model == "best attention"]], ignore_index=True)
-        cross = cross.sort_values(["suite", "dataset", "model"], ignore_index=True)
+        cross = cross.sort_values(["dataset", "split_key", "model"], ignore_index=True)
     if cross.empty:
         p.add(note("Needs at least one boosting model and one other model with scores."))
     else:
         rows = []
         for r in cross.itertuples(index=False):
             txt = crossover_text(r)
-            cls = "missing" if pd.isna(r.crossover_n) else ("best" if r.ahead_everywhere else "")
+            cls = "missing" if r.verdict == "never" else ("best" if r.ahead_everywhere else "")
             kind = "attention, best at each size" if r.model == "best attention" else data.family(r.model)
-            rows.append([cell(data.task_label(r.suite, r.dataset)), cell(r.model), cell(kind), cell(txt, cls),
+            rows.append([cell(data.task_label(r.dataset, r.split_key)), cell(r.model), cell(kind), cell(txt, cls),
                          cell(r.n_sizes), cell(crossover_test(data, r))])
         p.add(table(["dataset", "model", "family", "crossover size", "sizes compared",
                      "the difference there: significant or within noise"], rows, "table-crossover"))
@@ -79,17 +80,19 @@ def page_sample_size(data: ReportData) -> Page:
     p.h2("Over all datasets: mean normalised score by size", "average")
     p.figure(figs.normalized_curves(agg.normalized_by_size(data.cells, sizes), style, sizes), "fig-curve-avg")
     p.add(note("Per task (dataset and size) the best model scores 1 and the worst 0; each point is the mean "
-               "over that size's tasks, and a model with no score on a task gets 0 there. No band: datasets "
+               "over the tasks of that size the model ran, and a model that ran a task without a score gets 0 "
+               "there (one never planned on it is left out). No band: datasets "
                "differ in difficulty, so their spread says nothing about the models; the per-dataset bands "
                "below are confidence intervals."))
     p.h2("Per dataset", "datasets")
-    for i, ((suite, dataset), g) in enumerate(curves.groupby(["suite", "dataset"], sort=True)):
+    for i, ((dataset, split_key), g) in enumerate(curves.groupby(["dataset", "split_key"], sort=True)):
         metric = str(g.metric.iloc[0])
         n_split = int(g.n_cells.max())
-        p.figure(figs.learning_curves(g, style, metric, title=f"{data.task_label(suite, dataset)} · {metric}",
+        label = data.task_label(dataset, split_key)
+        p.figure(figs.learning_curves(g, style, metric, title=f"{label} · {metric}",
                                       reference_n=claims_mod.REFERENCE_ROWS), f"fig-curve-{i}")
         if n_split < 2:
-            p.add(note(f"{data.task_label(suite, dataset)}: one split per size, so no confidence band."))
+            p.add(note(f"{label}: one split per size, so no confidence band."))
     return p
 
 
@@ -121,7 +124,7 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
     """How often the best model of each family but boosting beat the best boosting model below the
     reference size."""
     below = curves[curves.n_train < claims_mod.REFERENCE_ROWS]
-    wide = below.pivot_table(index=["suite", "dataset", "sample_size"], columns="model", values="score_mean")
+    wide = below.pivot_table(index=agg.TASK, columns="model", values="score_mean")
     gb = wide[[m for m in incumbents if m in wide]].max(axis=1)
     parts = []
     for family in families(kinds):
@@ -131,9 +134,11 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
             continue
         best = wide[members].max(axis=1)
         both = best.notna() & gb.notna()
-        n, k = int(both.sum()), int((best[both] > gb[both]).sum())
+        d = (best[both] - gb[both]).round(12)
+        n = int(both.sum())
         if n:
-            parts.append(f"{label} beat the best boosting model at {k} of {n} (dataset, size) points")
+            parts.append(f"{label} won {int((d > 0).sum())}, tied {int((d == 0).sum())} and lost "
+                         f"{int((d < 0).sum())} of {n} (dataset, size) points against the best boosting model")
     if not parts:
         return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a boosting model and another."
     return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."

@@ -1,7 +1,9 @@
 """The torch training loop shared by every torch model; usable without Ray.
 
 Recipe: AdamW (no decay on biases, norms and embeddings), linear warmup then cosine decay, gradient
-clipping by global norm, mixed precision on GPU (bf16 where supported, else fp16 with a scaler),
+clipping by global norm, mixed precision (:mod:`pipeline.train.precision`: ``amp: auto`` is bf16 on a
+GPU or CPU with native bf16 matrix units, fp32 elsewhere; fp16 with a scaler; the weights, optimiser
+state, loss and its reductions stay fp32),
 early stopping on validation loss with the best weights restored, seeded batch order. A loss that
 stops being finite raises :class:`Diverged` at the end of its epoch (losses are summed on the device,
 so that no step waits for the host). ``max_seconds`` is checked after every step: past it,
@@ -28,6 +30,7 @@ from torch import nn
 
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.metrics import selection
+from pipeline.train.precision import resolve_precision
 from pipeline.train.recipe import Recipe
 
 __all__ = ["Diverged", "Recipe", "TrainResult", "predict", "to_tensors", "train", "warmup_cosine"]
@@ -50,18 +53,19 @@ class TrainResult:
     curve: list[dict[str, float]] = field(default_factory=list)
     stop_reason: str = "max_epochs"
     device: str = "cpu"
+    precision: str = "fp32"  # what the matrix products ran in: fp32, bf16 or fp16 (autocast)
 
 
 def pick_device(use_gpu: bool) -> torch.device:
     return torch.device("cuda") if use_gpu and torch.cuda.is_available() else torch.device("cpu")
 
 
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
+
+
 def _amp_dtype(recipe: Recipe, device: torch.device) -> torch.dtype | None:
-    if device.type != "cuda" or recipe.amp == "off":
-        return None
-    if recipe.amp == "fp16":
-        return torch.float16
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    """The autocast dtype the recipe's ``amp`` gives on this device (None: fp32)."""
+    return DTYPES[resolve_precision(recipe.amp, device.type)]
 
 
 def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -101,12 +105,18 @@ def to_tensors(part: Part, device: torch.device) -> tuple[torch.Tensor, torch.Te
 
 @torch.inference_mode()
 def predict(model: nn.Module, data: FoldData, part: Part, device: torch.device,
-            batch_size: int = 4096, tensors: tuple[torch.Tensor, torch.Tensor] | None = None) -> np.ndarray:
+            batch_size: int = 4096, tensors: tuple[torch.Tensor, torch.Tensor] | None = None,
+            precision: str = "fp32") -> np.ndarray:
     """Probabilities (N × C), or values in the target's original units (N). ``tensors``: the part's
-    inputs already on ``device`` (the training loop converts its validation part once)."""
+    inputs already on ``device`` (the training loop converts its validation part once). ``precision``:
+    the autocast dtype the model trained in (``TrainResult.precision``), so that it predicts as it was
+    selected (validation) and as it is timed."""
     model.eval()
     x_num, x_cat = tensors if tensors is not None else to_tensors(part, device)
-    outs = [model(x_num[i:i + batch_size], x_cat[i:i + batch_size]).float() for i in range(0, len(part), batch_size)]
+    dtype = DTYPES[precision]
+    with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+        outs = [model(x_num[i:i + batch_size], x_cat[i:i + batch_size]).float()
+                for i in range(0, len(part), batch_size)]
     out = torch.cat(outs) if outs else torch.empty(0, data.d_out, device=device)
     if data.task_type == "regression":
         values = out.squeeze(-1)
@@ -158,8 +168,9 @@ def train(
     opt = torch.optim.AdamW(_param_groups(model, recipe.weight_decay), lr=recipe.lr,
                             fused=device.type in ("cpu", "cuda"))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps_per_epoch * recipe.max_epochs, recipe.warmup_frac))
-    amp = _amp_dtype(recipe, device)
-    scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16)
+    precision = resolve_precision(recipe.amp, device.type)
+    amp = DTYPES[precision]
+    scaler = torch.amp.GradScaler(device.type, enabled=amp == torch.float16)
     # The best weights go into buffers allocated once (copy_ on improvement, no new tensors each time).
     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     best_loss, best_epoch, bad = math.inf, 0, 0
@@ -202,7 +213,8 @@ def train(
         mean_loss = float(train_loss) / max(seen, 1)  # the epoch's one sync
         if not math.isfinite(mean_loss):  # a step's loss was NaN or infinite (the weights are spoiled)
             raise Diverged(f"training loss became {mean_loss} during epoch {epoch}")
-        val = selection(data.task_type, data.valid.y, predict(model, data, data.valid, device, tensors=valid_inputs))
+        val = selection(data.task_type, data.valid.y, predict(model, data, data.valid, device, tensors=valid_inputs,
+                                                                precision=precision))
         point: dict[str, float] = {"epoch": epoch, "train_loss": mean_loss, "val_loss": val["loss"],
                  "val_score": val["score"], "lr": float(sched.get_last_lr()[0]), "seconds": time.perf_counter() - t0}
         curve.append(point)
@@ -223,4 +235,4 @@ def train(
             break
     model.load_state_dict(best_state)
     return TrainResult(model=model, epochs=len(curve), best_epoch=best_epoch, curve=curve, stop_reason=stop,
-                       device=str(device))
+                       device=str(device), precision=precision)

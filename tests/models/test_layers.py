@@ -416,3 +416,26 @@ def test_make_position():
     torch.testing.assert_close(make_position("sinusoidal", 5, 8)(x), x + sinusoidal_table(5, 8))
     with pytest.raises(ValueError):
         make_position("bogus", 5, 8)
+
+
+def test_cpu_dropout_keeps_its_share_and_the_mean_in_fp32_and_bf16():
+    """The 15-bit masks (two elements per 32-bit draw): the kept share is 1 − p and the scale keeps the mean,
+    in every dtype; the two halves of each draw are independent (no pattern between neighbours)."""
+    from pipeline.models.layers import apply_dropout, dropout_mask
+
+    torch.manual_seed(0)
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.ones(400_000, dtype=dtype)
+        for p in (0.1, 0.2, 0.5):
+            y = apply_dropout(x, p)
+            assert abs((y != 0).float().mean().item() - (1 - p)) < 0.004, (dtype, p)
+            assert abs(y.float().mean().item() - 1.0) < 0.01, (dtype, p)
+            values = torch.unique(y.float()).tolist()
+            assert values[0] == 0.0 and values[1:] == [pytest.approx(1 / (1 - p), rel=1e-2)]
+    m = dropout_mask(torch.Size([200_000]), 0.5, torch.device("cpu")).float()
+    both = (m[0::2] * m[1::2]).mean().item()  # kept together: 1/4 if independent
+    assert abs(both - 0.25) < 0.005
+    torch.manual_seed(3)
+    a = dropout_mask(torch.Size([1000]), 0.3, torch.device("cpu"))
+    torch.manual_seed(3)
+    assert torch.equal(a, dropout_mask(torch.Size([1000]), 0.3, torch.device("cpu")))  # seeded like the rest

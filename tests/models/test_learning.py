@@ -208,7 +208,8 @@ def test_early_stopping_restores_the_best_weights():
     assert res.stop_reason == "early_stopping"
     assert res.best_epoch < res.epochs == res.best_epoch + 3
     assert losses[res.best_epoch - 1] == min(losses)
-    restored = score("binary", data.valid.y, predict(model, data, data.valid, torch.device("cpu")), 2)["loss"]
+    restored = score("binary", data.valid.y, predict(model, data, data.valid, torch.device("cpu"), precision=res.precision),
+                     2)["loss"]
     assert restored == pytest.approx(min(losses), rel=1e-6)
     assert restored < losses[-1]
 
@@ -383,7 +384,7 @@ def trained(credit_fold):
     """MLP and FT-Transformer fitted briefly on credit-g (measured test accuracy 0.683 and 0.700)."""
     out = {}
     for name in ("mlp", "ft_transformer"):
-        out[name] = fit_small(name, credit_fold, max_epochs=10, lr=2e-3, patience=4)[0].eval()
+        out[name] = fit_small(name, credit_fold, max_epochs=10, lr=2e-3, patience=4, amp="off")[0].eval()
     return out
 
 
@@ -422,7 +423,10 @@ def test_pruning_shrinks_and_keeps_the_score(name, trained, credit_fold):
     assert r["score_after"] >= r["score_before"] - 0.05
     zero = measure_compression(trained[name], credit_fold, "prune_zero", amount=0.3, min_seconds=0.05)
     assert zero["params_after"] == zero["params_before"]
-    assert zero["nonzero_params_after"] == r["params_after"]
+    # Zeroing the neurons leaves as many nonzero weights as cutting them out leaves weights, less the
+    # weights that training left at exactly zero (a dead ReLU unit's LayerNorm bias keeps its 0).
+    zeros = sum(int((p == 0).sum()) for p in trained[name].parameters())
+    assert 0 <= r["params_after"] - zero["nonzero_params_after"] <= zeros
     assert zero["score_after"] == pytest.approx(r["score_after"])
 
 
@@ -520,3 +524,4 @@ def test_estimator_warns_when_still_improving_refuses_continuous_y_and_uses_one_
         torch.set_num_threads(before)
     with pytest.raises(ValueError, match="continuous"):
         TabularClassifier("mlp", max_epochs=1).fit(x_train, np.linspace(0.0, 1.0, len(x_train)))
+

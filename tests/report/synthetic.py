@@ -127,7 +127,8 @@ def _fill(store: Store, s: Synth) -> None:
                         [ds.name, ds.task_type, ds.n_train_all * 5 // 4, len(ds.features), len(ds.features),
                          ds.n_classes])
             for i, f in enumerate(ds.features):
-                con.execute("INSERT INTO features VALUES (?, ?, ?, 'numeric', 0, NULL)", [ds.name, i, f])
+                con.execute("INSERT INTO features (dataset, position, name, kind, n_missing, n_levels) "
+                            "VALUES (?, ?, ?, 'numeric', 0, NULL)", [ds.name, i, f])
     store.upsert_run({"run_id": "run-1", "suite": SUITE, "suite_yaml": f"name: {SUITE}\n", "status": "finished",
                       "git_rev": "abc123", "versions": {"python": "3.11", "attnbench": "0.1.0"},
                       "hardware": {"cluster_cpus": 2, "cluster_gpus": 0}, "argv": "attnbench run synth.yaml",

@@ -12,7 +12,7 @@ from pipeline.report import claims
 
 def cell(split: int, name: str, model: str, score: float, config: dict, seconds: float = 1.0, mb: float = 10.0,
          status: str = "ok") -> dict:
-    return {"suite": "s", "dataset": "d", "sample_size": "all", "repeat": 0, "fold": split, "seed": 0,
+    return {"split_key": "k", "dataset": "d", "sample_size": "all", "repeat": 0, "fold": split, "seed": 0,
             "model": model, "model_name": name, "score": score, "status": status, "best_config": json.dumps(config),
             "fit_seconds": seconds, "peak_cpu_mb": mb, "cell_id": f"{model}-{split}"}
 
@@ -48,7 +48,7 @@ def test_ablation_verdicts_supported_contradicted_and_thin():
 
 def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000) -> pd.DataFrame:
     return pd.DataFrame([
-        {"suite": "s", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v}
+        {"split_key": "k", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v}
         for i in range(6) for size, n in (("512", 512), ("all", n_above))
         for m, v in (("xgboost", 0.90 if n < 10_000 else above_xgb), ("ft_transformer", 0.85 if n < 10_000 else above_ft))])
 
@@ -60,7 +60,8 @@ def test_sample_size_claim_has_a_verdict_below_and_above_the_reference():
     c = claims.claim_sample_size(_curves(0.80), KINDS)  # boosting wins all 6 below, attention all 6 above
     assert c.verdict == claims.SUPPORTED and c.n == 6 and c.effect == 1.0 and c.low > 0.5  # Wilson 6/6: 61%
     assert c.above.verdict == claims.SUPPORTED and c.above.n == 6 and c.above.effect == 0.0 and c.above.high < 0.5
-    assert "At or above 10,000 rows boosting won 0 of 6" in c.why and "20,000-20,000 rows" in c.coverage
+    assert "At or above 10,000 rows boosting won 0, tied 0 and lost 6 of 6 points" in c.why
+    assert "20,000-20,000 rows" in c.coverage and "6 points on 6 datasets" in c.coverage
     assert claims.effect_text(c).startswith("below: 100% [61%") and "at or above: 0% [0%" in claims.effect_text(c)
 
     still = claims.claim_sample_size(_curves(0.95), KINDS)  # boosting still wins above: the claim is contradicted
@@ -69,6 +70,7 @@ def test_sample_size_claim_has_a_verdict_below_and_above_the_reference():
 
     tied = claims.claim_sample_size(_curves(0.85), KINDS)  # ties above count half: 3 of 6, an even match
     assert tied.above.effect == 0.5 and tied.above.verdict == claims.THIN and tied.verdict == claims.THIN
+    assert "boosting won 0, tied 6 and lost 0 of 6 points" in tied.why  # a tie is never called a win
 
     small = claims.claim_sample_size(_curves(0.80, n_above=5_000), KINDS)  # nothing reaches 10,000 rows
     assert small.above.n == 0 and small.verdict == claims.THIN and small.n == 12

@@ -129,7 +129,7 @@ def test_accuracy_page_shows_scores_and_coverage(synth_db, synth_report):
     for size in ("all", "128", "32"):
         for fig in ("summary", "winrate", "elo", "cd"):
             assert f'id="fig-{fig}-{size}"' in html
-    assert "1/2 tasks complete, 1 partly failed" in html  # mlp at 'all': beta has a failed fold
+    assert "all 2 tasks, 1/2 complete, 1 partly failed" in html  # mlp at 'all': beta has a failed fold
 
 
 def test_sample_size_page_crossover(synth_report):
@@ -139,8 +139,9 @@ def test_sample_size_page_crossover(synth_report):
     # The test at the size each verdict rests on: two folds (mlp on beta: one, its other fold failed).
     assert "ft_transformer vs catboost at all training rows: too few splits to test (2; a Wilcoxon test needs 6)" in html
     assert "mlp vs catboost at all training rows: too few splits to test (1; a Wilcoxon test needs 6)" in html
-    assert "the best attention network beat the best boosting model at 1 of 6 (dataset, size) points" in html
-    assert "the best other network beat the best boosting model at 0 of 6" in html  # the MLP, beside attention
+    assert ("the best attention network won 1, tied 0 and lost 5 of 6 (dataset, size) points against the best "
+            "boosting model") in html
+    assert "the best other network won 0, tied 0 and lost 6 of 6" in html  # the MLP, beside attention
     assert 'id="fig-curve-avg"' in html
     assert "design notes" not in html  # page text for users, not notes to ourselves
 
@@ -300,20 +301,22 @@ def test_overview_answers_by_training_size_with_costs(synth_report):
     assert ("At 32 training rows (2 tasks), gradient boosting leads on mean normalised score: attention network "
             "(ft_transformer) 0.00, other network (mlp) 0.15, gradient boosting (catboost) 1.00.") in html
     assert "At all training rows (2 tasks), attention network leads" in html
-    assert "ft_transformer beat catboost on 1 of 2 tasks (50%, 95% interval 9%–91%)" in html  # Wilson, by hand
+    assert ("Against catboost, ft_transformer won 1, tied 0, lost 1 of 2 tasks both ran (50% with a tie as ½, 95% "
+            "interval 9%–91%)") in html  # Wilson, by hand
     assert "on 1 of 2 datasets, at 800 training rows; never on 1." in html  # alpha crosses at 'all', beta never
     assert "ft_transformer kept its last epoch or round in 12 of 12 cells" in html
     answer = {r[0]: r for r in table_rows(html, "table-answer")}
     assert list(answer) == ["32 training rows", "128 training rows", "all training rows"]
     assert answer["32 training rows"][2:6] == ["ft_transformer 0.000 ⚑", "mlp 0.148", "catboost 1.000",
                                                "gradient boosting"]
-    assert answer["all training rows"][5:7] == ["attention network", "1/2 = 50% [9%, 91%]"]
+    assert answer["all training rows"][5:7] == ["attention network", "1–0–1 = 50% [9%, 91%]"]
     # The attention leader against the best non-attention network (the MLP), task by task: at 'all'
     # ft_transformer is ahead on both datasets (0.9075 vs 0.8943, 0.8613 vs 0.8497); at 128 rows the two
-    # score the same on both (two ties, ½ each); at 32 rows the MLP is ahead on both.
-    assert [answer[s][8] for s in answer] == ["0/2 = 0% [0%, 66%]", "1/2 = 50% [9%, 91%]", "2/2 = 100% [34%, 100%]"]
-    assert ("Against the best non-attention network, ft_transformer beat mlp on 2 of 2 tasks (100%, 95% interval "
-            "34%–100%)") in html
+    # score the same on both (two ties, ½ each, never a win); at 32 rows the MLP is ahead on both.
+    assert [answer[s][8] for s in answer] == ["0–0–2 = 0% [0%, 66%]", "0–2–0 = 50% [9%, 91%]",
+                                              "2–0–0 = 100% [34%, 100%]"]
+    assert ("Against the best non-attention network, mlp, ft_transformer won 2, tied 0, lost 0 of 2 tasks both ran "
+            "(100% with a tie as ½, 95% interval 34%–100%)") in html
     # Train seconds per 1,000 rows: fit = base · n / 32 → 1000 · base / 32; predict: 1000 / (1000 / base).
     cost = {r[0]: r[1:] for r in table_rows(html, "table-answer-cost")}
     assert cost["all training rows"] == ["62.5", "2", "31.2", "1", "6.25", "0.2"]
@@ -463,3 +466,24 @@ def test_accuracy_page_sets_published_figures_beside_ours(synth_db):
     top = lb.loc[lb.score_mean.idxmax()]
     assert rf[6] == f"{top.model}: {top.score_mean:.3f} (all training rows)"
     assert all(r[0] == "alpha" for r in rows) and len(rows) == 14  # AMLB: 7 systems × 1 h, 4 h
+
+
+def test_a_new_page_is_a_module_and_one_row_of_pages(synth_db, tmp_path, monkeypatch):
+    """A toy page added the way the report's own are: a builder and one PageSpec row. It is written, every
+    page links it in its header, and the overview describes it; nothing else was touched."""
+    from pipeline.report import pages as pages_mod
+    from pipeline.report.markup import Page
+
+    def page_toy(data) -> Page:
+        p = Page("toy.html", "Toy")
+        p.add(f"<p id='toy'>{len(data.models)} models</p>")
+        return p
+
+    row = pages_mod.PageSpec("toy.html", "Toy page", "A page added by one row.", lambda s: page_toy(s.data))
+    monkeypatch.setattr(pages_mod, "PAGES", [*pages_mod.PAGES, row])
+    out = tmp_path / "reports"
+    pages_mod.write_report(synth_db, out)
+    assert "models</p>" in (out / "toy.html").read_text()
+    for spec in pages_mod.PAGES:
+        assert '<a href="toy.html"' in (out / spec.file).read_text(), spec.file
+    assert "A page added by one row." in (out / "index.html").read_text()

@@ -35,7 +35,7 @@ def split_cells(scores: dict[str, list[float]], dataset: str = "d", size: str = 
     rows = []
     for model, values in scores.items():
         for fold, v in enumerate(values):
-            rows.append({"suite": "s", "dataset": dataset, "sample_size": size, "repeat": 0, "fold": fold, "seed": 0,
+            rows.append({"split_key": "k", "dataset": dataset, "sample_size": size, "repeat": 0, "fold": fold, "seed": 0,
                          "model": model, "status": "ok" if not math.isnan(v) else "error", "score": v})
     return pd.DataFrame(rows)
 

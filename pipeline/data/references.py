@@ -1,0 +1,407 @@
+"""Reference results: a study's results that ship with attnbench (``references/<name>/``), or any results
+file, that a user's own models are set beside without re-running them (``attnbench run my.yaml --against
+study-lite``).
+
+A shipped reference is a folder: ``reference.json`` (its name, the suite and protocol it ran, what a
+user needs to know) and chunks ``chunk-NNNN/``, each written once by ``attnbench reference add`` and
+never rewritten (a study that grows adds a chunk), each a set of Parquet files, one per table: the
+results, trials (with their validation and test predictions where the size allows), the suite's plan,
+the constant predictor's scores, the runs (hardware, versions, command line), the datasets' metadata
+(never their rows: the data comes from where the suite says) and a digest of every split, so that a
+user's splits are checked row for row against the reference's before anything is written.
+
+:func:`load` opens a reference (a shipped name, a folder, or a results file) as an in-memory DuckDB;
+:meth:`Reference.check` refuses a suite whose protocol or data differ from it, naming what differs;
+:meth:`Reference.copy_into` writes its rows for the user's splits into the user's results file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.errors import AttnbenchError
+
+# The tables a reference holds, with what selects a chunk's rows of each (its cells, its runs, ...).
+CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
+TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "split_digests")
+SPLIT = ["dataset", "split_key", "repeat", "fold", "sample_size", "seed"]
+MAX_FILE_MB = 4.5  # no file of a chunk above this: git keeps them whole, and the project keeps files < 5 MB
+DATASET_COLUMNS = ["dataset", "source", "task_type", "target", "n_rows", "n_features", "n_numeric", "n_categorical",
+                   "n_classes", "classes", "openml_id", "openml_task_id", "checksum", "has_official_folds"]
+
+
+class ReferenceError(AttnbenchError):
+    """A reference that cannot be used as asked (not found, or another protocol or other data)."""
+
+
+def shipped_root() -> Path:
+    """Where shipped references live: ``$ATTNBENCH_REFERENCES``, else ``references/`` of the checkout."""
+    env = os.environ.get("ATTNBENCH_REFERENCES")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "references"
+
+
+def shipped() -> list[str]:
+    root = shipped_root()
+    return sorted(p.name for p in root.iterdir() if (p / "reference.json").is_file()) if root.is_dir() else []
+
+
+# ---------------------------------------------------------------------------------------- digests
+def split_digests(dataset: str, split_key: str, parts: pd.DataFrame, orders: pd.DataFrame) -> pd.DataFrame:
+    """One digest per (repeat, fold, seed) of a dataset's split: its validation and test rows and the order
+    its nested training subsets take rows in (so every training size is covered)."""
+    rows = []
+    held = {k: g for k, g in parts.groupby(["repeat", "fold"])}
+    for (repeat, fold, seed), g in orders.groupby(["repeat", "fold", "seed"]):
+        p = held.get((repeat, fold))
+        if p is None:
+            continue
+        h = hashlib.sha256()
+        for role in ("valid", "test"):
+            h.update(role.encode() + np.sort(p.row_id[p.role == role].to_numpy(dtype=np.int64)).tobytes())
+        ordered = g.sort_values("rank").row_id if "rank" in g else g.row_id
+        h.update(b"order" + ordered.to_numpy(dtype=np.int64).tobytes())
+        rows.append({"dataset": dataset, "split_key": split_key, "repeat": int(repeat), "fold": int(fold),
+                     "seed": int(seed), "digest": h.hexdigest()[:16]})
+    return pd.DataFrame(rows, columns=["dataset", "split_key", "repeat", "fold", "seed", "digest"])
+
+
+# ------------------------------------------------------------------------------------------ loading
+@dataclass
+class Reference:
+    """A reference opened for reading: its tables on an in-memory DuckDB connection (``ref_<table>``)."""
+
+    name: str
+    where: str
+    suite: str  # the suite whose plan the reference holds
+    protocol: dict[str, Any]
+    seed: int
+    con: Any
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def df(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+        return self.con.execute(sql, params or []).df()
+
+    def close(self) -> None:
+        self.con.close()
+
+    # ------------------------------------------------------------------------------------ checks
+    def adopt_protocol(self, suite: Any) -> Any:
+        """The suite with the reference's protocol and seed where it gives none; refused (one line naming
+        the key and both values) where it gives another. Sizes, folds, repeats and subset seeds may be
+        fewer than the reference's: a subset of its splits."""
+        from pipeline.spec import Protocol
+
+        if suite.name == self.suite:
+            raise ReferenceError(f"{suite.source_path or suite.name}: the suite is named {suite.name!r}, as the "
+                                 f"reference {self.name!r} is; give yours another name (its plan would replace the "
+                                 "reference's)")
+        mine = suite.protocol
+        given = mine.model_fields_set
+        theirs = Protocol.model_validate(self.protocol, strict=False)
+        update: dict[str, Any] = {}
+        where = suite.source_path or suite.name
+        for key in ("folds", "repeats", "validation_fraction", "preprocessing"):
+            if key in given and getattr(mine, key) != getattr(theirs, key):
+                raise ReferenceError(f"{where}: protocol.{key} is {_shown(getattr(mine, key))} here and "
+                                     f"{_shown(getattr(theirs, key))} in the reference {self.name!r}: its splits "
+                                     "would differ; leave the key out to take the reference's")
+            update[key] = getattr(theirs, key)
+        if "sample_sizes" in given:
+            extra = [s for s in mine.sample_sizes if s not in theirs.sample_sizes]
+            if extra:
+                raise ReferenceError(f"{where}: protocol.sample_sizes {extra} are not among the reference "
+                                     f"{self.name!r}'s {theirs.sample_sizes}")
+        else:
+            update["sample_sizes"] = theirs.sample_sizes
+        for key in ("max_folds", "max_repeats", "subset_seeds"):
+            cap = getattr(theirs, key)
+            if key in given and cap is not None and (getattr(mine, key) is None or getattr(mine, key) > cap):
+                raise ReferenceError(f"{where}: protocol.{key} is {getattr(mine, key)} here; the reference "
+                                     f"{self.name!r} ran {cap}")
+            if key not in given:
+                update[key] = cap
+        if "seed" in suite.model_fields_set and suite.seed != self.seed:
+            raise ReferenceError(f"{where}: seed is {suite.seed} here and {self.seed} in the reference {self.name!r}: "
+                                 "its splits would differ; leave it out to take the reference's")
+        protocol = mine.model_copy(update=update)
+        return suite.model_copy(update={"protocol": protocol, "seed": self.seed})
+
+    def check(self, prepared: Iterable[Any], splits: set[tuple[Any, ...]]) -> None:
+        """Refuse, before anything is written, a dataset the reference does not hold, one with other rows
+        (checksum) or other splits (row for row); and a plan with no split in common with it."""
+        held = self.df("SELECT dataset, checksum FROM ref_datasets")
+        by_name = dict(zip(held.dataset, held.checksum))
+        by_sum = dict(zip(held.checksum, held.dataset))
+        digests = self.df("SELECT * FROM ref_split_digests")
+        for p in prepared:
+            name, checksum = p.name, p.dataset.checksum
+            if name not in by_name:
+                if checksum in by_sum:
+                    raise ReferenceError(f"dataset {name!r}: the reference {self.name!r} holds these rows as "
+                                         f"{by_sum[checksum]!r}; give the suite entry name: {by_sum[checksum]}")
+                raise ReferenceError(f"dataset {name!r} is not in the reference {self.name!r} (it holds "
+                                     f"{', '.join(sorted(by_name))})")
+            if by_name[name] != checksum:
+                raise ReferenceError(f"dataset {name!r}: other rows than the reference {self.name!r}'s (checksum "
+                                     f"{checksum} here, {by_name[name]} there): not the same data")
+            mine = split_digests(name, p.split_key, p.parts, p.orders)
+            theirs = digests[(digests.dataset == name)]
+            if not (theirs.split_key == p.split_key).any():
+                raise ReferenceError(f"dataset {name!r}: split key {p.split_key} here, "
+                                     f"{', '.join(sorted(set(theirs.split_key)))} in the reference {self.name!r} (the "
+                                     "protocol or the splitter's version differs)")
+            both = mine.merge(theirs, on=["dataset", "split_key", "repeat", "fold", "seed"], suffixes=("", "_ref"))
+            bad = both[both.digest != both.digest_ref]
+            if len(bad):
+                r = bad.iloc[0]
+                raise ReferenceError(f"dataset {name!r}: repeat {r.repeat}, fold {r.fold}, seed {r.seed} holds other "
+                                     f"rows here than in the reference {self.name!r} (split digests {r.digest} vs "
+                                     f"{r.digest_ref}): not the same split")
+        planned = self.df("SELECT DISTINCT dataset, split_key, repeat, fold, sample_size, seed FROM ref_suite_cells")
+        theirs_splits = set(planned.itertuples(index=False, name=None))
+        if splits and not splits & theirs_splits:
+            raise ReferenceError(f"no split of this suite is one the reference {self.name!r} ran (its sizes: "
+                                 f"{', '.join(map(str, self.protocol.get('sample_sizes', [])))})")
+
+    def done_cells(self, splits: set[tuple[Any, ...]]) -> pd.DataFrame:
+        """cell_id, status and attempts of the reference's results on these splits (a user's entry
+        equal to a reference model's is the same cell: done)."""
+        self._register_splits(splits)
+        return self.df("SELECT r.cell_id, r.status, r.attempts FROM ref_results r JOIN user_splits USING "
+                       f"({', '.join(SPLIT)})")
+
+    def _register_splits(self, splits: set[tuple[Any, ...]]) -> None:
+        frame = pd.DataFrame(sorted(splits), columns=SPLIT) if splits else pd.DataFrame(columns=SPLIT)
+        frame = frame.astype({"repeat": "int64", "fold": "int64", "seed": "int64", "sample_size": str})
+        self.con.register("user_splits", frame)
+
+    # ------------------------------------------------------------------------------------- writes
+    def copy_into(self, store: Any, splits: set[tuple[Any, ...]]) -> int:
+        """Write the reference's plan, results, trials (with predictions), floor and runs for these splits
+        into the user's results file, in one transaction; rows it holds already are kept. Returns the
+        cells added."""
+        self._register_splits(splits)
+        plan = self.df(f"SELECT c.* FROM ref_suite_cells c JOIN user_splits USING ({', '.join(SPLIT)})")
+        if plan.empty:
+            return 0
+        self.con.register("plan_ids", pd.DataFrame({"cell_id": plan.cell_id}))
+        parts = {"suite_cells": plan}
+        for table in CELL_TABLES:
+            if self._has(table):  # a results file from before predictions were kept has none
+                parts[table] = self.df(f"SELECT t.* FROM ref_{table} t SEMI JOIN plan_ids p USING (cell_id)")
+        parts["reference_scores"] = self.df(
+            f"SELECT k.* FROM ref_reference_scores k JOIN user_splits USING ({', '.join(SPLIT)})")
+        runs = set(plan.run_id) | set(parts["results"].run_id)
+        parts["runs"] = self.df("SELECT * FROM ref_runs WHERE list_contains(?, run_id)", [sorted(runs)])
+        added = 0
+        with store.transaction() as con:
+            have = set(con.execute("SELECT cell_id FROM results").df().cell_id)
+            added = len(set(parts["results"].cell_id) - have)
+            for table, frame in parts.items():
+                if frame.empty:
+                    continue
+                if table in CELL_TABLES:  # a cell the user's file holds already keeps its own rows
+                    frame = frame[~frame.cell_id.isin(have)]
+                con.register("ref_df", frame)
+                con.execute(f"INSERT OR IGNORE INTO {table} BY NAME SELECT * FROM ref_df")
+                con.unregister("ref_df")
+        return added
+
+    def _has(self, table: str) -> bool:
+        return bool(self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                                     [f"ref_{table}"]).fetchone()[0])
+
+
+def _shown(v: Any) -> str:
+    return json.dumps(v.model_dump(mode="json")) if hasattr(v, "model_dump") else repr(v)
+
+
+def load(ref: str) -> Reference:
+    """A shipped reference by name, a reference folder, or a results file (``.duckdb``)."""
+    import duckdb
+
+    path = Path(ref)
+    if not path.exists() and (shipped_root() / ref / "reference.json").is_file():
+        path = shipped_root() / ref
+    if path.is_file() and path.suffix == ".duckdb":
+        return _from_results_file(path)
+    if not (path / "reference.json").is_file():
+        names = shipped()
+        raise ReferenceError(f"--against {ref}: no such reference (shipped: {', '.join(names) or 'none'} in "
+                             f"{shipped_root()}; or give a results file .duckdb or a reference folder)")
+    meta = json.loads((path / "reference.json").read_text())
+    con = duckdb.connect()
+    chunks = sorted(p for p in path.glob("chunk-*") if p.is_dir())
+    if not chunks:
+        raise ReferenceError(f"--against {ref}: {path} holds no chunk of results")
+    for table in TABLES:
+        files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))
+        if files:
+            con.execute(f"CREATE TABLE ref_{table} AS SELECT * FROM read_parquet(?, union_by_name = true)", [files])
+    return Reference(meta["name"], str(path), meta["suite"], meta["protocol"], int(meta.get("seed", 0)), con, meta)
+
+
+def _from_results_file(path: Path) -> Reference:
+    """A results file as a reference: its one suite's plan (a file of several suites names none)."""
+    import duckdb
+
+    from pipeline.data.store import Store
+
+    Store(path, create=False).query("SELECT 1")  # someone else's file, or a newer attnbench's, is refused
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{path.resolve()!s}' AS src (READ_ONLY)")
+    suites = [r[0] for r in con.execute("SELECT DISTINCT suite FROM src.suite_cells ORDER BY 1").fetchall()]
+    if len(suites) != 1:
+        raise ReferenceError(f"--against {path}: it holds the plans of {len(suites)} suites "
+                             f"({', '.join(suites) or 'none'}); a reference is one suite's results")
+    export_tables(con, "src", suites[0], "ref")
+    spec = _suite_yaml(con, suites[0])
+    con.execute("DETACH src")
+    return Reference(suites[0], str(path), suites[0], spec.get("protocol", {}), int(spec.get("seed", 0)), con)
+
+
+def _one(con: Any, sql: str, params: list[Any] | None = None) -> Any:
+    return con.execute(sql, params or []).fetchall()[0][0]
+
+
+def _suite_yaml(con: Any, suite: str) -> dict[str, Any]:
+    """The suite as its latest run in the attached file ``src`` recorded it."""
+    import yaml
+
+    text = _one(con, "SELECT suite_yaml FROM src.runs WHERE suite = ? ORDER BY started_at DESC LIMIT 1", [suite])
+    return yaml.safe_load(text or "") or {}
+
+
+def export_tables(con: Any, src: str, suite: str, prefix: str, exclude: set[str] | None = None) -> None:
+    """The reference tables of ``suite`` from the results file attached as ``src``, as tables
+    ``<prefix>_<table>`` on ``con``; cells in ``exclude`` (an earlier chunk's) are left out."""
+    con.execute("CREATE OR REPLACE TEMP TABLE skip_ids (cell_id VARCHAR)")
+    if exclude:
+        con.executemany("INSERT INTO skip_ids VALUES (?)", [[c] for c in sorted(exclude)])
+    con.execute(f"CREATE TABLE {prefix}_suite_cells AS SELECT * FROM {src}.suite_cells WHERE suite = ? "
+                "AND cell_id NOT IN (SELECT cell_id FROM skip_ids)", [suite])
+    ids = f"(SELECT cell_id FROM {prefix}_suite_cells)"
+    for table in CELL_TABLES:
+        con.execute(f"CREATE TABLE {prefix}_{table} AS SELECT * FROM {src}.{table} WHERE cell_id IN {ids}")
+    con.execute(f"CREATE TABLE {prefix}_reference_scores AS SELECT * FROM {src}.reference_scores WHERE suite = ?",
+                [suite])
+    con.execute(f"CREATE TABLE {prefix}_runs AS SELECT * FROM {src}.runs WHERE run_id IN "
+                f"(SELECT run_id FROM {prefix}_results UNION SELECT run_id FROM {prefix}_suite_cells)")
+    con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "
+                f"WHERE dataset IN (SELECT dataset FROM {prefix}_suite_cells)")
+    con.execute(f"CREATE TABLE {prefix}_features AS SELECT * FROM {src}.features "
+                f"WHERE dataset IN (SELECT dataset FROM {prefix}_suite_cells)")
+    keys = con.execute(f"SELECT DISTINCT dataset, split_key FROM {prefix}_suite_cells").fetchall()
+    frames = []
+    for dataset, key in keys:
+        parts = con.execute(f"SELECT repeat, fold, row_id, role FROM {src}.splits WHERE dataset = ? AND "
+                            "split_key = ?", [dataset, key]).df()
+        orders = con.execute(f"SELECT repeat, fold, seed, row_id, rank FROM {src}.train_order WHERE dataset = ? "
+                             "AND split_key = ?", [dataset, key]).df()
+        frames.append(split_digests(dataset, key, parts, orders))
+    digests = pd.concat(frames, ignore_index=True) if frames else split_digests("", "", pd.DataFrame(
+        columns=["repeat", "fold", "row_id", "role"]), pd.DataFrame(columns=["repeat", "fold", "seed", "row_id", "rank"]))
+    con.register("digests_df", digests)
+    con.execute(f"CREATE TABLE {prefix}_split_digests AS SELECT d.* FROM digests_df d SEMI JOIN "
+                f"(SELECT DISTINCT dataset, split_key, repeat, fold, seed FROM {prefix}_suite_cells) c "
+                "USING (dataset, split_key, repeat, fold, seed)")
+    con.unregister("digests_df")
+
+
+# -------------------------------------------------------------------------------------- exporting
+@dataclass
+class Added:
+    folder: Path
+    chunk: str
+    cells: int
+    files: list[tuple[str, float]]  # (file, MB)
+    predictions: bool
+
+
+def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path | None = None,
+              predictions: bool = True, note: str = "") -> Added:
+    """Write the cells of ``db`` that the reference ``name`` does not hold yet as its next chunk
+    (``<root>/<name>/chunk-NNNN``); the first chunk also writes ``reference.json``. Earlier chunks are
+    never touched. ``predictions=False`` leaves the trials' predictions out (their size)."""
+    import duckdb
+
+    from pipeline.data.store import Store
+
+    folder = (root or shipped_root()) / name
+    Store(db, create=False).query("SELECT 1")
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{Path(db).resolve()!s}' AS src (READ_ONLY)")
+        suites = [r[0] for r in con.execute("SELECT DISTINCT suite FROM src.suite_cells ORDER BY 1").fetchall()]
+        suite = suite or (suites[0] if len(suites) == 1 else None)
+        if suite is None or suite not in suites:
+            raise ReferenceError(f"{db}: name the suite to add (--suite; the file plans {', '.join(suites)})")
+        meta_path = folder / "reference.json"
+        held: set[str] = set()
+        if meta_path.is_file():
+            meta = json.loads(meta_path.read_text())
+            if meta["suite"] != suite:
+                raise ReferenceError(f"{folder}: the reference holds suite {meta['suite']!r}, not {suite!r}")
+            old = load(str(folder))
+            held = set(old.df("SELECT cell_id FROM ref_suite_cells").cell_id)
+            old.close()
+        spec = _suite_yaml(con, suite)
+        export_tables(con, "src", suite, "out", exclude=held)
+        n = _one(con, "SELECT count(*) FROM out_results")
+        if not n:
+            raise ReferenceError(f"{db}: no finished cell of suite {suite!r} that {folder} does not hold already")
+        if not predictions:
+            for table in ("predictions", "targets"):
+                con.execute(f"DELETE FROM out_{table}")
+        chunk = f"chunk-{len(list(folder.glob('chunk-*'))) + 1:04d}"
+        out = folder / chunk
+        out.mkdir(parents=True, exist_ok=False)
+        files = []
+        for table in TABLES:
+            files += _write_parquet(con, f"out_{table}", out, table)
+        cost = con.execute("SELECT min(started_at), max(finished_at), sum(epoch(finished_at - started_at)) "
+                           "FROM out_runs").fetchall()[0]
+        hw = [json.loads(h) for (h,) in con.execute("SELECT DISTINCT hardware FROM out_runs").fetchall() if h]
+        (out / "chunk.json").write_text(json.dumps({
+            "chunk": chunk, "cells": int(n), "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "runs": [r[0] for r in con.execute("SELECT run_id FROM out_runs ORDER BY started_at").fetchall()],
+            "run_seconds": cost[2], "first_started": str(cost[0]), "last_finished": str(cost[1]), "hardware": hw,
+            "predictions": predictions, "note": note}, indent=2) + "\n")
+        if not meta_path.is_file():
+            meta_path.write_text(json.dumps({
+                "name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
+                "description": spec.get("description", ""),
+                "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}, indent=2) + "\n")
+        return Added(folder, chunk, int(n), files, predictions)
+    finally:
+        con.close()
+
+
+def _write_parquet(con: Any, table: str, out: Path, name: str) -> list[tuple[str, float]]:
+    """The table as one Parquet file, or several when one would pass ``MAX_FILE_MB``."""
+    n = _one(con, f"SELECT count(*) FROM {table}")
+    path = out / f"{name}.parquet"
+    con.execute(f"COPY (SELECT * FROM {table}) TO '{path}' (FORMAT parquet, COMPRESSION zstd)")
+    size = path.stat().st_size / 2**20
+    if size <= MAX_FILE_MB or n < 2:
+        return [(path.name, size)]
+    path.unlink()
+    pieces = int(np.ceil(size / MAX_FILE_MB)) + 1
+    step = int(np.ceil(n / pieces))
+    files = []
+    for i in range(pieces):
+        p = out / f"{name}-{i:02d}.parquet"
+        con.execute(f"COPY (SELECT * FROM {table} LIMIT {step} OFFSET {i * step}) TO '{p}' "
+                    "(FORMAT parquet, COMPRESSION zstd)")
+        files.append((p.name, p.stat().st_size / 2**20))
+    return files

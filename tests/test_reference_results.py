@@ -1,0 +1,164 @@
+"""Reference results: a study's results written as chunks, and a user's models run against them
+(`attnbench run my.yaml --against REF`) without re-running the reference's models. Real runs on a local
+Ray, real DuckDB files and Parquet chunks."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from sklearn.datasets import load_breast_cancer
+
+from pipeline import runner
+from pipeline.data import references
+from pipeline.data.store import Store
+from pipeline.report.data import ReportData
+from pipeline.spec import load_suite, parse_suite
+
+pytestmark = pytest.mark.slow
+
+REF_SUITE = {"name": "tinyref", "seed": 2, "datasets": [{"sklearn": "breast_cancer"}, {"sklearn": "wine"}],
+             "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [64, "all"]},
+             "models": [{"name": "xgboost", "trials": 1, "fixed": {"n_estimators": 20}},
+                        {"name": "lightgbm", "trials": 1, "fixed": {"n_estimators": 20}}]}
+MINE = {"name": "mine", "datasets": [{"sklearn": "breast_cancer"}],
+        "models": [{"name": "mlp", "trials": 1, "fixed": {"max_epochs": 10, "batch_size": 32}}]}
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def reference(ray_local, tmp_path_factory) -> tuple[Path, Path]:
+    """(the reference's results file, the folder of references holding it as 'tinyref')."""
+    root = tmp_path_factory.mktemp("refs")
+    db = root / "ref.duckdb"
+    runner.run(parse_suite(copy.deepcopy(REF_SUITE)), db, progress=lambda _: None)
+    added = references.add_chunk(db, "tinyref", root=root / "references", note="test")
+    assert added.chunk == "chunk-0001" and added.cells == 8 and added.predictions
+    return db, root / "references"
+
+
+def write(path: Path, suite: dict) -> Path:
+    path.write_text(yaml.safe_dump(suite, sort_keys=False))
+    return path
+
+
+def test_your_model_runs_alone_on_the_references_splits_and_is_reported_beside_it(reference, tmp_path: Path):
+    _, refs = reference
+    ref = references.load(str(refs / "tinyref"))
+    db = tmp_path / "mine.duckdb"
+    summary = runner.run(load_suite(write(tmp_path / "mine.yaml", MINE)), db, progress=lambda _: None, against=ref)
+    assert summary.n_done == 2 and summary.n_cells == 2  # the MLP at 64 rows and at all rows; nothing else ran
+    store = Store(db)
+    mine = store.query("SELECT run_id FROM runs WHERE suite = 'mine'").run_id.tolist()
+    trained = store.query("SELECT DISTINCT r.model FROM trials t JOIN results r USING (cell_id) WHERE t.run_id = ?",
+                          [mine[0]])
+    assert trained.model.tolist() == ["mlp"]  # this run's trials are the MLP's only
+    lb = store.query("SELECT dataset, sample_size, model, suite, n_ok FROM leaderboard ORDER BY ALL")
+    # The reference's models on the same splits, one task per split: breast_cancer only (wine was not asked).
+    assert set(lb.dataset) == {"breast_cancer"} and set(lb.model) == {"lightgbm", "mlp", "xgboost"}
+    assert (lb.n_ok == 1).all() and set(lb.suite) == {"mine", "tinyref"}
+    # The protocol is the reference's: its folds, seed and sizes.
+    plan = store.query("SELECT DISTINCT split_key, sample_size FROM plan WHERE model = 'mlp' ORDER BY 2")
+    theirs = ref.df("SELECT DISTINCT split_key FROM ref_suite_cells WHERE dataset = 'breast_cancer'")
+    assert plan.split_key.tolist() == theirs.split_key.tolist() * 2 and plan.sample_size.tolist() == ["64", "all"]
+    data = ReportData.load(db)
+    assert data.other_hardware == {} or set(data.other_hardware) <= {"xgboost", "lightgbm"}
+    # Run again: nothing runs, nothing is copied twice.
+    again = runner.run(load_suite(tmp_path / "mine.yaml"), db, progress=lambda _: None, against=ref)
+    assert again.n_done == 0 and again.n_skipped == 2
+    assert store.query("SELECT count(*) AS n FROM results").n[0] == 6
+
+
+def test_an_entry_equal_to_a_reference_model_is_its_cell_and_does_not_run(reference, tmp_path: Path):
+    _, refs = reference
+    suite = {**MINE, "models": [REF_SUITE["models"][0], MINE["models"][0]]}
+    summary = runner.run(load_suite(write(tmp_path / "s.yaml", suite)), tmp_path / "m.duckdb",
+                         progress=lambda _: None, against=references.load(str(refs / "tinyref")))
+    assert (summary.n_done, summary.n_skipped) == (2, 2)
+
+
+@pytest.mark.parametrize("case", ["folds", "seed", "size", "unknown_dataset", "other_rows", "same_name"])
+def test_another_protocol_or_other_data_is_refused_in_one_line_and_writes_nothing(reference, tmp_path: Path,
+                                                                                  case: str):
+    _, refs = reference
+    suite = copy.deepcopy(MINE)
+    expect = {"folds": "protocol.folds is 5 here and 3 in the reference 'tinyref'",
+              "seed": "seed is 7 here and 2 in the reference 'tinyref'",
+              "size": "protocol.sample_sizes [128] are not among the reference 'tinyref''s [64, 'all']",
+              "unknown_dataset": "dataset 'digits' is not in the reference 'tinyref' (it holds breast_cancer, wine)",
+              "other_rows": "dataset 'breast_cancer': other rows than the reference 'tinyref''s (checksum",
+              "same_name": "the suite is named 'tinyref', as the reference 'tinyref' is"}[case]
+    if case == "folds":
+        suite["protocol"] = {"folds": 5}
+    elif case == "seed":
+        suite["seed"] = 7
+    elif case == "size":
+        suite["protocol"] = {"sample_sizes": [128]}
+    elif case == "unknown_dataset":
+        suite["datasets"] = [{"sklearn": "digits"}]
+    elif case == "other_rows":
+        x, y = load_breast_cancer(return_X_y=True, as_frame=True)
+        frame = x.assign(target=y.map({0: "malignant", 1: "benign"}))
+        frame.iloc[0, 0] += 1.0  # one value changed: not the same data
+        frame.to_csv(tmp_path / "bc.csv", index=False)
+        suite["datasets"] = [{"name": "breast_cancer", "file": str(tmp_path / "bc.csv"), "target": "target"}]
+    else:
+        suite["name"] = "tinyref"
+    path = write(tmp_path / "s.yaml", suite)
+    db, reports = tmp_path / "r.duckdb", tmp_path / "reports"
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(path), "--db", str(db), "--reports",
+                          str(reports), "--against", str(refs / "tinyref")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and expect in out.stderr, out.stderr
+    assert not db.exists() and not reports.exists()
+
+
+def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_path: Path):
+    db, _ = reference
+    root = tmp_path / "references"
+    references.add_chunk(db, "grow", root=root)
+    first = digest(root / "grow" / "chunk-0001")
+    with pytest.raises(references.ReferenceError, match="does not hold already"):
+        references.add_chunk(db, "grow", root=root)  # nothing new: no empty chunk
+    bigger = tmp_path / "bigger.duckdb"
+    bigger.write_bytes(db.read_bytes())
+    runner.run(parse_suite({**copy.deepcopy(REF_SUITE), "protocol": {**REF_SUITE["protocol"], "max_folds": 2}}),
+               bigger, progress=lambda _: None)
+    added = references.add_chunk(bigger, "grow", root=root, predictions=False)
+    assert added.chunk == "chunk-0002" and added.cells == 8 and not added.predictions  # fold 1's cells only
+    assert digest(root / "grow" / "chunk-0001") == first
+    ref = references.load(str(root / "grow"))
+    assert ref.df("SELECT count(*) AS n FROM ref_results").n[0] == 16
+    assert ref.df("SELECT count(DISTINCT fold) AS n FROM ref_split_digests").n[0] == 2
+    # A results file is a reference too.
+    direct = references.load(str(bigger))
+    assert direct.df("SELECT count(*) AS n FROM ref_results").n[0] == 16 and direct.suite == "tinyref"
+
+
+def test_an_unknown_reference_is_one_line(tmp_path: Path):
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--against", "no-such-ref", "--db",
+                          str(tmp_path / "x.duckdb")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "--against no-such-ref: no such reference" in out.stderr and not (tmp_path / "x.duckdb").exists()
+
+
+def test_shipped_reference_files_stay_small():
+    """Every shipped chunk file is under 5 MB and all of them under 25 MB (git keeps them whole)."""
+    root = references.shipped_root()
+    files = [p for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
+    assert all(p.stat().st_size < 5 * 2**20 for p in files)
+    assert sum(p.stat().st_size for p in files) < 25 * 2**20
+    for name in references.shipped():
+        ref = references.load(name)
+        assert len(ref.df("SELECT * FROM ref_results")) > 0 and len(ref.df("SELECT * FROM ref_split_digests")) > 0
+        assert pd.Series(ref.df("SELECT hardware FROM ref_runs").hardware).notna().all()
