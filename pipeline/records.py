@@ -26,6 +26,7 @@ class Status(str, enum.Enum):
     OOM = "oom"  # out of memory: an allocator's error, or Ray's memory monitor killed the worker
     TIMEOUT = "timeout"  # still running past the hard limit; its worker was killed
     INFRA = "infra"  # lost to the infrastructure: a dead worker or node
+    MISSING = "missing"  # a planned cell with no result: the views' word for it, never stored by a run
 
     def __str__(self) -> str:
         return self.value

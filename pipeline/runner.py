@@ -39,7 +39,7 @@ from pipeline.data.store import Store
 from pipeline.data.views import install as install_views
 from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import keep_sigterm_handler, sigterm_as_interrupt
-from pipeline.records import MODEL_FAILURES, CellResult
+from pipeline.records import MODEL_FAILURES, CellResult, Status
 from pipeline.spec import SuiteSpec, dataset_label
 
 log = logging.getLogger(__name__)
@@ -374,7 +374,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     for cell, ds in cells:
         if cell.cell_id in done.index:
             status = done.loc[cell.cell_id, "status"]
-            if not force and (status == "ok" or (status in FAILED and not retry_failed)):
+            if not force and (status == Status.OK or (status in FAILED and not retry_failed)):
                 continue
             attempts[cell.cell_id] = int(done.loc[cell.cell_id, "attempts"] or 0)
         pending.append((cell, ds))
@@ -453,7 +453,7 @@ def _describe(cell: Cell) -> str:
 
 
 def _outcome(res: CellResult) -> str:
-    if res.status != "ok":
+    if res.status != Status.OK:
         err = (res.error or "").strip().splitlines()
         return f"{res.status.upper()} {err[-1] if err else ''}"
     metric = f"r2 {res.r2:.3f}" if res.task_type == "regression" else f"acc {res.accuracy:.3f}"

@@ -149,3 +149,29 @@ def test_only_the_learners_and_the_registry_branch_on_a_models_kind(tmp_path: Pa
     probe = tmp_path / "before.py"
     probe.write_text(before)
     assert len(kind_branches(probe)) == 3
+
+
+def status_literals(path: Path) -> list[str]:
+    """Python comparisons of a status with a written-out status word (SQL text is a string, not a comparison)."""
+    from pipeline.records import Status
+
+    words = {s.value for s in Status}
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            consts = [c for s in sides for c in ([s] if isinstance(s, ast.Constant) else getattr(s, "elts", []))
+                      if isinstance(c, ast.Constant) and c.value in words]
+            if consts and "status" in ast.unparse(node).lower():
+                out.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_statuses_are_compared_as_the_enum_never_as_written_out_words(tmp_path: Path):
+    """One Status enum (pipeline/records.py) declares how a trial or cell ends; code compares with its
+    members, so a renamed or added status cannot be missed in one place."""
+    bad = [b for p in PKG.rglob("*.py") if p.name != "records.py" for b in status_literals(p)]
+    assert bad == [], f"status words compared outside pipeline/records.py: {bad}"
+    probe = tmp_path / "before.py"
+    probe.write_text("ok = cells[cells.status == 'ok']\nif res.status != \"ok\": pass\nx = r.status in ('infra', 'oom')\n")
+    assert len(status_literals(probe)) == 3

@@ -22,6 +22,7 @@ from typing import Any
 
 from pipeline.data.store import Store, backfill
 from pipeline.errors import StoreError
+from pipeline.records import Status
 
 # The tables a cell's rows live in (everything keyed by its cell id).
 CELL_TABLES = ("results", "trials", "predictions", "targets", "attention_maps")
@@ -71,7 +72,7 @@ def _tables(con: Any, alias: str) -> set[str]:
 def _rank(status: str, kept_predictions: bool, finished: Any) -> tuple[int, int, str]:
     """Which of two results of one cell to keep: finished over failed, then the one whose trials'
     predictions were kept (its ensembles can be built), then the later."""
-    return (1 if status == "ok" else 0, int(kept_predictions), str(finished or ""))
+    return (1 if status == Status.OK else 0, int(kept_predictions), str(finished or ""))
 
 
 def merge(inputs: list[str | Path], out: str | Path) -> MergeReport:

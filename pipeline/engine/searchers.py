@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.learners.resolve import ResolvedModel
-from pipeline.records import TrialRecord
+from pipeline.records import Status, TrialRecord
 from pipeline.spec import ModelSpec
 
 GRACE = 3  # the first rung of a board asked without one (each model's comes from its Learner: grace_for)
@@ -112,7 +112,7 @@ class CellSearch:
         self.constants = {k: v for k, v in space.items() if not isinstance(v, Domain)}
         self.domains = {k: v for k, v in space.items() if isinstance(v, Domain)}
         defaults = {k: v for k, v in default_point(model).items() if k in self.domains}
-        done = [r for r in (done or []) if r.attempt == 1 or r.status != "infra"]  # one per suggestion
+        done = [r for r in (done or []) if r.attempt == 1 or r.status != Status.INFRA]  # one per suggestion
         by_suggestion = {r.suggestion: r for r in done}
         self.redo: list[tuple[int, dict[str, Any]]] = []
         self.next = 0

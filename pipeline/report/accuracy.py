@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report import significance as sig
@@ -57,7 +58,7 @@ def standing(data: ReportData, size: str) -> Standing:
     summary = summary.merge(elo.table.drop(columns="n_tasks"), on="model").join(cov, on="model")
     summary["kind"] = summary.model.map(data.kinds)
     summary["improvability"] = summary.model.map(agg.improvability(scores, ran))
-    ok = cells[cells.status == "ok"]
+    ok = cells[cells.status == Status.OK]
     per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"),
                                            no_better=("no_better_than_constant", "sum"))
     per_model = per_model.join(ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean())
@@ -230,7 +231,7 @@ def ensemble_rows(data: ReportData, size: str) -> pd.DataFrame:
     if ens.empty:
         return pd.DataFrame()
     ens = ens[ens.sample_size == size]
-    cells = data.cells[(data.cells.sample_size == size) & (data.cells.status == "ok")]
+    cells = data.cells[(data.cells.sample_size == size) & (data.cells.status == Status.OK)]
     mine = ens[~ens.pooled.astype(bool)].merge(cells[[*agg.SPLIT, "model", "score", "default_score"]],
                                            on=[*agg.SPLIT, "model"], suffixes=("_ens", ""))
     rows = []

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from pipeline.records import Status
+
 TASK = ["dataset", "split_key", "sample_size"]
 SPLIT = [*TASK, "repeat", "fold", "seed"]
 ELO_BASE = 1000.0
@@ -36,7 +38,7 @@ def task_scores(cells: pd.DataFrame) -> pd.DataFrame:
     """
     if cells.empty:
         return pd.DataFrame()
-    ok = cells[cells.status == "ok"]
+    ok = cells[cells.status == Status.OK]
     wide = ok.pivot_table(index=TASK, columns="model", values="score", aggfunc="mean")
     tasks = pd.MultiIndex.from_frame(cells[TASK].drop_duplicates().sort_values(TASK))
     models = sorted(cells.model.unique())
@@ -73,7 +75,7 @@ def coverage(cells: pd.DataFrame) -> pd.DataFrame:
             "tasks_failed", "tasks_missing", "tasks_total"]
     if cells.empty:
         return pd.DataFrame(columns=cols)
-    c = cells.assign(ok=cells.status == "ok", missing=cells.status == "missing")
+    c = cells.assign(ok=cells.status == Status.OK, missing=cells.status == Status.MISSING)
     c["failed"] = ~c.ok & ~c.missing
     per_task = c.groupby([*TASK, "model"]).agg(n=("ok", "size"), ok=("ok", "sum"), failed=("failed", "sum"))
     per_task["full"] = per_task.ok == per_task.n

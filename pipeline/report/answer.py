@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.models.registry import KINDS
+from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import crossover as cross
 
@@ -119,7 +120,7 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
         return out
     ran = agg.task_ran(cells)
     norm = agg.normalized_scores(scores, ran=ran).mean()
-    ok = cells[cells.status == "ok"]
+    ok = cells[cells.status == Status.OK]
     cost = ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
     bound = cells.groupby("model")[["epochs_bound", "search_bound"]].sum()
     n_cells = cells.groupby("model").size()
@@ -265,7 +266,7 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
 def floor_sentence(cells: pd.DataFrame) -> str | None:
     """The cells (rows of ``expected_cells``) that scored no better than the constant predictor, by model
     and size, in one sentence; None when every finished cell cleared it."""
-    ok = cells[cells.status == "ok"]
+    ok = cells[cells.status == Status.OK]
     if ok.empty or not ok.no_better_than_constant.any():
         return None
     g = ok.groupby(["model", "sample_size"], sort=True).no_better_than_constant.agg(["sum", "size"])

@@ -20,6 +20,7 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.models.registry import models_of_kind
+from pipeline.records import Status
 from pipeline.report.aggregate import SPLIT, wilson
 
 REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
@@ -84,7 +85,7 @@ def ablation_pairs(cells: pd.DataFrame, switch: Callable[[str, dict[str, Any]], 
     True, False, or None where it does not apply). One row per pair: the on and off scores, fit seconds,
     peak memory and cell ids; several 'on' or 'off' entries on a split are averaged."""
     cols = ["on_score", "off_score", "on_seconds", "off_seconds", "on_mb", "off_mb", "cells", "model_name"]
-    ok = cells[cells.status == "ok"].copy()
+    ok = cells[cells.status == Status.OK].copy()
     if ok.empty:
         return pd.DataFrame(columns=cols)
     ok["on"] = [switch(m, _config(c)) for m, c in zip(ok.model_name, ok.best_config)]
@@ -237,7 +238,7 @@ def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets:
         c.coverage, c.why = "no synthetic interaction task with attention maps", (
             "No synthetic interaction task in these results (a suite entry 'synthetic: interaction').")
         return c
-    ok = cells[(cells.status == "ok")].set_index("cell_id")
+    ok = cells[(cells.status == Status.OK)].set_index("cell_id")
     values, used, skipped = [], [], 0
     for r in attention[attention.dataset.isin(synth.dataset)].itertuples(index=False):
         feats = json.loads(r.features) if isinstance(r.features, str) else list(r.features)

@@ -3,6 +3,7 @@ head-to-head win rates, costs, crossovers), the headline leaderboard, and links 
 
 from __future__ import annotations
 
+from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, summary_table
@@ -52,7 +53,7 @@ def overview_answer(p: Page, data: ReportData) -> None:
     splits = c.groupby(agg.TASK)[["repeat", "fold", "seed"]].apply(lambda g: len(g.drop_duplicates()))
     coverage = {"datasets": int(c[["dataset", "split_key"]].drop_duplicates().shape[0]), "sizes": len(data.sizes),
                 "splits": int(splits.max()) if len(splits) else 0, "cells": len(c),
-                "cells_ok": int((c.status == "ok").sum())}
+                "cells_ok": int((c.status == Status.OK).sum())}
     fams = families(data.kinds)  # the families of the models in the file, by their stored kinds
     others = [f for f in fams if f != BOOSTING] if BOOSTING in fams else []
     p.h2("Attention networks, other networks or boosting: the answer by training size", "answer")
@@ -116,8 +117,8 @@ def page_index(data: ReportData, standings: dict[str, Standing], pages: list[tup
     """The overview; ``pages``: every other page's (label, file, description), linked at its end."""
     p = Page("index.html", "attnbench report")
     c = data.cells
-    n_ok = int((c.status == "ok").sum()) if len(c) else 0
-    n_missing = int((c.status == "missing").sum()) if len(c) else 0
+    n_ok = int((c.status == Status.OK).sum()) if len(c) else 0
+    n_missing = int((c.status == Status.MISSING).sum()) if len(c) else 0
     n_failed = len(c) - n_ok - n_missing
     last = data.runs.iloc[0] if len(data.runs) else None
     stats = [("suites", ", ".join(data.suites) or "—"),

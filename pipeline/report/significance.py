@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from pipeline.records import Status
 from pipeline.report.aggregate import TASK
 
 ALPHA = 0.05
@@ -47,7 +48,7 @@ def holm(p: list[float]) -> list[float]:
 
 def paired(cells: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     """Scores of models ``a`` and ``b`` on the splits where both finished (one task's ``expected_cells``)."""
-    ok = cells[cells.status == "ok"]
+    ok = cells[cells.status == Status.OK]
     wide = ok.pivot_table(index=["repeat", "fold", "seed"], columns="model", values="score", aggfunc="mean")
     if a not in wide or b not in wide:
         return pd.DataFrame(columns=[a, b])
@@ -67,7 +68,7 @@ def significance(cells: pd.DataFrame) -> pd.DataFrame:
     if cells.empty:
         return pd.DataFrame(columns=cols)
     for task, g in cells.groupby(TASK, sort=True):
-        m = g[g.status == "ok"].groupby("model").score.mean().dropna()
+        m = g[g.status == Status.OK].groupby("model").score.mean().dropna()
         models = sorted(g.model.unique())
         if m.empty:
             rows += [{**dict(zip(TASK, task)), "model": x, "verdict": "no score", "best": None, "n_pairs": 0,
