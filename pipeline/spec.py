@@ -453,7 +453,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, except that a key given twice in one mapping is an error (plain YAML
     loaders keep the last one silently), and that a plain scalar in exponent notation (``1e-4``,
     ``1E+3``, ``5e3``) is a number, as in YAML 1.2 (YAML 1.1, PyYAML's own, reads it as text unless
-    it has a dot and a signed exponent: ``1.0e-4``). A quoted ``"1e-4"`` stays text."""
+    it has a dot and a signed exponent: ``1.0e-4``), and that only ``true`` and ``false`` are booleans,
+    as in YAML 1.2 (``off``, ``yes`` are text). A quoted ``"1e-4"`` stays text."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, Any] = {}
@@ -472,6 +473,13 @@ _UniqueKeyLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|[-+]?\.[0-9_]+[eE][-+]?[0-9]+)$"),
     list("-+0123456789."))
+# YAML 1.2's booleans too: only true and false. YAML 1.1 also reads yes/no/on/off as booleans, so that
+# `amp: off` became False, passed the check and failed every trial.
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in _UniqueKeyLoader.yaml_implicit_resolvers.items()}
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 
 def load_suite(path: str | Path) -> SuiteSpec:

@@ -18,7 +18,7 @@ from test_bad_input import in_process
 from pipeline.data import ingest, sources
 from pipeline.data.store import Store
 from pipeline.errors import DataError, SpecError
-from pipeline.spec import LocalFile, Protocol, load_suite, parse_suite
+from pipeline.spec import LocalFile, Protocol, _UniqueKeyLoader, load_suite, parse_suite
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "gated_attention"
@@ -60,6 +60,29 @@ models:
     assert mlp.fixed["clip_norm"] == 0.5 and xgb.fixed == {"reg_alpha": 1e-8, "n_estimators": 3, "gamma": 2.0}
     assert suite.protocol.validation_fraction == 0.25
     assert all(isinstance(v, float) for v in (*mlp.space["lr"]["loguniform"], xgb.fixed["reg_alpha"]))
+
+
+def test_only_true_and_false_are_booleans_so_amp_off_is_the_word_off(tmp_path: Path):
+    """YAML 1.1 reads off/on/yes/no as booleans: `amp: off` became False, passed the check and failed
+    every trial inside the training loop. As in YAML 1.2, only true and false are booleans."""
+    path = suite_file(tmp_path, """
+name: t
+datasets: [{sklearn: wine}]
+models:
+  - {name: mlp, fixed: {amp: off}}
+  - {name: ft_transformer, space: {amp: {choice: [off, bf16]}}}
+""")
+    suite = load_suite(path)
+    assert suite.models[0].fixed["amp"] == "off" and suite.models[1].space["amp"] == {"choice": ["off", "bf16"]}
+    assert yaml.load("[true, False, yes, off]", Loader=_UniqueKeyLoader) == [True, False, "yes", "off"]
+    assert yaml.safe_load("a: off") == {"a": False}  # PyYAML's own loader is left as it is
+
+
+@pytest.mark.parametrize("where", ["fixed", "choice"])
+def test_a_word_outside_a_keys_choices_is_refused_at_check_time(where: str):
+    value = {"amp": "fast"} if where == "fixed" else {"amp": {"choice": ["bf16", "fast"]}}
+    refused({**WINE, "models": [{"name": "mlp", ("fixed" if where == "fixed" else "space"): value}]},
+            "amp", "'fast' is not one of auto, off, bf16, fp16")
 
 
 def test_a_fixed_learning_rate_in_exponent_notation_trains(tmp_path: Path):

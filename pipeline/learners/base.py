@@ -81,6 +81,7 @@ class Learner(abc.ABC):
     space: ClassVar[Mapping[str, Any]] = {}
     quick: ClassVar[Mapping[str, Any]] = {}
     training: ClassVar[Mapping[str, Any]] = {}
+    choices: ClassVar[Mapping[str, tuple[str, ...]]] = {}  # keys that take one of these words (checked in suites)
     builder: ClassVar[str] = ""
 
     @classmethod

@@ -12,6 +12,7 @@ import numpy as np
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep
 from pipeline.models.registry import ModelInfo
+from pipeline.train.precision import AMP
 from pipeline.train.recipe import TRAINING_DEFAULTS, TRAINING_SPACE
 
 
@@ -26,6 +27,7 @@ class TorchLearner(Learner):
                                 cost=30.0,
                                 libraries=("torch",))
     kind = "network"
+    choices = {"amp": AMP}
     module: Any = None
     device: Any = None
 

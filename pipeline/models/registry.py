@@ -177,9 +177,15 @@ class ModelInfo:
             if unknown:
                 raise ValueError(f"model {self.name!r}: unknown {where} key(s) {unknown}; allowed: "
                                  f"{', '.join(sorted(known))}")
+        words = getattr(self.learner_class(), "choices", {})
         for where, values in (("space", space), ("fixed", fixed)):
             for key, value in values.items():
                 given = value.get("choice", []) if isinstance(value, dict) else [value]
+                if key in words and isinstance(given, list):
+                    wrong = [v for v in given if v not in words[key]]
+                    if wrong:
+                        raise ValueError(f"model {self.name!r}: {where}.{key}: {wrong[0]!r} is not one of "
+                                         f"{', '.join(words[key])}")
                 if not _is_number(known[key]) or not isinstance(given, list):
                     continue  # a domain's bounds are check_domain's
                 at = f"{where}.{key}" + (".choice" if isinstance(value, dict) else "")
