@@ -84,8 +84,9 @@ def report(p: pd.DataFrame) -> list[str]:
         ratio = (g.fit_seconds_bf16 / g.fit_seconds_fp32).median()
         budget = ("max_epochs", "time_limit")
         confounded = g[(g.stop_fp32.isin(budget)) != (g.stop_bf16.isin(budget))]
-        verdict = "meets" if lo >= -GOAL and hi <= GOAL and worse.empty else (
-            "mean within the goal, interval wider" if abs(m) <= GOAL and worse.empty else "misses")
+        verdict = ("too few datasets for an interval: cannot say whether it meets" if len(per_ds) < 2 else
+                   "meets" if lo >= -GOAL and hi <= GOAL and worse.empty else
+                   "mean within, interval wider than" if abs(m) <= GOAL and worse.empty else "misses")
         out.append(f"{family}: bf16 − fp32 = {m:+.4f} [{lo:+.4f}, {hi:+.4f}] (95% t-interval over "
                    f"{len(per_ds)} datasets, {len(g)} paired cells); {verdict} the ±{GOAL} goal; "
                    f"datasets worse by more than their split-to-split spread: "

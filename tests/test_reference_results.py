@@ -22,6 +22,7 @@ from pipeline.report.data import ReportData
 from pipeline.spec import load_suite, parse_suite
 
 pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
 
 REF_SUITE = {"name": "tinyref", "seed": 2, "datasets": [{"sklearn": "breast_cancer"}, {"sklearn": "wine"}],
              "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [64, "all"]},
@@ -162,3 +163,31 @@ def test_shipped_reference_files_stay_small():
         ref = references.load(name)
         assert len(ref.df("SELECT * FROM ref_results")) > 0 and len(ref.df("SELECT * FROM ref_split_digests")) > 0
         assert pd.Series(ref.df("SELECT hardware FROM ref_runs").hardware).notna().all()
+
+
+def test_the_shipped_study_lite_reference_your_model_beside_its_eight(ray_local, tmp_path: Path):
+    """The README's compare workflow on the reference that ships in references/study-lite: one model of
+    yours on two of study-lite's datasets (their entries as the suite writes them) trains only that model
+    and is reported beside study-lite's eight on the same splits."""
+    assert "study-lite" in references.shipped()
+    study = yaml.safe_load((REPO / "suites" / "study-lite.yaml").read_text())
+    entries = [{**d, "file": str((REPO / "suites" / d["file"]).resolve())} for d in study["datasets"]
+               if d["name"] in ("diabetes", "blood-transfusion-service-center")]
+    mine = {"name": "mine", "datasets": entries,
+            "models": [{"name": "mlp", "label": "my-mlp", "trials": 1, "fixed": {"max_epochs": 5, "d_block": 64}}]}
+    db = tmp_path / "mine.duckdb"
+    ref = references.load("study-lite")
+    summary = runner.run(load_suite(write(tmp_path / "mine.yaml", mine)), db, progress=lambda _: None, against=ref)
+    assert (summary.n_cells, summary.n_done) == (2, 2)  # 256 rows of each (their only size below 552 and 538 rows)
+    store = Store(db)
+    run_id = store.query("SELECT run_id FROM runs WHERE suite = 'mine'").run_id[0]
+    trained = store.query("SELECT DISTINCT r.model FROM trials t JOIN results r USING (cell_id) WHERE t.run_id = ?",
+                          [run_id])
+    assert trained.model.tolist() == ["my-mlp"]
+    lb = store.query("SELECT dataset, sample_size, model, n_ok FROM leaderboard ORDER BY ALL")
+    theirs = {"mlp", "realmlp", "ft_transformer", "xgboost", "catboost", "lightgbm", "random_forest", "extra_trees"}
+    for dataset in ("diabetes", "blood-transfusion-service-center"):
+        rows = lb[lb.dataset == dataset]
+        assert set(rows.model) == theirs | {"my-mlp"} and set(rows.sample_size) == {"256"}, rows
+    data = ReportData.load(db)
+    assert set(data.other_hardware) <= theirs  # their timings are marked where the hardware differs
