@@ -13,6 +13,12 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 OPENML_DATA = SHARED / "data" / "openml"
 
+# Tests train in fp32 on every CPU, so that what they check does not depend on the machine's CPU
+# (amp: auto is bf16 where the CPU has AVX512-BF16 or AMX); the tests of bf16 ask for it themselves
+# (tests/models/test_precision.py, tests/test_memory.py). Set before any Ray starts: its workers inherit it.
+os.environ.setdefault("ATTNBENCH_CPU_BF16", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage-stats reporting from the tests' Ray instances
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:

@@ -18,6 +18,11 @@ from pipeline.data.preprocess import FoldData, Part, build_fold
 from pipeline.engine.records import TrialRequest
 from pipeline.learners.resolve import resolve_name
 from pipeline.models.registry import REGISTRY
+from pipeline.train.precision import CPU_BF16_FLAGS, _cpu_flags
+
+# The torch models train as `amp: auto` would on this CPU (the tests' session forces fp32 otherwise):
+# in bf16 where the CPU has native bf16, whose kernels oneDNN keeps between trials (pipeline.cost).
+TORCH_AMP = "bf16" if any(f in _cpu_flags() for f in CPU_BF16_FLAGS) else "off"
 
 
 def _touch(n_bytes: int) -> float:
@@ -50,6 +55,8 @@ def wide_fold(n: int = 3000, n_features: int = 24):
 
 
 def request(name: str, index: int, **fixed) -> TrialRequest:
+    if "amp" in REGISTRY[name].config_defaults():
+        fixed = {"amp": TORCH_AMP, **fixed}
     model = resolve_name(name, **fixed)
     return TrialRequest(cell_id="c", trial_id=f"t{index}", trial_index=index, suggestion=index, attempt=1, model=model,
                         config={}, seed=0, data_key="digits", cpus=1, gpus=0, workers=1, backend="auto",
