@@ -330,6 +330,51 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
     return plans
 
 
+def _done_cells(store: Store, suite: SuiteSpec, cells: list[tuple[Cell, Any]], splits: set[tuple[Any, ...]],
+                against: Reference | None) -> tuple[pd.DataFrame, dict[str, tuple[str, str]]]:
+    """The cells done already, by cell id: the file's, then a reference's on these splits; and the old ids
+    of a file from before schema 6 that are these cells (its done cells keep their results under the new ids)."""
+    done = store.done_cells().set_index("cell_id")
+    if against is not None:
+        theirs = against.done_cells(splits).set_index("cell_id")
+        done = pd.concat([done, theirs[~theirs.index.isin(done.index)]])
+    adopt = _adoptable(suite, cells, done)
+    if adopt:
+        moved = done.loc[list(adopt)].rename(index=lambda old: adopt[old][0])
+        done = pd.concat([done.drop(index=list(adopt)), moved])
+    return done, adopt
+
+
+def _pending(cells: list[tuple[Cell, Any]], done: pd.DataFrame, *, force: bool, retry_failed: bool
+             ) -> tuple[list[tuple[Cell, Any]], dict[str, int]]:
+    """The cells to run (not done, or failed and retried, or all with ``force``) and the attempts each
+    has had so far."""
+    pending = []
+    attempts: dict[str, int] = {}
+    for cell, ds in cells:
+        if cell.cell_id in done.index:
+            status = done.loc[cell.cell_id, "status"]
+            if not force and (status == Status.OK or (status in FAILED and not retry_failed)):
+                continue
+            attempts[cell.cell_id] = int(done.loc[cell.cell_id, "attempts"] or 0)
+        pending.append((cell, ds))
+    return pending, attempts
+
+
+def _fit_to_cluster(suite: SuiteSpec, totals: dict[str, float], progress: Callable[[str], None]) -> SuiteSpec:
+    """The suite as the cluster can run it: with a notice, GPU shares of models that cannot use them are
+    left unused, and with no GPU in the cluster every model runs on the CPU."""
+    for m in suite.models:
+        if m.resources.gpus and totals.get("GPU") and not m.model_info().capabilities.gpu:
+            progress(f"  notice: {m.key} trains on the CPU (its Learner has no GPU mode here); its GPU share "
+                     "is reserved but unused")
+    if totals.get("GPU") or not any(m.resources.gpus for m in suite.models):
+        return suite
+    progress("  notice: the suite asks for GPUs but the cluster has none; those models run on CPU")
+    return suite.model_copy(update={"models": [
+        m.model_copy(update={"resources": m.resources.model_copy(update={"gpus": 0})}) for m in suite.models]})
+
+
 def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: bool = False,
         address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
         progress: Callable[[str], None] = print, argv: list[str] | None = None, predictions: bool = True,
@@ -360,24 +405,10 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
                              "sample size is above the datasets' training rows, or max_folds/max_repeats leave "
                              "no fold); add 'all' to protocol.sample_sizes or lower the sizes")
     splits = {(c.dataset, c.split_key, c.repeat, c.fold, c.sample_size, c.seed) for c, _ in cells}
-    done = store.done_cells().set_index("cell_id")
     if against is not None:
         against.check(prepared, splits)
-        theirs = against.done_cells(splits).set_index("cell_id")
-        done = pd.concat([done, theirs[~theirs.index.isin(done.index)]])
-    adopt = _adoptable(suite, cells, done)
-    if adopt:  # a file from before schema 6: its done cells keep their results under their new ids
-        moved = done.loc[list(adopt)].rename(index=lambda old: adopt[old][0])
-        done = pd.concat([done.drop(index=list(adopt)), moved])
-    pending = []
-    attempts: dict[str, int] = {}
-    for cell, ds in cells:
-        if cell.cell_id in done.index:
-            status = done.loc[cell.cell_id, "status"]
-            if not force and (status == Status.OK or (status in FAILED and not retry_failed)):
-                continue
-            attempts[cell.cell_id] = int(done.loc[cell.cell_id, "attempts"] or 0)
-        pending.append((cell, ds))
+    done, adopt = _done_cells(store, suite, cells, splits, against)
+    pending, attempts = _pending(cells, done, force=force, retry_failed=retry_failed)
     summary = Summary(run_id=run_id, n_cells=len(cells), n_skipped=len(cells) - len(pending))
     progress(f"  {len(cells)} cells, {summary.n_skipped} already done, {len(pending)} to run")
     totals = start_ray(address, num_cpus, num_gpus)  # an address that cannot work is refused here
@@ -391,14 +422,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         added = against.copy_into(store, splits)
         progress(f"  reference {against.name!r}: {added} of its cells on this suite's splits written beside yours "
                  f"({against.where})")
-    for m in suite.models:
-        if m.resources.gpus and totals.get("GPU") and not m.model_info().capabilities.gpu:
-            progress(f"  notice: {m.key} trains on the CPU (its Learner has no GPU mode here); its GPU share "
-                     "is reserved but unused")
-    if not totals.get("GPU") and any(m.resources.gpus for m in suite.models):
-        progress("  notice: the suite asks for GPUs but the cluster has none; those models run on CPU")
-        suite = suite.model_copy(update={"models": [
-            m.model_copy(update={"resources": m.resources.model_copy(update={"gpus": 0})}) for m in suite.models]})
+    suite = _fit_to_cluster(suite, totals, progress)
     run_row: dict[str, Any] = {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
                "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(suite),
                "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
@@ -412,19 +436,10 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     if resumed:
         progress(f"  {resumed} cells resume their search from {sum(len(p.prior) for p in plans)} committed trials")
     lines = Progress(progress)
-    finished = [0]
-
-    def on_cell(res: CellResult) -> None:
-        if res.variant is not None:  # a compressed variant of the cell just above
-            lines.line(f"  {' ' * len(f'[{finished[0]}/{len(pending)}]')} {_label(res)}: {_outcome(res)}")
-            return
-        finished[0] += 1
-        lines.line(f"  [{finished[0]}/{len(pending)}] {_label(res)}: {_outcome(res)}")
-
     try:
         with sigterm_as_interrupt():
-            Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines, on_cell=on_cell,
-                      on_cluster_lost=on_cluster_lost).run()
+            Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
+                      on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost).run()
         summary.status = "finished"
     except KeyboardInterrupt:
         summary.status = "interrupted"
@@ -440,6 +455,21 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     counts = store.suite_counts(suite.name)
     summary.suite_failed, summary.suite_missing = counts["failed"], counts["missing"]
     return summary
+
+
+class CellLines:
+    """One progress line per finished cell, numbered ``[k/n]``; a compressed variant's line sits under its
+    cell's, unnumbered."""
+
+    def __init__(self, lines: Any, n: int) -> None:
+        self.lines, self.n, self.finished = lines, n, 0
+
+    def __call__(self, res: CellResult) -> None:
+        if res.variant is not None:
+            self.lines.line(f"  {' ' * len(f'[{self.finished}/{self.n}]')} {_label(res)}: {_outcome(res)}")
+            return
+        self.finished += 1
+        self.lines.line(f"  [{self.finished}/{self.n}] {_label(res)}: {_outcome(res)}")
 
 
 def _label(res: CellResult) -> str:

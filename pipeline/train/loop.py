@@ -135,6 +135,56 @@ def _loss(out: torch.Tensor, y: torch.Tensor, task_type: str) -> torch.Tensor:
     return F.cross_entropy(out.float(), y)
 
 
+class Best:
+    """The best epoch so far by validation loss, and its weights, kept in buffers allocated once (copied
+    into on improvement: no new tensors each time)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.loss, self.epoch = math.inf, 0
+
+    def offer(self, loss: float, epoch: int, model: nn.Module) -> bool:
+        """Keep this epoch if its loss improves on the best; whether it did."""
+        if not loss < self.loss - 1e-7:
+            return False
+        self.loss, self.epoch = loss, epoch
+        for k, v in model.state_dict().items():
+            self.state[k].copy_(v)
+        return True
+
+
+class Stepper:
+    """One optimiser step of the recipe on a batch: AdamW (the fused kernel, one call for all parameters
+    on CPU or CUDA: the same update as the loop), warmup then cosine decay, autocast in the precision the
+    recipe's ``amp`` resolves to on this device (fp16 with a gradient scaler), the loss in fp32, gradient
+    clipping by global norm. Returns the batch's loss on the device (no host sync)."""
+
+    def __init__(self, model: nn.Module, net: nn.Module, recipe: Recipe, device: torch.device, steps_per_epoch: int,
+                 task_type: str) -> None:
+        self.model, self.net, self.recipe, self.task_type = model, net, recipe, task_type
+        self.opt = torch.optim.AdamW(_param_groups(model, recipe.weight_decay), lr=recipe.lr,
+                                     fused=device.type in ("cpu", "cuda"))
+        self.sched = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, warmup_cosine(steps_per_epoch * recipe.max_epochs, recipe.warmup_frac))
+        self.precision = resolve_precision(recipe.amp, device.type)
+        self.amp, self.device_type = DTYPES[self.precision], device.type
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp == torch.float16)
+
+    def __call__(self, x_num: torch.Tensor, x_cat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(self.device_type, dtype=self.amp, enabled=self.amp is not None):
+            out = self.net(x_num, x_cat)
+        loss = _loss(out, y, self.task_type)
+        self.opt.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.opt)
+        if self.recipe.clip_norm:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.recipe.clip_norm)
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        self.sched.step()
+        return loss.detach()
+
+
 def train(
     model: nn.Module,
     data: FoldData,
@@ -164,16 +214,9 @@ def train(
     rank, world = shard
     batch = effective_batch_size(recipe.batch_size, n)
     steps_per_epoch = max(1, math.ceil(n / batch))
-    # The fused kernel (one call for all parameters, CPU or CUDA) is the same AdamW update as the loop.
-    opt = torch.optim.AdamW(_param_groups(model, recipe.weight_decay), lr=recipe.lr,
-                            fused=device.type in ("cpu", "cuda"))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps_per_epoch * recipe.max_epochs, recipe.warmup_frac))
-    precision = resolve_precision(recipe.amp, device.type)
-    amp = DTYPES[precision]
-    scaler = torch.amp.GradScaler(device.type, enabled=amp == torch.float16)
-    # The best weights go into buffers allocated once (copy_ on improvement, no new tensors each time).
-    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    best_loss, best_epoch, bad = math.inf, 0, 0
+    step = Stepper(model, net, recipe, device, steps_per_epoch, data.task_type)
+    precision = step.precision
+    best, bad = Best(model), 0
     valid_inputs = to_tensors(data.valid, device)  # converted once, not after every epoch
     curve: list[dict[str, float]] = []
     t0 = time.perf_counter()
@@ -185,27 +228,16 @@ def train(
         order = torch.as_tensor(np.stack([rng.permutation(n) for _ in range(members)], axis=1) if members
                                 else rng.permutation(n), device=device)  # N, or N × k
         train_loss, seen = torch.zeros((), device=device), 0  # summed on the device: no host sync per step
-        for step in range(steps_per_epoch):
-            idx = order[step * batch:(step + 1) * batch][rank::world]
+        for b in range(steps_per_epoch):
+            idx = order[b * batch:(b + 1) * batch][rank::world]
             if len(idx) < 2 and n >= 2:  # a one-row batch gives no useful gradient (and breaks norms)
                 continue
-            with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
-                out = net(x_num[idx], x_cat[idx])
-            loss = _loss(out, y[idx], data.task_type)
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            if recipe.clip_norm:
-                nn.utils.clip_grad_norm_(model.parameters(), recipe.clip_norm)
-            scaler.step(opt)
-            scaler.update()
-            sched.step()
-            train_loss += loss.detach() * len(idx)
+            train_loss += step(x_num[idx], x_cat[idx], y[idx]) * len(idx)
             seen += len(idx)
             if time.perf_counter() - t0 > recipe.max_seconds:  # the limit holds inside an epoch too
                 if not curve:
                     raise TimeLimit(f"the time limit of {recipe.max_seconds:g} s passed during the first epoch "
-                                    f"(after step {step + 1} of {steps_per_epoch}); no finished epoch to keep")
+                                    f"(after step {b + 1} of {steps_per_epoch}); no finished epoch to keep")
                 stop = "time_limit"  # the unfinished epoch is dropped: the best finished one is kept
                 break
         if stop == "time_limit":
@@ -216,14 +248,9 @@ def train(
         val = selection(data.task_type, data.valid.y, predict(model, data, data.valid, device, tensors=valid_inputs,
                                                                 precision=precision))
         point: dict[str, float] = {"epoch": epoch, "train_loss": mean_loss, "val_loss": val["loss"],
-                 "val_score": val["score"], "lr": float(sched.get_last_lr()[0]), "seconds": time.perf_counter() - t0}
+                 "val_score": val["score"], "lr": float(step.sched.get_last_lr()[0]), "seconds": time.perf_counter() - t0}
         curve.append(point)
-        if val["loss"] < best_loss - 1e-7:
-            best_loss, best_epoch, bad = val["loss"], epoch, 0
-            for k, v in model.state_dict().items():
-                best_state[k].copy_(v)
-        else:
-            bad += 1
+        bad = 0 if best.offer(val["loss"], epoch, model) else bad + 1
         if on_epoch and on_epoch(point) is False:  # ASHA's rung: below the cut, stop and keep the best
             stop = "pruned"
             break
@@ -233,6 +260,6 @@ def train(
         if time.perf_counter() - t0 > recipe.max_seconds:
             stop = "time_limit"
             break
-    model.load_state_dict(best_state)
-    return TrainResult(model=model, epochs=len(curve), best_epoch=best_epoch, curve=curve, stop_reason=stop,
+    model.load_state_dict(best.state)
+    return TrainResult(model=model, epochs=len(curve), best_epoch=best.epoch, curve=curve, stop_reason=stop,
                        device=str(device), precision=precision)
