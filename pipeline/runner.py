@@ -411,7 +411,9 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     pending, attempts = _pending(cells, done, force=force, retry_failed=retry_failed)
     summary = Summary(run_id=run_id, n_cells=len(cells), n_skipped=len(cells) - len(pending))
     progress(f"  {len(cells)} cells, {summary.n_skipped} already done, {len(pending)} to run")
-    totals = start_ray(address, num_cpus, num_gpus)  # an address that cannot work is refused here
+    # An address that cannot work is refused here. With nothing to run, no cluster is needed: the command
+    # records its run and (re)writes the report in seconds.
+    totals = start_ray(address, num_cpus, num_gpus) if pending else {}
     # Nothing was written before this line.
     stored = {p.name: (ingest_mod.commit(store, p), p.split_key) for p in prepared}
     if adopt:
@@ -422,7 +424,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         added = against.copy_into(store, splits)
         progress(f"  reference {against.name!r}: {added} of its cells on this suite's splits written beside yours "
                  f"({against.where})")
-    suite = _fit_to_cluster(suite, totals, progress)
+    if pending:
+        suite = _fit_to_cluster(suite, totals, progress)
     run_row: dict[str, Any] = {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
                "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(suite),
                "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
@@ -438,8 +441,9 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     lines = Progress(progress)
     try:
         with sigterm_as_interrupt():
-            Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
-                      on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost).run()
+            if plans:
+                Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
+                          on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost).run()
         summary.status = "finished"
     except KeyboardInterrupt:
         summary.status = "interrupted"

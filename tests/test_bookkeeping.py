@@ -5,6 +5,7 @@ cells exits 3 on every run, saying how many and how to retry them."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -94,6 +95,13 @@ def test_changed_entries_supersede_and_failures_keep_counting(ray_local, tmp_pat
     write(suite, [FIXED], [48, "all"])
     out = cli(run, capsys)
     assert out.returncode == 0 and "2 cells, 2 already done, 0 to run" in out.stdout, out.stdout
+    # Nothing to run started no cluster (its run records none), and that latest run is not taken for the
+    # machine the timings came from: nothing is marked as timed on other hardware.
+    noop = store.query("SELECT hardware FROM runs ORDER BY started_at DESC LIMIT 1").hardware[0]
+    assert json.loads(noop)["cluster_cpus"] == 0
+    from pipeline.report.data import ReportData
+
+    assert ReportData.load(db).other_hardware == {}
     counts = store.query("SELECT count(*) AS n FROM expected_cells")
     assert counts.n[0] == 2
     gone = store.query("SELECT why FROM superseded WHERE model = 'xgboost'")

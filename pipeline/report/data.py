@@ -40,6 +40,7 @@ class ReportData:
     # model → the other hardware its timings were measured on (not the latest run's machine): a shipped
     # reference's, or another cluster's merged in; the pages mark those timings †
     other_hardware: dict[str, str] = field(default_factory=dict)
+    timed_runs: pd.DataFrame = field(default_factory=pd.DataFrame)  # (model, run_id) of every ok cell's result
     # Tuned + ensembled per ok cell (and per family and split) from stored predictions: report/ensembles.py
     ensembles: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -91,7 +92,7 @@ class ReportData:
         stored = c.dropna(subset=["model_kind"]).groupby("model").model_kind.first().to_dict() if len(c) else {}
         data.legacy_kinds = sorted(set(data.model_names) - set(stored))
         data.kinds = {m: stored.get(m) or legacy_kind(data.model_names[m]) for m in data.model_names}
-        data.other_hardware = other_hardware(data.runs, timed)
+        data.timed_runs, data.other_hardware = timed, other_hardware(data.runs, timed)
         if has_predictions:
             from pipeline.report.ensembles import ensembles
 
@@ -145,7 +146,7 @@ class ReportData:
         """What † means on this report, naming the machines; '' when every timing is from one machine."""
         if not self.other_hardware:
             return ""
-        home = machine(self.runs.iloc[0].hardware)[1]
+        home = machine(home_run(self.runs, self.timed_runs).hardware)[1]
         return ("† timed on other hardware than this report's latest run (" + home + "): "
                 + "; ".join(f"{m} on {where}" for m, where in sorted(self.other_hardware.items()))
                 + ". Its seconds and memory are that machine's, not comparable one for one with the others'.")
@@ -167,11 +168,18 @@ def machine(hardware: Any) -> tuple[str, str]:
     return f"{cpu}|{h.get('cpus_local')}|{h.get('memory_gb_local')}|{gpus > 0}", text
 
 
+def home_run(runs: pd.DataFrame, timed: pd.DataFrame) -> Any:
+    """The latest run that timed a finished cell (runs: newest first); a run that had nothing to run
+    started no cluster and is no machine's word on timings."""
+    ran = runs[runs.run_id.isin(set(timed.run_id))] if "run_id" in timed else runs
+    return (ran if len(ran) else runs).iloc[0]
+
+
 def other_hardware(runs: pd.DataFrame, timed: pd.DataFrame) -> dict[str, str]:
     """model → the machines, other than the latest run's, that timed its finished cells."""
     if runs.empty or timed.empty:
         return {}
-    home = machine(runs.iloc[0].hardware)[0]  # runs: newest first
+    home = machine(home_run(runs, timed).hardware)[0]
     where = {r.run_id: machine(r.hardware) for r in runs.itertuples(index=False)}
     out: dict[str, set[str]] = {}
     for r in timed.itertuples(index=False):
