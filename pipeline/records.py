@@ -38,6 +38,11 @@ class Status(str, enum.Enum):
 
 MODEL_FAILURES = (Status.ERROR, Status.DIVERGED, Status.OOM, Status.TIMEOUT)
 
+# The test metrics, declared once: Scores (pipeline.evaluation), TrialRecord and CellResult carry a field of
+# each name (tests/test_layering.py checks it); the worker, the cell's carried fields, the constant
+# floor and the reference tables iterate over this tuple instead of naming them again.
+TEST_METRICS = ("accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2")
+
 
 @dataclass
 class TrialRecord:
@@ -141,9 +146,8 @@ class CellResult:
 
 
 # The selected trial's fields that become the cell's (its test metrics and its cost).
-CARRIED = ("val_score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "fit_seconds",
-           "predict_seconds", "predict_rows_per_s", "peak_cpu_mb", "peak_gpu_mb", "n_params", "flops_per_row",
-           "device", "precision", "epochs", "best_epoch", "stop_reason")
+CARRIED = ("val_score", *TEST_METRICS, "fit_seconds", "predict_seconds", "predict_rows_per_s", "peak_cpu_mb",
+           "peak_gpu_mb", "n_params", "flops_per_row", "device", "precision", "epochs", "best_epoch", "stop_reason")
 
 _SQL = {str: "VARCHAR", int: "INTEGER", float: "DOUBLE", datetime: "TIMESTAMP", dict: "JSON", list: "JSON",
         bool: "BOOLEAN"}

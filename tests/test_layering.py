@@ -175,3 +175,26 @@ def test_statuses_are_compared_as_the_enum_never_as_written_out_words(tmp_path: 
     probe = tmp_path / "before.py"
     probe.write_text("ok = cells[cells.status == 'ok']\nif res.status != \"ok\": pass\nx = r.status in ('infra', 'oom')\n")
     assert len(status_literals(probe)) == 3
+
+
+def test_the_test_metrics_are_declared_once_and_every_record_carries_them():
+    """pipeline.records.TEST_METRICS is the one list of test metrics: the scores a fit returns, a trial's
+    record and a cell's result each have a field of every name in it, and a cell carries each from its
+    selected trial."""
+    import dataclasses
+
+    from pipeline.evaluation import Scores
+    from pipeline.metrics import score
+    from pipeline.records import CARRIED, TEST_METRICS, CellResult, TrialRecord
+
+    for record in (Scores, TrialRecord, CellResult):
+        names = {f.name for f in dataclasses.fields(record)}
+        assert set(TEST_METRICS) <= names, (record.__name__, set(TEST_METRICS) - names)
+    assert set(TEST_METRICS) <= set(CARRIED)
+    # What metrics.score computes is exactly these (plus the selection's score and loss).
+    import numpy as np
+
+    got = set(score("binary", np.array([0, 1, 1, 0]), np.array([[0.8, 0.2], [0.3, 0.7], [0.4, 0.6], [0.6, 0.4]]), 2))
+    assert {m for m in TEST_METRICS if m not in ("rmse", "r2")} <= got
+    got = set(score("regression", np.array([0.0, 1.0, 2.0]), np.array([0.1, 0.9, 2.2]), 0))
+    assert {"rmse", "r2"} <= got

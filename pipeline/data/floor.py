@@ -16,6 +16,7 @@ import pandas as pd
 
 from pipeline.data.preprocess import encode_target
 from pipeline.metrics import score
+from pipeline.records import TEST_METRICS
 
 # (repeat, fold, sample size label, training rows, subset seed)
 Split = tuple[int, int, str, int, int]
@@ -48,7 +49,7 @@ def constant_scores(task_type: str, y: pd.Series, classes: list[str] | None, par
         row = {"repeat": repeat, "fold": fold, "sample_size": size, "seed": seed, "task_type": task_type,
                "n_train": n_train, "predictor": "training mean" if task_type == "regression" else "majority class",
                "score": metrics["r2"] if task_type == "regression" else metrics["accuracy"]}
-        for key in ("accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2"):
+        for key in TEST_METRICS:
             row[key] = metrics.get(key)
         out.append(row)
     return out

@@ -28,7 +28,7 @@ from pipeline.data.preprocess import FoldData
 from pipeline.engine.faults import classify
 from pipeline.engine.records import TrialRequest
 from pipeline.learners.resolve import ResolvedModel
-from pipeline.records import Status, TrialRecord
+from pipeline.records import TEST_METRICS, Status, TrialRecord
 from pipeline.spec import Resources
 
 if TYPE_CHECKING:
@@ -79,8 +79,8 @@ def record_outcome(rec: TrialRecord, out: TrialOutcome) -> None:
     s = out.scores
     rec.val_score, rec.val_loss, rec.predict_seconds, rec.predict_rows_per_s = (
         s.val_score, s.val_loss, s.predict_seconds, s.predict_rows_per_s)
-    rec.accuracy, rec.balanced_accuracy, rec.roc_auc, rec.log_loss, rec.rmse, rec.r2 = (
-        s.accuracy, s.balanced_accuracy, s.roc_auc, s.log_loss, s.rmse, s.r2)
+    for metric in TEST_METRICS:
+        setattr(rec, metric, getattr(s, metric))
     rec.flops_per_row, rec.attention, rec.variants = out.flops_per_row, out.attention, out.variants
     rec.predictions = out.predictions
 
