@@ -4,6 +4,7 @@ epoch (after a warm-up epoch) and the validation score, on seeded made-up data. 
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
 import time
@@ -31,13 +32,18 @@ def fold(n: int = 60_000, n_num: int = 24, n_cat: int = 8) -> FoldData:
 
 
 def main() -> None:
-    data, device = fold(), torch.device("cuda")
-    print(torch.cuda.get_device_name(), "torch", torch.__version__)
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--batch-size", type=int, default=512)
+    ap.add_argument("--rows", type=int, default=60_000, help="all rows (3/5 train, 1/5 valid, 1/5 test)")
+    args = ap.parse_args()
+    data, device = fold(args.rows), torch.device("cuda")
+    print(torch.cuda.get_device_name(), "torch", torch.__version__, "batch", args.batch_size, "rows", args.rows)
     base = None
     for amp in ("off", "bf16", "fp16", "auto"):
         torch.manual_seed(0)
         model = FTTransformer(n_num=24, cat_cardinalities=[11] * 8, d_out=2, d_token=192, n_blocks=3)
-        recipe = dataclasses.replace(Recipe(), amp=amp, max_epochs=4, patience=100, batch_size=512, lr=1e-4)
+        recipe = dataclasses.replace(Recipe(), amp=amp, max_epochs=4, patience=100,
+                                     batch_size=args.batch_size, lr=1e-4)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         res = train(model, data, recipe, device=device)
