@@ -28,8 +28,10 @@ tools:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "missing:$$missing — install these Debian packages for the browser and terminal tests"; fi; fi
 
+# Two workers (the CI machine's two cores), each taking a whole test module at a time, longest first
+# (tests/conftest.py).
 test: setup tools lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow"

@@ -41,11 +41,11 @@ def openml_cache(tmp_path: Path):
         for name in dirs + files:
             p = Path(root) / name
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
-    old_cache, old_server = openml.config.get_cache_directory(), openml.config.server
+    old_cache, old_server = openml.config._root_cache_directory, openml.config.server  # the root, not the server's folder
     openml.config.set_root_cache_directory(str(dst))
     openml.config.server = "https://test.openml.org/api/v1/xml"
     yield dst
-    openml.config.set_root_cache_directory(str(Path(old_cache).parent) if old_cache else str(dst))
+    openml.config.set_root_cache_directory(str(old_cache))
     openml.config.server = old_server
 
 
@@ -59,3 +59,32 @@ def ray_local():
     import ray
 
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def ray_address(ray_local) -> str:
+    """The session's Ray as an address that a command in a process of its own joins (``--address``), for
+    tests that are not about the command's own Ray (whose start alone takes seconds). Its workers find a
+    module in the command's working directory, as a local Ray's would (Ray puts it on their path)."""
+    import ray
+
+    return ray.get_runtime_context().gcs_address
+
+
+# `make test` runs the suite on two workers (pytest-xdist, --dist loadfile: a module's tests on one worker,
+# so that a module-scoped fixture, a run whose results several tests read, is built once). Longest first,
+# so that no long module is left to one worker at the end: these start Ray clusters of their own or train
+# every model.
+LONGEST_FIRST = ("test_faults.py", "test_interrupts.py", "test_memory.py", "test_e2e.py", "test_tasks.py",
+                 "test_cluster.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        if name in LONGEST_FIRST:
+            return LONGEST_FIRST.index(name)
+        return len(LONGEST_FIRST) + (0 if item.get_closest_marker("slow") else 1)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order

@@ -1,6 +1,8 @@
-"""Bad input through the real command line: exit code 2, one clear line on stderr, no traceback, no
-half-written rows, and no Ray: every case fails before Ray starts (``--address`` points at a port where
-nothing listens, so reaching Ray at all would end in a connection error, not exit 2)."""
+"""Bad input through the real command line (its entry point, in this process where no interpreter start is
+needed): exit code 2, one clear line on stderr, no traceback, no half-written rows, and no Ray: every case
+fails before Ray starts (``--address`` points at a port where nothing listens, so reaching Ray at all would
+end in a connection error, not exit 2, where this process has not joined a Ray already; where it has, the
+run would go on and write rows)."""
 
 from __future__ import annotations
 
@@ -138,7 +140,8 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path):
+def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch):
     make_suite, words, prepare_db = CASES[case]
     spec = make_suite(tmp_path)
     path = tmp_path / "suite.yaml"
@@ -151,11 +154,10 @@ def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path):
         prepare_db(db)
     (tmp_path / "openml-cache").mkdir()
     before = snapshot(tmp_path)
-    out = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "run", str(path), "--db", str(db), "--no-report",
-         "--address", "127.0.0.1:9", "--openml-server", "http://127.0.0.1:9/api/v1/xml",
-         "--openml-cache", str(tmp_path / "openml-cache")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    monkeypatch.chdir(tmp_path)
+    out = in_process(["run", str(path), "--db", str(db), "--no-report", "--address", "127.0.0.1:9",
+                      "--openml-server", "http://127.0.0.1:9/api/v1/xml", "--openml-cache", str(tmp_path / "openml-cache")],
+                     capsys)
     err = out.stderr.strip()
     assert out.returncode == 2, f"rc {out.returncode}\n{out.stdout[-2000:]}\n{err[-3000:]}"
     assert "Traceback" not in out.stderr + out.stdout
@@ -212,13 +214,19 @@ def results_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess:
     """The command line's own entry point, in this process (no interpreter start per case): an uncaught
     exception fails the test as a traceback would."""
+    import openml
+
     from pipeline import cli
 
     capsys.readouterr()
+    settings = openml.config._root_cache_directory, openml.config.server  # the root, not the server's folder in it
     try:
         rc = cli.main(argv)
     except SystemExit as done:  # argparse's exit
         rc = int(done.code or 0)
+    finally:  # --openml-cache and --openml-server set the client's settings for the process
+        openml.config.set_root_cache_directory(str(settings[0]))
+        openml.config.server = settings[1]
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(argv, rc, out, err)
 

@@ -41,7 +41,7 @@ def test_task_1882_folds_land_in_duckdb(openml_cache: Path, tmp_path: Path):
 def test_unreachable_openml_is_a_clear_error(tmp_path: Path):
     import openml
 
-    old_cache, old_server = openml.config.get_cache_directory(), openml.config.server
+    old_cache, old_server = openml.config._root_cache_directory, openml.config.server
     try:
         openml.config.set_root_cache_directory(str(tmp_path / "empty-cache"))
         openml.config.server = "http://127.0.0.1:9/api/v1/xml"  # nothing listens on the discard port
@@ -49,7 +49,7 @@ def test_unreachable_openml_is_a_clear_error(tmp_path: Path):
         with pytest.raises(DataError, match="unreachable and it is not in the local cache"):
             sources.load(OpenMLTask(openml_task=31))
     finally:
-        openml.config.set_root_cache_directory(str(Path(old_cache).parent))
+        openml.config.set_root_cache_directory(str(old_cache))
         openml.config.server = old_server
 
 
@@ -94,7 +94,7 @@ def test_offline_a_missing_file_says_where_its_rows_come_from(tmp_path: Path):
 
     from pipeline.spec import LocalFile
 
-    old_cache, old_server = openml.config.get_cache_directory(), openml.config.server
+    old_cache, old_server = openml.config._root_cache_directory, openml.config.server
     try:
         openml.config.set_root_cache_directory(str(tmp_path / "empty-cache"))
         openml.config.server = "http://127.0.0.1:9/api/v1/xml"
@@ -104,7 +104,7 @@ def test_offline_a_missing_file_says_where_its_rows_come_from(tmp_path: Path):
         with pytest.raises(DataError) as err:
             sources.load(entry)
     finally:
-        openml.config.set_root_cache_directory(str(Path(old_cache).parent))
+        openml.config.set_root_cache_directory(str(old_cache))
         openml.config.server = old_server
     text = str(err.value)
     assert "31-credit-g.parquet is not there; its rows are OpenML dataset 31 (https://www.openml.org/d/31, checksum " \

@@ -132,7 +132,7 @@ class Tiny(nn.Module):
 '''
 
 
-def test_editing_a_models_code_runs_its_cells_again(tmp_path: Path):
+def test_editing_a_models_code_runs_its_cells_again(ray_address: str, tmp_path: Path):
     (tmp_path / "mynet.py").write_text(MYNET)
     suite = {"name": "mine", "datasets": [{"sklearn": "wine"}], "protocol": PROTOCOL,
              "models": [{"name": "tiny", "builder": "mynet:Tiny", "kind": "network", "trials": 1,
@@ -142,7 +142,7 @@ def test_editing_a_models_code_runs_its_cells_again(tmp_path: Path):
 
     def cli_run() -> str:
         out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "s.yaml", "--db", "r.duckdb", "--no-report",
-                              "--num-cpus", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                              "--address", ray_address], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                              env={**os.environ, "PYTHONPATH": str(REPO)})
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
         return out.stdout
