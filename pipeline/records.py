@@ -45,6 +45,49 @@ TEST_METRICS = ("accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", 
 
 
 @dataclass
+class VariantRecord:
+    """A compressed variant of a trial's model (the suite's ``compress`` option), as its trial keeps it
+    (``trials.variants``) and its cell's ``<model>+<method>`` row in ``results`` takes it: the variant's
+    scores and cost under the cell's own field names, or the error that stopped it (``error``, the
+    other figures empty). ``retrained``: a model trained anew on other inputs (PCA's, on the principal
+    components), whose cost is its own training and whose epochs are not the trained model's; otherwise
+    the trained model compressed, whose training comes first in its cost (``fit_seconds``, the peaks)."""
+
+    method: str  # prune, quantize or pca
+    retrained: bool = False
+    error: str | None = None
+    val_score: float | None = None
+    val_loss: float | None = None
+    accuracy: float | None = None
+    balanced_accuracy: float | None = None
+    roc_auc: float | None = None
+    log_loss: float | None = None
+    rmse: float | None = None
+    r2: float | None = None
+    fit_seconds: float | None = None  # training (derived variants) and compressing
+    compress_seconds: float | None = None  # compressing alone (PCA's: its training anew)
+    predict_seconds: float | None = None
+    predict_rows_per_s: float | None = None
+    peak_cpu_mb: float | None = None
+    peak_gpu_mb: float | None = None
+    n_params: int | None = None
+    state_bytes: int | None = None  # the size of its saved state_dict
+    flops_per_row: float | None = None
+    device: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # what the method did (neurons removed, components)
+
+    @classmethod
+    def from_stored(cls, value: Any) -> list[VariantRecord]:
+        """A ``trials.variants`` value read back: this record's fields as a list of dicts, or as files
+        before it held them, a dict by method."""
+        if not value:
+            return []
+        rows = [{"method": m, **v} for m, v in value.items()] if isinstance(value, dict) else value
+        known = {f.name for f in dataclasses.fields(cls)}
+        return [cls(**{k: v for k, v in row.items() if k in known}) for row in rows]
+
+
+@dataclass
 class TrialRecord:
     """One trial, as stored in ``trials``: its configuration, validation and test scores, and cost."""
 
@@ -84,8 +127,8 @@ class TrialRecord:
     finished_at: datetime | None = None
     error: str | None = None
     curve: list[dict[str, Any]] | None = None
-    # The suite's `compress` option: method → the compressed variant's scores and cost (or its error).
-    variants: dict[str, Any] | None = None
+    # The suite's `compress` option: each compressed variant's scores and cost, or its error.
+    variants: list[VariantRecord] | None = None
     attention: dict[str, Any] | None = field(default=None, metadata={"stored": False})
     # Validation and test predictions (pipeline.predictions.Predictions): the store keeps them in
     # `predictions` and `targets`, not in this table.

@@ -297,3 +297,19 @@ def test_a_run_waiting_inside_a_call_to_a_lost_ray_is_ended_by_the_cluster_watch
     monkeypatch.setattr(run, "_warm_imports", lambda: None)
     run.run()
     assert told == ["the Ray cluster went away mid-run: its gcs_server process exited (killed by signal 9)"]
+
+
+def test_a_compressed_variants_record_reads_back_as_it_was_stored():
+    """A trial's variants are stored as their records' fields (``trials.variants``) and read back as the
+    same records by a resumed run; a file from before the record (a dict by method) reads too."""
+    import json
+
+    from pipeline.data.store import _jsonable
+    from pipeline.records import VariantRecord
+
+    kept = [VariantRecord(method="prune", accuracy=0.9, n_params=10, fit_seconds=1.5, details={"neurons_removed": 3}),
+            VariantRecord(method="pca", retrained=True, error="PCA needs numeric features")]
+    assert VariantRecord.from_stored(json.loads(_jsonable(kept))) == kept
+    assert VariantRecord.from_stored({"prune": {"accuracy": 0.9, "bytes": 5}}) == [VariantRecord(method="prune",
+                                                                                                 accuracy=0.9)]
+    assert VariantRecord.from_stored(None) == []

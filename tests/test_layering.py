@@ -179,18 +179,22 @@ def test_statuses_are_compared_as_the_enum_never_as_written_out_words(tmp_path: 
 
 def test_the_test_metrics_are_declared_once_and_every_record_carries_them():
     """pipeline.records.TEST_METRICS is the one list of test metrics: the scores a fit returns, a trial's
-    record and a cell's result each have a field of every name in it, and a cell carries each from its
-    selected trial."""
+    record, a compressed variant's record and a cell's result each have a field of every name in it, and a
+    cell carries each from its selected trial (a variant's row, from its variant's record)."""
     import dataclasses
 
+    from pipeline.engine.cells import VARIANT_CARRIED
     from pipeline.evaluation import Scores
     from pipeline.metrics import score
-    from pipeline.records import CARRIED, TEST_METRICS, CellResult, TrialRecord
+    from pipeline.records import CARRIED, TEST_METRICS, CellResult, TrialRecord, VariantRecord
 
-    for record in (Scores, TrialRecord, CellResult):
+    for record in (Scores, TrialRecord, VariantRecord, CellResult):
         names = {f.name for f in dataclasses.fields(record)}
         assert set(TEST_METRICS) <= names, (record.__name__, set(TEST_METRICS) - names)
-    assert set(TEST_METRICS) <= set(CARRIED)
+    assert set(TEST_METRICS) <= set(CARRIED) and set(TEST_METRICS) <= set(VARIANT_CARRIED)
+    # A variant's score and cost reach its row under the cell's own names (and only precision and the
+    # trained model's epochs are not its own).
+    assert set(CARRIED) - set(VARIANT_CARRIED) == {"precision", "epochs", "best_epoch", "stop_reason"}
     # What metrics.score computes is exactly these (plus the selection's score and loss).
     import numpy as np
 

@@ -10,6 +10,7 @@ retry briefly when they meet a write in progress.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -253,7 +254,7 @@ class Store:
     def committed_trials(self, cells: dict[str, int]) -> dict[str, list[Any]]:
         """The trials already committed for each cell's current attempt (``cell_id → attempt``): a
         resumed search goes on from them."""
-        from pipeline.records import TrialRecord, sql_columns
+        from pipeline.records import TrialRecord, VariantRecord, sql_columns
 
         if not cells:
             return {}
@@ -266,6 +267,7 @@ class Store:
             row = {k: (None if _missing(v) else v) for k, v in row.items()}
             for c in json_cols:
                 row[c] = json.loads(row[c]) if isinstance(row[c], str) else row[c]
+            row["variants"] = VariantRecord.from_stored(row.get("variants")) or None
             for c in ("started_at", "finished_at"):
                 row[c] = row[c].to_pydatetime() if hasattr(row[c], "to_pydatetime") else row[c]
             known = {c for c, _ in sql_columns(TrialRecord)}
@@ -401,7 +403,10 @@ def _missing(v: Any) -> bool:
 
 
 def _clean(v: Any) -> Any:
-    """NaN and infinities become null: JSON has no spelling for them (a diverged curve has them)."""
+    """NaN and infinities become null: JSON has no spelling for them (a diverged curve has them). A record
+    (a compressed variant's) is stored as its fields."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return _clean(dataclasses.asdict(v))
     if isinstance(v, dict):
         return {str(k): _clean(x) for k, x in v.items()}
     if isinstance(v, list | tuple):

@@ -15,10 +15,12 @@ from pipeline.engine.searchers import CellSearch, concurrency_cap
 from pipeline.engine.worker import utcnow
 from pipeline.evaluation import select
 from pipeline.learners.resolve import ResolvedModel
-from pipeline.records import CARRIED, MODEL_FAILURES, CellResult, Status, TrialRecord
+from pipeline.records import CARRIED, MODEL_FAILURES, CellResult, Status, TrialRecord, VariantRecord
 from pipeline.spec import ModelSpec
 
 INFRA_REQUEUES = 1  # a trial lost with its worker runs once more
+# What a compressed variant's row takes from its record; the rest (precision, epochs) is the trained model's.
+VARIANT_CARRIED = tuple(k for k in CARRIED if k in {f.name for f in dataclasses.fields(VariantRecord)})
 
 
 @dataclass
@@ -158,26 +160,25 @@ class CellState:
         return res, best.attention
 
     def variants(self, res: CellResult) -> list[CellResult]:
-        """The suite's ``compress`` option: one result per method, from the selected trial's variant (the
-        same configuration, compressed), stored as the model ``<key>+<method>``. Where the cell or the
-        variant failed, the variant's row says so."""
+        """The suite's ``compress`` option: one result per method, from the selected trial's variant record
+        (the same configuration, compressed), stored as the model ``<key>+<method>``. Where the cell or
+        the variant failed, the variant's row says so."""
         out = []
         best = self.selected
+        kept = {v.method: v for v in (best.variants or [])} if best is not None and res.status == Status.OK.value else {}
         for method in self.spec.compress:
             v = dataclasses.replace(res, cell_id=f"{res.cell_id}+{method}", model=f"{res.model}+{method}",
                                     variant=method)
-            got = ((best.variants or {}).get(method) if best is not None and res.status == Status.OK.value
-                   else None)
-            if got is None or "error" in got:
+            got = kept.get(method)
+            if got is None or got.error is not None:
                 v.status = res.status if res.status != Status.OK.value else Status.ERROR.value
-                v.error = (got or {}).get("error") or res.error or f"no {method} variant was recorded"
+                v.error = (got.error if got is not None else None) or res.error or f"no {method} variant was recorded"
                 for key in CARRIED:
                     setattr(v, key, None)
             else:
-                for key in CARRIED:
-                    if key in got:
-                        setattr(v, key, got[key])
-                if method == "pca":  # a model of its own, trained anew: the base's epochs are not its
+                for key in VARIANT_CARRIED:
+                    setattr(v, key, getattr(got, key))
+                if got.retrained:  # a model of its own, trained anew: the trained model's epochs are not its
                     v.epochs = v.best_epoch = None
                     v.stop_reason = None
             out.append(v)

@@ -15,10 +15,9 @@
   components (fitted on the training rows, whitened) before the embedding; the model is trained
   anew on the reduced inputs, so it has fewer numeric tokens.
 
-:func:`measure_compression` reports size (parameters and bytes of the saved state_dict), inference
-rows/s and score, before and after. :class:`CompressedLearner` is a suite's ``compress`` option as a
-Learner: the compressed variant of a trial's fitted learner; :func:`variant` scores it with the one
-evaluation and costs it like the trial, and the results store it as a model of its own
+:class:`CompressedLearner` is a suite's ``compress`` option as a Learner: the compressed variant of a
+trial's fitted learner; :func:`variant` scores it with the one evaluation and costs it like the trial,
+as a :class:`~pipeline.records.VariantRecord`, and the results store it as a model of its own
 (``mlp+prune``), so the accuracy, compute and memory pages show it beside the rest.
 """
 
@@ -27,7 +26,6 @@ from __future__ import annotations
 import copy
 import io
 import math
-import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -37,11 +35,15 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from pipeline.cost import Usage
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep
-from pipeline.metrics import score
+from pipeline.records import VariantRecord
 
-METHODS = ("prune", "prune_zero", "quantize", "pca")
+# The suite's compression methods, each with whether its variant is a model trained anew on other inputs
+# (PCA's, on the principal components) rather than the trained model changed.
+RETRAINS = {"prune": False, "quantize": False, "pca": True}
+METHODS = tuple(RETRAINS)
 
 # Modules that act on each value alone: a neuron's output reaches the next Linear's matching input only.
 ELEMENTWISE = (nn.ReLU, nn.GELU, nn.Dropout, nn.Identity, nn.SiLU, nn.Tanh, nn.LeakyReLU, nn.ELU, nn.Sigmoid,
@@ -236,16 +238,6 @@ def pca_fold(data: FoldData, mean: np.ndarray, projection: np.ndarray) -> FoldDa
                    test=reduce(data.test))
 
 
-def _registry_name(model: nn.Module) -> str:
-    from pipeline.models.registry import REGISTRY
-
-    builder = f"{type(model).__module__}:{type(model).__name__}"
-    for name, info in REGISTRY.items():
-        if info.builder == builder:
-            return name
-    raise ValueError(f"{type(model).__name__} is not a registered model; pass name= and config=")
-
-
 def train_pca(data: FoldData, n_components: int | float, *, name: str, config: dict[str, Any] | None = None,
               seed: int = 0, device: torch.device | None = None, max_seconds: float = math.inf) -> tuple[PCAInput, float]:
     """A registered model trained on the principal components of ``data``'s numerics, wrapped so that it
@@ -261,86 +253,6 @@ def train_pca(data: FoldData, n_components: int | float, *, name: str, config: d
     learner.fit(reduced)
     wrapped = PCAInput(learner.module, torch.as_tensor(mean), torch.as_tensor(projection)).to(device or "cpu")
     return wrapped, explained
-
-
-# -------------------------------------------------------------------------------------- measuring
-@torch.no_grad()
-def rows_per_second(model: nn.Module, part: Part, device: torch.device, *, batch_size: int = 4096,
-                    min_seconds: float = 0.2, min_repeats: int = 3) -> float:
-    """Inference throughput: the best of repeated passes over ``part`` (the best is the least disturbed)."""
-    from pipeline.train.loop import to_tensors
-
-    model.eval()
-    x_num, x_cat = to_tensors(part, device)
-    n = len(part)
-    if n == 0:
-        return math.nan
-    best, spent, reps = math.inf, 0.0, 0
-    while reps < min_repeats or spent < min_seconds:
-        t0 = time.perf_counter()
-        for i in range(0, n, batch_size):
-            model(x_num[i:i + batch_size], x_cat[i:i + batch_size])
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        dt = time.perf_counter() - t0
-        best, spent, reps = min(best, dt), spent + dt, reps + 1
-    return n / max(best, 1e-9)
-
-
-def _evaluate(model: nn.Module, data: FoldData, part: Part, device: torch.device,
-              **timing: Any) -> dict[str, float]:
-    from pipeline.train.loop import predict
-
-    s = score(data.task_type, part.y, predict(model, data, part, device), data.n_classes)
-    return {"params": n_stored(model), "nonzero_params": n_nonzero(model), "bytes": state_bytes(model),
-            "rows_per_s": rows_per_second(model, part, device, **timing), "score": s["score"],
-            "loss": s["loss"],
-            "metric": s.get("accuracy", s.get("rmse", math.nan))}
-
-
-def measure_compression(model: nn.Module, data: FoldData, method: str, *, part: str = "test",
-                        device: str | torch.device | None = None, amount: float = 0.3,
-                        n_components: int | float = 0.5, name: str | None = None,
-                        config: dict[str, Any] | None = None, seed: int = 0, batch_size: int = 4096,
-                        min_seconds: float = 0.2) -> dict[str, Any]:
-    """Compress a trained ``model`` with ``method`` and measure it before and after on ``data.<part>``.
-
-    Methods: "prune" (structural neuron removal, ``amount``), "prune_zero" (the same neurons zeroed),
-    "quantize" (int8 dynamic; both sides measured on the CPU), "pca" (``n_components``; trains the
-    registered model ``name`` — inferred from the class — with ``config`` on the reduced inputs).
-
-    Returns ``{method, <key>_before, <key>_after, ...}`` for params (numbers stored), nonzero_params,
-    bytes (saved state_dict), rows_per_s, score (accuracy or −RMSE), loss and metric (accuracy or
-    RMSE), plus ``size_ratio`` (bytes after / before), ``speedup``, method details and ``model``, the
-    compressed module.
-    """
-    if method not in METHODS:
-        raise ValueError(f"{method=} must be one of {METHODS}")
-    dev = torch.device(device) if device is not None else next(model.parameters()).device
-    if method == "quantize":
-        dev = torch.device("cpu")
-    model = model.to(dev).eval()
-    target = getattr(data, part)
-    timing = {"batch_size": batch_size, "min_seconds": min_seconds}
-    details: dict[str, Any] = {"method": method, "device": str(dev)}
-    if method in ("prune", "prune_zero"):
-        compressed, removed = prune_neurons(model, amount, structural=method == "prune")
-        details.update(amount=amount, neurons_removed=removed)
-    elif method == "quantize":
-        compressed = quantize(model)
-    else:
-        compressed, explained = train_pca(data, n_components, name=name or _registry_name(model),
-                                          config=config, seed=seed, device=dev)
-        details.update(n_components=compressed.components, n_num=len(data.num_names),
-                       explained_variance=explained)
-    before = _evaluate(model, data, target, dev, **timing)
-    after = _evaluate(compressed.eval(), data, target, dev, **timing)
-    out = {**details, **{f"{k}_before": v for k, v in before.items()},
-           **{f"{k}_after": v for k, v in after.items()}}
-    out["size_ratio"] = after["bytes"] / before["bytes"]
-    out["speedup"] = after["rows_per_s"] / before["rows_per_s"]
-    out["model"] = compressed
-    return out
 
 
 # --------------------------------------------------------------------------------- applicability
@@ -363,7 +275,7 @@ def not_applicable(module: nn.Module, method: str) -> str | None:
 
 def applicable_to(module: nn.Module) -> tuple[str, ...]:
     """The suite's compression methods (prune, quantize, pca) that change ``module``."""
-    return tuple(m for m in ("prune", "quantize", "pca") if not_applicable(module, m) is None)
+    return tuple(m for m in METHODS if not_applicable(module, m) is None)
 
 
 def _built(info: Any, architectures: Iterator[dict[str, Any]]) -> list[nn.Module]:
@@ -383,7 +295,7 @@ def applicable(info: Any) -> tuple[str, ...]:
     from pipeline.learners.torch import TorchLearner
 
     built = _built(info, TorchLearner.architectures(info, info.config_defaults(), {}, {}, limit=1))
-    return applicable_to(built[0]) if built else ("prune", "quantize", "pca")
+    return applicable_to(built[0]) if built else METHODS
 
 
 def compress_problem(info: Any, defaults: Mapping[str, Any], space: Mapping[str, Any], fixed: Mapping[str, Any],
@@ -416,8 +328,8 @@ class CompressedLearner(Learner):
     capabilities = Capabilities(libraries=("torch",))
 
     def __init__(self, trained: Any, method: str, *, max_seconds: float = math.inf) -> None:
-        if method not in ("prune", "quantize", "pca"):
-            raise ValueError(f"{method=} must be prune, quantize or pca")
+        if method not in METHODS:
+            raise ValueError(f"{method=} must be one of {', '.join(METHODS)}")
         super().__init__(trained.info, trained.config, threads=trained.threads, use_gpu=trained.use_gpu,
                          seed=trained.seed, max_seconds=max_seconds)
         self.trained, self.method = trained, method
@@ -462,20 +374,30 @@ class CompressedLearner(Learner):
         return flops_per_row(self.module, *to_tensors(part, self.device))
 
 
-def variant(learner: Any, data: FoldData, method: str, *, max_seconds: float = math.inf) -> dict[str, Any]:
+def variant(learner: Any, data: FoldData, method: str, trained: Usage, *, max_seconds: float = math.inf) -> VariantRecord:
     """A fitted :class:`~pipeline.learners.torch.TorchLearner`'s compressed variant
     (:class:`CompressedLearner`), scored by the one evaluation and costed as a trial is: validation and
-    test scores, prediction time, parameters, FLOPs, and what compressing cost (``compress_seconds``:
-    for ``pca``, training the model anew on the components)."""
+    test scores, prediction time, parameters, FLOPs. Its cost counts from the start: pruning and
+    quantization need the trained model, so what ``trained`` (the fit's usage) took comes first;
+    a model trained anew (``pca``) costs its own training only."""
     from pipeline.cost import Measure
     from pipeline.evaluation import evaluate
 
     compressed = CompressedLearner(learner, method, max_seconds=max_seconds)
     with Measure(gpu=compressed.device.type == "cuda") as m:
         report = compressed.fit(data)
-    out: dict[str, Any] = evaluate(compressed.predict, data).as_dict()
     assert compressed.module is not None
-    out.update(compress_seconds=m.usage.seconds, peak_cpu_mb=m.usage.peak_cpu_mb, peak_gpu_mb=m.usage.peak_gpu_mb,
-               n_params=report.n_params, bytes=state_bytes(compressed.module),
-               flops_per_row=compressed.flops_per_row(data.test), device=report.device, details=compressed.details)
-    return out
+    own = m.usage
+    retrained = RETRAINS[method]
+    before = Usage(seconds=0.0) if retrained else trained
+
+    def peak(key: str) -> float | None:
+        values = [v for v in (getattr(before, key), getattr(own, key)) if v is not None]
+        return max(values) if values else None
+
+    scores: dict[str, Any] = evaluate(compressed.predict, data).as_dict()  # validation and test, as a trial's
+    return VariantRecord(method=method, retrained=retrained, **scores,
+                         fit_seconds=before.seconds + own.seconds, compress_seconds=own.seconds,
+                         peak_cpu_mb=peak("peak_cpu_mb"), peak_gpu_mb=peak("peak_gpu_mb"), n_params=report.n_params,
+                         state_bytes=state_bytes(compressed.module), flops_per_row=compressed.flops_per_row(data.test),
+                         device=report.device, details=compressed.details)

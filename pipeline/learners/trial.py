@@ -23,6 +23,7 @@ from pipeline.learners import make_learner
 from pipeline.learners.base import FitReport, OnStep
 from pipeline.models.registry import ModelInfo
 from pipeline.predictions import Predictions
+from pipeline.records import VariantRecord
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +42,15 @@ class Context:
 @dataclass
 class TrialOutcome:
     """What one fit and its scoring produced, typed: the Learner's fit report, what the fit used, the
-    one evaluation's scores, and what only some models give (FLOPs, an attention map, compressed
-    variants: each variant's scores and cost as stored, or the error that stopped it)."""
+    one evaluation's scores, and what only some models give (FLOPs, an attention map, the compressed
+    variants' records)."""
 
     fit: FitReport
     usage: Usage
     scores: Scores
     flops_per_row: float | None = None
     attention: dict[str, Any] | None = None
-    variants: dict[str, dict[str, Any]] | None = None
+    variants: list[VariantRecord] | None = None
     predictions: Predictions | None = None  # validation and test predictions, for post-hoc ensembles
 
     def to_json(self) -> dict[str, Any]:
@@ -65,6 +66,7 @@ class TrialOutcome:
     def from_json(cls, d: dict[str, Any]) -> TrialOutcome:
         kept = d.get("predictions")
         return cls(**{**d, "fit": FitReport(**d["fit"]), "usage": Usage(**d["usage"]), "scores": Scores(**d["scores"]),
+                      "variants": VariantRecord.from_stored(d.get("variants")) or None,
                       "predictions": Predictions.from_json(kept) if kept is not None else None})
 
 
@@ -89,34 +91,24 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
             if fa is not None:
                 out.attention = {"features": data.feature_names, "map": fa.tolist()}
         if compress:
-            out.variants = {method: _variant(learner, data, method, out, ctx.max_seconds - (time.perf_counter() - t_start))
-                            for method in compress}
+            out.variants = [_variant(learner, data, method, m.usage, ctx.max_seconds - (time.perf_counter() - t_start))
+                            for method in compress]
     return out
 
 
-def _variant(learner: Any, data: FoldData, method: str, base: TrialOutcome, seconds_left: float) -> dict[str, Any]:
-    """One compressed variant, its cost counted from the start: pruning and quantization need the
-    trained model (its training time and memory come first); PCA trains a model of its own, within
-    what is left of the trial's time limit. A variant that fails is recorded with its error, and one
-    that would change nothing (pruning a model with no prunable layer) as not applicable; the trial it
-    came from stands either way."""
-    from pipeline.learners.compression import NotApplicable, variant
+def _variant(learner: Any, data: FoldData, method: str, trained: Usage, seconds_left: float) -> VariantRecord:
+    """One compressed variant, within what is left of the trial's time limit. A variant that fails is
+    recorded with its error, and one that would change nothing (pruning a model with no prunable layer)
+    as not applicable; the trial it came from stands either way."""
+    from pipeline.learners.compression import RETRAINS, NotApplicable, variant
 
     try:
-        v = variant(learner, data, method, max_seconds=max(1.0, seconds_left))
+        return variant(learner, data, method, trained, max_seconds=max(1.0, seconds_left))
     except NotApplicable as err:  # no variant: it would repeat the model's own figures under another name
-        return {"error": f"not applicable: {err}"}
+        return VariantRecord(method=method, retrained=RETRAINS[method], error=f"not applicable: {err}")
     except Exception as err:  # recorded in the variant's row, never raised past the trial
-        return {"error": "".join(traceback.format_exception(err))[-4000:]}
-    if method != "pca":
-        v["fit_seconds"] = base.usage.seconds + v["compress_seconds"]
-        for key in ("peak_cpu_mb", "peak_gpu_mb"):
-            trained = getattr(base.usage, key)
-            if trained is not None or v.get(key) is not None:
-                v[key] = max(trained or 0.0, v.get(key) or 0.0)
-    else:
-        v["fit_seconds"] = v["compress_seconds"]
-    return v
+        return VariantRecord(method=method, retrained=RETRAINS[method],
+                             error="".join(traceback.format_exception(err))[-4000:])
 
 
 def tiny_fold(task_type: str, n: int = 96, seed: int = 0) -> FoldData:

@@ -26,13 +26,19 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 from torch import nn
 
+from pipeline.cost import Usage
 from pipeline.data.preprocess import FoldData, Part, build_fold
+from pipeline.evaluation import evaluate
 from pipeline.learners.compression import (
+    PRUNE_AMOUNT,
     fit_pca,
     linear_pairs,
-    measure_compression,
+    n_nonzero,
+    n_stored,
     prune_neurons,
     quantize,
+    state_bytes,
+    variant,
 )
 from pipeline.learners.estimator import TabularClassifier, TabularRegressor
 from pipeline.learners.torch import TorchLearner
@@ -381,10 +387,15 @@ def credit_fold():
 
 @pytest.fixture(scope="module")
 def trained(credit_fold):
-    """MLP and FT-Transformer fitted briefly on credit-g (measured test accuracy 0.683 and 0.700)."""
+    """MLP and FT-Transformer fitted briefly on credit-g, as a trial fits them (their Learner)."""
     out = {}
     for name in ("mlp", "ft_transformer"):
-        out[name] = fit_small(name, credit_fold, max_epochs=10, lr=2e-3, patience=4, amp="off")[0].eval()
+        info = REGISTRY[name]
+        config = {**info.config_defaults(), **SMALL.get(name, {}), "max_epochs": 10, "lr": 2e-3, "patience": 4,
+                  "amp": "off"}
+        learner = TorchLearner(info, config, threads=1, seed=0)
+        learner.fit(credit_fold)
+        out[name] = learner
     return out
 
 
@@ -414,46 +425,60 @@ def test_pairs_are_the_unambiguous_ones():
     assert len(list(linear_pairs(mlp))) == 2  # block → block; the head sits outside the Sequential
 
 
+# A compressed variant is scored by the one evaluation, as the trial it comes from (pipeline.evaluation).
 @pytest.mark.parametrize("name", ["mlp", "ft_transformer"])
 def test_pruning_shrinks_and_keeps_the_score(name, trained, credit_fold):
-    r = measure_compression(trained[name], credit_fold, "prune", amount=0.3, min_seconds=0.05)
-    assert r["neurons_removed"] > 0
-    assert r["params_after"] < r["params_before"] and r["size_ratio"] < 1.0
-    # Measured: accuracy 0.683 → 0.720 (mlp), 0.700 → 0.687 (ft_transformer).
-    assert r["score_after"] >= r["score_before"] - 0.05
-    zero = measure_compression(trained[name], credit_fold, "prune_zero", amount=0.3, min_seconds=0.05)
-    assert zero["params_after"] == zero["params_before"]
+    learner = trained[name]
+    before = evaluate(learner.predict, credit_fold)
+    v = variant(learner, credit_fold, "prune", Usage(seconds=7.0, peak_cpu_mb=1e6))
+    assert v.error is None and not v.retrained and v.details["neurons_removed"] > 0
+    assert v.n_params < sum(p.numel() for p in learner.module.parameters())
+    assert v.state_bytes < state_bytes(learner.module)
+    # Measured: accuracy 0.687 → 0.680 (mlp), 0.707 → 0.707 (ft_transformer).
+    assert v.accuracy >= before.accuracy - 0.05
+    # The trained model comes first in a derived variant's cost: its training's time and peak.
+    assert v.fit_seconds == pytest.approx(7.0 + v.compress_seconds) and v.peak_cpu_mb == 1e6
     # Zeroing the neurons leaves as many nonzero weights as cutting them out leaves weights, less the
     # weights that training left at exactly zero (a dead ReLU unit's LayerNorm bias keeps its 0).
-    zeros = sum(int((p == 0).sum()) for p in trained[name].parameters())
-    assert 0 <= r["params_after"] - zero["nonzero_params_after"] <= zeros
-    assert zero["score_after"] == pytest.approx(r["score_after"])
+    cut, _ = prune_neurons(learner.module, PRUNE_AMOUNT)
+    zeroed, _ = prune_neurons(learner.module, PRUNE_AMOUNT, structural=False)
+    assert n_stored(zeroed) == n_stored(learner.module)
+    zeros = sum(int((p == 0).sum()) for p in learner.module.parameters())
+    assert 0 <= n_stored(cut) - n_nonzero(zeroed) <= zeros
 
 
 @pytest.mark.parametrize("name", ["mlp", "ft_transformer"])
 def test_quantization_shrinks_and_keeps_predictions(name, trained, credit_fold):
-    r = measure_compression(trained[name], credit_fold, "quantize", min_seconds=0.05)
-    assert r["device"] == "cpu" and r["rows_per_s_after"] > 0
+    learner = trained[name]
+    before = evaluate(learner.predict, credit_fold)
+    v = variant(learner, credit_fold, "quantize", Usage(seconds=1.0))
+    assert v.error is None and v.device == "cpu" and v.predict_rows_per_s > 0
+    assert v.flops_per_row is None  # int8 kernels are not counted
     # Measured 0.27 (mlp) and 0.59 (the small FT-Transformer, whose embeddings stay float32).
-    assert r["size_ratio"] < 0.7
-    assert abs(r["score_after"] - r["score_before"]) <= 0.02  # measured: equal
+    assert v.state_bytes / state_bytes(learner.module) < 0.7
+    assert abs(v.accuracy - before.accuracy) <= 0.02  # measured: equal
     cpu = torch.device("cpu")
-    before = predict(trained[name], credit_fold, credit_fold.test, cpu)
-    after = predict(quantize(trained[name]), credit_fold, credit_fold.test, cpu)
-    assert np.abs(after - before).max() < 0.05
+    module = learner.module.to(cpu).eval()
+    plain = predict(module, credit_fold, credit_fold.test, cpu)
+    after = predict(quantize(module), credit_fold, credit_fold.test, cpu)
+    assert np.abs(after - plain).max() < 0.05
 
 
 def test_pca_reduces_the_numeric_inputs(trained, credit_fold):
     mean, projection, _ = fit_pca(credit_fold.train.x_num, 3)
     reduced = (credit_fold.train.x_num_filled() - mean) @ projection.T
     np.testing.assert_allclose(reduced.std(axis=0, ddof=1), 1.0, rtol=1e-3)  # whitened on training rows
-    r = measure_compression(trained["ft_transformer"], credit_fold, "pca", n_components=3,
-                            config={**SMALL["ft_transformer"], "max_epochs": 10, "lr": 2e-3, "patience": 4},
-                            min_seconds=0.05)
-    assert r["n_components"] == 3 < r["n_num"] == 7 and 0 < r["explained_variance"] <= 1
-    assert r["params_after"] < r["params_before"]  # four fewer numeric tokenizer rows
-    # Measured: accuracy 0.700 → 0.687 (the PCA model is trained anew).
-    assert r["score_after"] >= r["score_before"] - 0.05
+    learner = trained["ft_transformer"]
+    before = evaluate(learner.predict, credit_fold)
+    v = variant(learner, credit_fold, "pca", Usage(seconds=100.0, peak_cpu_mb=1e6))
+    assert v.error is None and v.retrained
+    d = v.details
+    assert d["n_components"] < d["n_num"] == 7 and 0 < d["explained_variance"] <= 1
+    assert v.n_params < sum(p.numel() for p in learner.module.parameters())  # fewer numeric tokenizer rows
+    # A model trained anew: its cost is its own training, not the trained model's too.
+    assert v.fit_seconds == v.compress_seconds < 100.0 and v.peak_cpu_mb < 1e6
+    # Measured: accuracy 0.707 → 0.700.
+    assert v.accuracy >= before.accuracy - 0.05
     with pytest.raises(ValueError, match="numeric"):
         fit_pca(np.zeros((10, 0)), 2)
 
@@ -467,18 +492,20 @@ def test_a_trials_compressed_variants_and_a_variant_that_fails(credit_fold):
     config = {**info.config_defaults(), "max_epochs": 5, "d_block": 64}
     out = fit_and_score(info, config, credit_fold, Context(seed=0), score_test=True,
                         compress=("prune", "quantize", "pca"))
-    v = out.variants
-    assert v is not None and set(v) == {"prune", "quantize", "pca"} and not any("error" in x for x in v.values()), v
-    assert v["prune"]["n_params"] < out.fit.n_params and v["prune"]["details"]["neurons_removed"] > 0
-    assert v["quantize"]["device"] == "cpu" and v["quantize"]["flops_per_row"] is None  # int8 kernels: not counted
-    assert v["pca"]["details"]["n_components"] < v["pca"]["details"]["n_num"] == 7
+    assert out.variants is not None
+    v = {x.method: x for x in out.variants}
+    assert list(v) == ["prune", "quantize", "pca"] and not any(x.error for x in v.values()), v
+    assert v["prune"].n_params < out.fit.n_params and v["prune"].details["neurons_removed"] > 0
+    assert v["quantize"].device == "cpu" and v["quantize"].flops_per_row is None  # int8 kernels: not counted
+    assert v["pca"].details["n_components"] < v["pca"].details["n_num"] == 7
     for x in v.values():
-        assert 0.5 < x["accuracy"] <= 1 and x["fit_seconds"] > 0 and x["predict_rows_per_s"] > 0
-    assert v["prune"]["fit_seconds"] >= out.usage.seconds  # the trained model comes first
+        assert 0.5 < x.accuracy <= 1 and x.fit_seconds > 0 and x.predict_rows_per_s > 0
+    assert v["prune"].fit_seconds >= out.usage.seconds  # the trained model comes first
+    assert [x.retrained for x in v.values()] == [False, False, True]
     cats = dataclasses.replace(credit_fold, num_names=[], train=part_without_numerics(credit_fold.train),
                                valid=part_without_numerics(credit_fold.valid), test=part_without_numerics(credit_fold.test))
     out = fit_and_score(info, config, cats, Context(seed=0), score_test=True, compress=("pca",))
-    assert out.scores.accuracy > 0.5 and out.variants and "PCA needs numeric features" in out.variants["pca"]["error"]
+    assert out.scores.accuracy > 0.5 and out.variants and "PCA needs numeric features" in (out.variants[0].error or "")
 
 
 def part_without_numerics(part: Part) -> Part:
