@@ -162,11 +162,16 @@ def _adoptable(suite: SuiteSpec, cells: list[tuple[Cell, ingest_mod.Prepared]],
     return out
 
 
+def model_kinds(suite: SuiteSpec) -> dict[str, str]:
+    """Each model entry's kind, as its Learner declares it: what the plan and the results store."""
+    return {m.key: m.model_info().kind for m in suite.models}
+
+
 def plan(suite: SuiteSpec, run_id: str, cells: list[tuple[Cell, ingest_mod.Prepared]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The run's plan as the store keeps it: every cell of the suite (with the compressed variants its
     model entries ask for), and the constant predictor's scores on every split (the report's floor)."""
     entries = {m.key: m for m in suite.models}
-    kinds = {m.key: m.model_info().kind for m in suite.models}  # stored: reports of this file need no registry
+    kinds = model_kinds(suite)  # stored: reports of this file need no registry
     versions = {m.key: model_version(suite, m.key) for m in suite.models}
     rows: list[dict[str, Any]] = []
     splits: dict[str, dict[tuple[int, int, str, int, int], None]] = {}
@@ -263,6 +268,7 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
     from pipeline.learners.resolve import resolve
 
     models = {m.key: resolve(m) for m in suite.models}  # once per run; each cell carries its entry
+    kinds = model_kinds(suite)
     hashes = {m.key: suite.model_hash(m.key) for m in suite.models}
     prior = store.committed_trials({cell.cell_id: attempts.get(cell.cell_id, 0) + 1 for cell, _, _ in pending})
     plans = []
@@ -270,7 +276,7 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
         model = models[cell.model]
         base = CellResult(cell_id=cell.cell_id, run_id=run_id, suite=suite.name, dataset=cell.dataset,
                           task_type=ds.task_type, repeat=cell.repeat, fold=cell.fold, sample_size=cell.sample_size,
-                          seed=cell.seed, model=cell.model, model_name=model.name, model_kind=model.kind,
+                          seed=cell.seed, model=cell.model, model_name=model.name, model_kind=kinds[cell.model],
                           spec_hash=hashes[cell.model], split_key=cell.split_key,
                           attempts=attempts.get(cell.cell_id, 0) + 1, n_train=cell.n_train)
         plans.append(CellPlan(base=base, model=model, seed=suite.seed * 1000 + cell.seed, data_key=loader.key(cell, ds, split_key),
