@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -27,6 +26,7 @@ from pydantic import (
 )
 
 from pipeline.errors import SpecError
+from pipeline.suite_text import read_suite_file, validation_problems
 
 if TYPE_CHECKING:
     from pipeline.models.registry import ModelInfo
@@ -410,98 +410,20 @@ class SuiteSpec(_Strict):
 
 
 # ------------------------------------------------------------------------------------------ loading
-def _format_errors(path: str, err: ValidationError) -> str:
-    from pipeline.models.registry import number_text
-
-    lines = [f"{path}: invalid suite ({err.error_count()} problems)"]
-    for e in err.errors():
-        tags = {"OpenMLTask", "OpenMLSuite", "LocalFile", "SklearnDataset"}
-        loc = ".".join(str(p) for p in e["loc"] if p not in tags)
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif e["type"] == "missing":
-            msg = "required key is missing"
-        elif e["type"] in ("int_type", "float_type", "bool_type", "string_type"):
-            # strict types: say what was given, since YAML turns `true`, `"5"` and `1.0` into other types
-            msg = f"{msg}, not {e['input']!r} ({type(e['input']).__name__})"
-            if e["type"] in ("int_type", "float_type") and number_text(e["input"]):
-                msg += "; write it without quotes"
-            elif e["type"] == "string_type" and isinstance(e["input"], int | float) and not isinstance(e["input"], bool):
-                msg += "; YAML reads it as a number: put it in quotes for text"
-        lines.append(f"  - {loc or '(top level)'}: {msg}")
-    if len(lines) == 2:  # one problem: one line
-        return f"{path}: invalid suite: {lines[1].removeprefix('  - ')}"
-    return "\n".join(lines)
-
-
 def parse_suite(data: Any, path: str = "<suite>") -> SuiteSpec:
     if not isinstance(data, dict):
         raise SpecError(f"{path}: a suite must be a YAML mapping with 'name', 'datasets' and 'models'")
     try:
         spec = SuiteSpec.model_validate({**data, "source_path": path})
     except ValidationError as err:
-        raise SpecError(_format_errors(path, err)) from None
+        raise SpecError(validation_problems(path, err)) from None
     return spec
-
-
-class DuplicateKey(yaml.YAMLError):
-    pass
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, except that a key given twice in one mapping is an error (plain YAML
-    loaders keep the last one silently), and that a plain scalar in exponent notation (``1e-4``,
-    ``1E+3``, ``5e3``) is a number, as in YAML 1.2 (YAML 1.1, PyYAML's own, reads it as text unless
-    it has a dot and a signed exponent: ``1.0e-4``), and that only ``true`` and ``false`` are booleans,
-    as in YAML 1.2 (``off``, ``yes`` are text). A quoted ``"1e-4"`` stays text."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise DuplicateKey(f"the key {key!r} is given twice in one mapping (lines {seen[key].line + 1} "
-                                   f"and {key_node.start_mark.line + 1}); keep one")
-            seen[key] = key_node.start_mark
-        return super().construct_mapping(node, deep=deep)
-
-
-# YAML 1.2's floats with an exponent that YAML 1.1 leaves as text: 1e-4, 1E+3, 5e3, 1.0e4, .5e1 (plain
-# scalars only: a resolver is not asked about quoted ones).
-_UniqueKeyLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|[-+]?\.[0-9_]+[eE][-+]?[0-9]+)$"),
-    list("-+0123456789."))
-# YAML 1.2's booleans too: only true and false. YAML 1.1 also reads yes/no/on/off as booleans, so that
-# `amp: off` became False, passed the check and failed every trial.
-_UniqueKeyLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in _UniqueKeyLoader.yaml_implicit_resolvers.items()}
-_UniqueKeyLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 
 def load_suite(path: str | Path) -> SuiteSpec:
     """Read and validate a suite file; relative dataset file paths resolve against the suite's folder."""
     p = Path(path)
-    if not p.is_file():
-        raise SpecError(f"{p}: suite file not found")
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = p.read_bytes()[: err.start].count(b"\n") + 1
-        raise SpecError(f"{p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line}); "
-                        "save the suite file as UTF-8") from None
-    except OSError as err:
-        raise SpecError(f"{p}: cannot read the suite file ({err.strerror or err})") from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except DuplicateKey as err:
-        raise SpecError(f"{p}: {err}") from None
-    except yaml.YAMLError as err:
-        raise SpecError(f"{p}: not valid YAML: {err}") from None
-    spec = parse_suite(data, str(p))
+    spec = parse_suite(read_suite_file(p), str(p))
     datasets = []
     for d in spec.datasets:
         if isinstance(d, LocalFile) and not Path(d.file).is_absolute():

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.spec import _UniqueKeyLoader, load_suite
+from pipeline.spec import load_suite
+from pipeline.suite_text import SuiteLoader
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "gated_attention"  # the README's own model of one's own, by import path
@@ -35,7 +36,7 @@ BLOCKS = blocks()
 
 def test_the_docs_hold_suite_examples():
     assert len(BLOCKS) >= 2, BLOCKS  # the Suites reference and the model of one's own
-    whole = [b for _, b in BLOCKS if {"name", "datasets", "models"} <= set(yaml.load(b, Loader=_UniqueKeyLoader))]
+    whole = [b for _, b in BLOCKS if {"name", "datasets", "models"} <= set(yaml.load(b, Loader=SuiteLoader))]
     assert whole, "no whole suite among the examples"
 
 
@@ -43,14 +44,14 @@ def test_the_docs_hold_suite_examples():
 def test_every_yaml_example_validates_as_written(where: str, text: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch):
     monkeypatch.syspath_prepend(str(EXAMPLE))
-    data = yaml.load(text, Loader=_UniqueKeyLoader)
+    data = yaml.load(text, Loader=SuiteLoader)
     if not isinstance(data, dict):
         pytest.fail(f"{where}: a suite example is a mapping")
     if not set(data) & {"name", "datasets", "models", "protocol", "space"}:
         pytest.fail(f"{where}: not a suite or a part of one (keys: {sorted(data)})")
     if "space" in data and not set(data) & set(AROUND):  # a model's space alone
         text = "models:\n  - name: mlp\n" + textwrap.indent(text, "    ")
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
+        data = yaml.load(text, Loader=SuiteLoader)
     missing = "".join(v for k, v in AROUND.items() if k not in data)
     path = tmp_path / "example.yaml"
     path.write_text(missing + text)  # the example's own text: YAML reads it exactly as a user's file

@@ -18,7 +18,8 @@ from test_bad_input import in_process
 from pipeline.data import ingest, sources
 from pipeline.data.store import Store
 from pipeline.errors import DataError, SpecError
-from pipeline.spec import LocalFile, Protocol, _UniqueKeyLoader, load_suite, parse_suite
+from pipeline.spec import LocalFile, Protocol, load_suite, parse_suite
+from pipeline.suite_text import SuiteLoader
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "gated_attention"
@@ -74,7 +75,7 @@ models:
 """)
     suite = load_suite(path)
     assert suite.models[0].fixed["amp"] == "off" and suite.models[1].space["amp"] == {"choice": ["off", "bf16"]}
-    assert yaml.load("[true, False, yes, off]", Loader=_UniqueKeyLoader) == [True, False, "yes", "off"]
+    assert yaml.load("[true, False, yes, off]", Loader=SuiteLoader) == [True, False, "yes", "off"]
     assert yaml.safe_load("a: off") == {"a": False}  # PyYAML's own loader is left as it is
 
 
