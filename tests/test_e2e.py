@@ -24,10 +24,10 @@ TINY = {
     "protocol": {"folds": 3, "sample_sizes": [48, "all"]},
     "models": [
         {"name": "xgboost", "trials": 2, "fixed": {"n_estimators": 60, "early_stopping_rounds": 10}},
-        # 1,000 epochs: about 1.5 s a cell, so that the run spans several commits (the driver commits what
+        # 500 epochs: about 0.8 s a cell, so that the run spans several commits (the driver commits what
         # finished at most a second apart) and an interrupt after three cells leaves some to resume
         {"name": "mlp", "trials": 3, "space": {"n_blocks": {"choice": [0, 2]}, "d_block": 32},
-         "fixed": {"max_epochs": 1000, "patience": 1000, "lr": 0.003}},
+         "fixed": {"max_epochs": 500, "patience": 500, "lr": 0.003}},
     ],
 }
 
