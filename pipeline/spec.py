@@ -205,6 +205,8 @@ class Resources(_Strict):
 
 
 OWN_MODEL_KEYS = {"builder", "learner", "kind", "defaults"}  # the keys that declare a model of one's own
+# Keys added after results existed, left out of an entry's hash at these values so that its cells keep their ids.
+LATER_KEYS = {"clock": "wall"}
 Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
 
 
@@ -225,6 +227,10 @@ class ModelSpec(_Strict):
     trials: int = Field(default=4, ge=1)
     time_budget_s: float = Field(default=600, gt=0, description="seconds the trials of one cell may spend in all (their own run time, summed); no trial starts once it is spent")
     trial_timeout_s: float = Field(default=300, gt=0, description="one trial is stopped and recorded past this")
+    clock: Literal["wall", "cpu"] = Field(
+        default="wall", description="what trial_timeout_s is read on: wall seconds, or cpu: CPU seconds of the "
+        "trial's process (its threads together), which other work on a shared machine does not change; for CPU "
+        "trials (a GPU fit's work is not the host's CPU time)")
     search: Literal["random", "tpe", "asha"] = Field(
         default="random", description="random: defaults, then seeded samples; tpe: Optuna TPE; asha: random with "
         "successive halving on epochs (torch) or boosting rounds")
@@ -400,6 +406,9 @@ class SuiteSpec(_Strict):
         # A registered model's entry leaves out the keys that declare models of one's own, so that its
         # cells keep the ids they had before those keys existed.
         entry = m.model_dump(mode="json", exclude=OWN_MODEL_KEYS - m.model_fields_set)
+        for key, default in LATER_KEYS.items():
+            if entry.get(key) == default:
+                del entry[key]
         if code and m.key in self.model_code:
             entry["code"] = {p: d["digest"] for p, d in self.model_code[m.key].items()}
         return hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:12]

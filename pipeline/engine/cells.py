@@ -132,7 +132,7 @@ class CellState:
             cell_id=p.base.cell_id, trial_id=f"{p.base.cell_id}-{p.base.attempts}-{index}", trial_index=index,
             suggestion=suggestion, attempt=attempt, model=p.model, config=config, seed=p.seed,
             data_key=p.data_key, cpus=r.cpus, gpus=r.gpus, workers=r.workers, backend=r.backend,
-            trial_timeout_s=self.spec.trial_timeout_s, asha=self.spec.search == "asha",
+            trial_timeout_s=self.spec.trial_timeout_s, clock=self.spec.clock, asha=self.spec.search == "asha",
             predictions=p.predictions, attention=True)  # every Learner is asked for its feature-attention map: one without answers None
 
     def result(self) -> tuple[CellResult, dict[str, Any] | None]:

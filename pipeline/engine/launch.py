@@ -36,17 +36,17 @@ def uses_ray_train(info: ModelInfo, resources: Resources) -> bool:
 
 
 def run_fit(info: ModelInfo, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
-            max_seconds: float = math.inf, score_test: bool = False, attention: bool = False,
+            max_seconds: float = math.inf, clock: str = "wall", score_test: bool = False, attention: bool = False,
             on_step: OnStep | None = None, data_ref: Any = None, compress: tuple[str, ...] = (),
             keep_predictions: bool = False) -> TrialOutcome:
     """Fit and score one whole configuration on the path ``resources`` asks for. On Ray Train the
     workers run every epoch they are given (early stopping only): ASHA's rungs apply to in-worker trials."""
     if uses_ray_train(info, resources):
-        return _fit_on_ray_train(info, config, data, resources, seed=seed, max_seconds=max_seconds,
+        return _fit_on_ray_train(info, config, data, resources, seed=seed, max_seconds=max_seconds, clock=clock,
                                  score_test=score_test, attention=attention, data_ref=data_ref, compress=compress,
                                  keep_predictions=keep_predictions)
     ctx = Context(threads=max(1, int(resources.cpus)), use_gpu=resources.gpus > 0, seed=seed,
-                  max_seconds=max_seconds, on_step=on_step)
+                  max_seconds=max_seconds, clock=clock, on_step=on_step)
     return fit_and_score(info, config, data, ctx, score_test=score_test, attention=attention, compress=compress,
                          keep_predictions=keep_predictions)
 
@@ -61,7 +61,7 @@ def _worker_loop(cfg: dict[str, Any]) -> None:
     data = ray.get(cfg["data_ref"])
 
     ctx = Context(threads=cfg["threads"], use_gpu=cfg["use_gpu"], seed=cfg["seed"], max_seconds=cfg["max_seconds"],
-                  shard=(rank, world), wrap=ray.train.torch.prepare_model if world > 1 else None)
+                  clock=cfg["clock"], shard=(rank, world), wrap=ray.train.torch.prepare_model if world > 1 else None)
     out = fit_and_score(cfg["info"], cfg["config"], data, ctx, score_test=cfg["score_test"],
                         attention=cfg["attention"], compress=cfg["compress"] if rank == 0 else (),
                         keep_predictions=cfg["keep_predictions"] and rank == 0)
@@ -75,7 +75,7 @@ def _worker_loop(cfg: dict[str, Any]) -> None:
 
 
 def _fit_on_ray_train(info: ModelInfo, config: dict[str, Any], data: FoldData, resources: Resources, *, seed: int,
-                      max_seconds: float, score_test: bool, attention: bool, data_ref: Any = None,
+                      max_seconds: float, clock: str, score_test: bool, attention: bool, data_ref: Any = None,
                       compress: tuple[str, ...] = (), keep_predictions: bool = False) -> TrialOutcome:
     import ray
     from ray.train import RunConfig, ScalingConfig
@@ -87,7 +87,7 @@ def _fit_on_ray_train(info: ModelInfo, config: dict[str, Any], data: FoldData, r
         train_loop_config={
             "data_ref": data_ref if data_ref is not None else ray.put(data), "info": info, "config": config, "seed": seed,
             "threads": max(1, int(resources.cpus)), "use_gpu": resources.gpus > 0, "max_seconds": max_seconds,
-            "score_test": score_test, "attention": attention, "compress": compress,
+            "clock": clock, "score_test": score_test, "attention": attention, "compress": compress,
             "keep_predictions": keep_predictions,
         },
         scaling_config=ScalingConfig(

@@ -31,3 +31,4 @@ class TrialRequest:
     attention: bool  # ask the learner for its feature-attention map (a model without one answers None)
     asha: bool = False  # ask the rung board at each rung whether to go on
     predictions: bool = True  # return the validation and test predictions (stored for post-hoc ensembles)
+    clock: str = "wall"  # what trial_timeout_s is read on: wall, or the trial process's CPU seconds (pipeline.clock)

@@ -326,13 +326,13 @@ class Scheduler:
 
         now = time.monotonic()
         for ref, run in list(self.inflight.items()):
-            limit = hard_limit_s(run.req.trial_timeout_s)
+            limit = hard_limit_s(run.req.trial_timeout_s, run.req.clock)
             if now - run.started <= limit:
                 continue
             del self.inflight[ref]
             self.pool.drop(run.slot)  # kills the actor and the runaway fit in it; the pool replaces it
             msg = (f"{TrialTimeout.__name__}: still running {now - run.started:.0f} s after it started; "
-                   f"trial_timeout_s is {run.req.trial_timeout_s:g} and the model did not stop at it")
+                   f"trial_timeout_s is {run.req.trial_timeout_s:g} ({run.req.clock} clock) and the model did not stop at it")
             self._record(run, self._placeholder(run, Status.TIMEOUT, msg))
 
     # ---------------------------------------------------------------------------------------- finish

@@ -54,7 +54,7 @@ def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float
     resources = Resources(cpus=req.cpus, gpus=req.gpus, workers=req.workers, backend=req.backend)  # type: ignore[arg-type]
     try:
         out = run_fit(req.model.info, req.model.config(req.config), data, resources, seed=req.seed,
-                      max_seconds=req.trial_timeout_s, score_test=True, attention=req.attention, on_step=decide,
+                      max_seconds=req.trial_timeout_s, clock=req.clock, score_test=True, attention=req.attention, on_step=decide,
                       data_ref=data_ref, compress=tuple(req.model.spec.compress), keep_predictions=req.predictions)
     except Exception as err:  # the model's failure is the trial's record, never the engine's exception
         rec.status = classify(err).value

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 
 def make_learner(info: ModelInfo, config: Mapping[str, Any], *, threads: int = 1, use_gpu: bool = False,
-                 seed: int = 0, max_seconds: float = math.inf, **extra: Any) -> Learner:
-    """The learner of a model with one whole configuration (``extra``: a distributed learner's
-    ``shard`` and ``wrap`` for a DDP worker)."""
+                 seed: int = 0, max_seconds: float = math.inf, clock: str = "wall", **extra: Any) -> Learner:
+    """The learner of a model with one whole configuration, stopping at ``max_seconds`` on ``clock``
+    (``extra``: a distributed learner's ``shard`` and ``wrap`` for a DDP worker)."""
     cls = info.learner_class()
-    return cls(info, config, threads=threads, use_gpu=use_gpu, seed=seed, max_seconds=max_seconds, **extra)
+    return cls(info, config, threads=threads, use_gpu=use_gpu, seed=seed, max_seconds=max_seconds, clock=clock,
+               **extra)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pipeline.clock import Stopwatch
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.models.registry import ModelInfo
 
@@ -112,12 +113,23 @@ class Learner(abc.ABC):
         return None
 
     def __init__(self, info: ModelInfo, config: Mapping[str, Any], *, threads: int = 1, use_gpu: bool = False,
-                 seed: int = 0, max_seconds: float = math.inf, device: Any = None) -> None:
-        """``device``: a torch device to train on, for the learners that take one (the torch learner);
-        the others train on a GPU when ``use_gpu``, else on the CPU."""
+                 seed: int = 0, max_seconds: float = math.inf, clock: str = "wall", device: Any = None) -> None:
+        """``max_seconds`` on ``clock`` (:mod:`pipeline.clock`: wall, or the process's CPU seconds) from the
+        start of ``fit``: the learner stops there and keeps its best epoch or round (:meth:`elapsed`).
+        ``device``: a torch device to train on, for the learners that take one (the torch learner); the
+        others train on a GPU when ``use_gpu``, else on the CPU."""
         self.info, self.config = info, dict(config)
         self.threads, self.use_gpu, self.seed, self.max_seconds = max(1, threads), use_gpu, seed, max_seconds
-        self.device = device
+        self.clock, self.device = clock, device
+        self.watch = Stopwatch(clock)
+
+    def start_clock(self) -> None:
+        """Start counting toward ``max_seconds`` (a fit calls it as it starts)."""
+        self.watch = Stopwatch(self.clock)
+
+    def past_limit(self) -> bool:
+        """Whether ``max_seconds`` has passed on the learner's clock since :meth:`start_clock`."""
+        return self.watch.elapsed() > self.max_seconds
 
     @abc.abstractmethod
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:

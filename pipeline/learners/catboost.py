@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -55,7 +54,6 @@ class CatBoostLearner(Learner):
     on_step: OnStep | None = None
     pruned = False
     timed_out = False
-    started = 0.0
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         import catboost as cb
@@ -77,7 +75,8 @@ class CatBoostLearner(Learner):
             self.model = cb.CatBoostClassifier(loss_function="Logloss" if d.n_classes == 2 else "MultiClass", **params)
         train = cb.Pool(frame(d.train, d), d.train.y, cat_features=cat_features)
         valid = cb.Pool(frame(d.valid, d), d.valid.y, cat_features=cat_features)
-        self.timed_out, self.started = False, time.perf_counter()
+        self.timed_out = False
+        self.start_clock()
         # ASHA's rungs and the time limit after every round; CatBoost takes no callbacks on GPU, where the
         # trial's hard limit is what holds.
         callbacks = None if self.use_gpu else [_RoundCallback(self)]
@@ -104,7 +103,7 @@ class _RoundCallback:
         self.owner = owner
 
     def after_iteration(self, info: Any) -> bool:
-        if time.perf_counter() - self.owner.started > self.owner.max_seconds:
+        if self.owner.past_limit():
             self.owner.timed_out = True
             return False
         losses: list[float] = next(iter(info.metrics.get("validation", {}).values()), [])

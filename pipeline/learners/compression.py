@@ -239,7 +239,8 @@ def pca_fold(data: FoldData, mean: np.ndarray, projection: np.ndarray) -> FoldDa
 
 
 def train_pca(data: FoldData, n_components: int | float, *, name: str, config: dict[str, Any] | None = None,
-              seed: int = 0, device: torch.device | None = None, max_seconds: float = math.inf) -> tuple[PCAInput, float]:
+              seed: int = 0, device: torch.device | None = None, max_seconds: float = math.inf,
+              clock: str = "wall") -> tuple[PCAInput, float]:
     """A registered model trained on the principal components of ``data``'s numerics, wrapped so that it
     takes the original inputs; and the explained variance ratio kept."""
     from pipeline.learners.torch import TorchLearner
@@ -249,7 +250,7 @@ def train_pca(data: FoldData, n_components: int | float, *, name: str, config: d
     reduced = pca_fold(data, mean, projection)
     info = get(name)
     learner = TorchLearner(info, {**info.config_defaults(), **(config or {})}, threads=torch.get_num_threads(),
-                           seed=seed, max_seconds=max_seconds, device=device)
+                           seed=seed, max_seconds=max_seconds, clock=clock, device=device)
     learner.fit(reduced)
     wrapped = PCAInput(learner.module, torch.as_tensor(mean), torch.as_tensor(projection)).to(device or "cpu")
     return wrapped, explained
@@ -331,7 +332,7 @@ class CompressedLearner(Learner):
         if method not in METHODS:
             raise ValueError(f"{method=} must be one of {', '.join(METHODS)}")
         super().__init__(trained.info, trained.config, threads=trained.threads, use_gpu=trained.use_gpu,
-                         seed=trained.seed, max_seconds=max_seconds)
+                         seed=trained.seed, max_seconds=max_seconds, clock=trained.clock)
         self.trained, self.method = trained, method
         self.device = torch.device("cpu") if method == "quantize" else trained.device
         self.meta: FoldData = trained.meta
@@ -350,7 +351,7 @@ class CompressedLearner(Learner):
             module = quantize(t.module)
         else:
             module, explained = train_pca(data, PCA_VARIANCE, name=self.info.name, config=self.config, seed=self.seed,
-                                          device=self.device, max_seconds=self.max_seconds)
+                                          device=self.device, max_seconds=self.max_seconds, clock=self.clock)
             self.details.update(n_components=module.components, n_num=len(data.num_names),
                                 explained_variance=explained)
         self.module = module.eval()

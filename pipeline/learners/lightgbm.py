@@ -18,7 +18,6 @@ usually have, so the Learner declares no GPU and a run that gives it one says so
 from __future__ import annotations
 
 import inspect
-import time
 from typing import Any
 
 import numpy as np
@@ -68,7 +67,8 @@ class LightGBMLearner(Learner):
         import lightgbm as lgb
 
         self.data, d, c = data.without_parts(), data, self.config
-        self.on_step, self.pruned, self.timed_out, self.started = on_step, False, False, time.perf_counter()
+        self.on_step, self.pruned, self.timed_out = on_step, False, False
+        self.start_clock()
         params: dict[str, Any] = dict(
             n_estimators=int(c["n_estimators"]), learning_rate=c["learning_rate"], num_leaves=int(c["num_leaves"]),
             feature_fraction=c["feature_fraction"], bagging_fraction=c["bagging_fraction"],
@@ -118,7 +118,7 @@ class _RoundCallback:
         _, _, loss, _ = env.evaluation_result_list[0]
         if self.best is None or loss < self.best[0]:
             self.best = (float(loss), env.iteration, env.evaluation_result_list)
-        if time.perf_counter() - o.started > o.max_seconds:
+        if o.past_limit():
             o.timed_out = True
         elif o.on_step is not None:
             o.pruned = not o.on_step(env.iteration + 1, -float(loss))

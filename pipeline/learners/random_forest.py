@@ -84,6 +84,7 @@ class RandomForestLearner(Learner):
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         started = time.perf_counter()
+        self.start_clock()
         c, regression = self.config, data.task_type == "regression"
         self.data, self.one_hot_max = data.without_parts(), int(c["one_hot_max"])
         max_features = c["max_features"]
@@ -109,7 +110,7 @@ class RandomForestLearner(Learner):
             val = score(data.task_type, data.valid.y, summed / grown, data.n_classes)
             curve.append({"iteration": grown, "val_loss": val["loss"], "val_score": val["score"],
                           "seconds": time.perf_counter() - started})
-            if grown < total and time.perf_counter() - started > self.max_seconds:
+            if grown < total and self.past_limit():
                 timed_out = True
                 break
         nodes = sum(int(t.tree_.node_count) for t in self.model.estimators_)

@@ -99,7 +99,7 @@ class TorchLearner(Learner):
         device = torch.device(self.device) if self.device is not None else pick_device(self.use_gpu)
         torch.manual_seed(self.seed)
         module = self.build(data)
-        recipe = Recipe.from_config(self.config, seed=self.seed, max_seconds=self.max_seconds)
+        recipe = Recipe.from_config(self.config, seed=self.seed, max_seconds=self.max_seconds, clock=self.clock)
         on_epoch = None
         if on_step is not None:
             step = on_step

@@ -10,12 +10,12 @@ import dataclasses
 import itertools
 import logging
 import math
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.clock import Stopwatch
 from pipeline.cost import Measure, Usage
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.evaluation import Scores, evaluate_kept
@@ -34,6 +34,7 @@ class Context:
     use_gpu: bool = False
     seed: int = 0
     max_seconds: float = math.inf
+    clock: str = "wall"  # what max_seconds is read on (pipeline.clock)
     on_step: OnStep | None = None
     shard: tuple[int, int] = (0, 1)
     wrap: Callable[[Any], Any] | None = None
@@ -76,10 +77,10 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
     """Train with the whole ``config``, then score on validation (and test when asked); with
     ``compress`` (and ``score_test``), each compressed variant too; with ``keep_predictions``, the
     outcome carries what was scored."""
-    t_start = time.perf_counter()
+    trial = Stopwatch(ctx.clock)
     extra = {"shard": ctx.shard, "wrap": ctx.wrap} if info.capabilities.distributed else {}
     learner = make_learner(info, config, threads=ctx.threads, use_gpu=ctx.use_gpu, seed=ctx.seed,
-                           max_seconds=ctx.max_seconds, **extra)
+                           max_seconds=ctx.max_seconds, clock=ctx.clock, **extra)
     with Measure(gpu=ctx.use_gpu and _cuda()) as m:
         report = learner.fit(data, ctx.on_step)
     scores, predictions = evaluate_kept(learner.predict, data, test=score_test)
@@ -91,7 +92,7 @@ def fit_and_score(info: ModelInfo, config: dict[str, Any], data: FoldData, ctx: 
             if fa is not None:
                 out.attention = {"features": data.feature_names, "map": fa.tolist()}
         if compress:
-            out.variants = [_variant(learner, data, method, m.usage, ctx.max_seconds - (time.perf_counter() - t_start))
+            out.variants = [_variant(learner, data, method, m.usage, ctx.max_seconds - trial.elapsed())
                             for method in compress]
     return out
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -67,7 +66,6 @@ class XGBoostLearner(Learner):
     on_step: OnStep | None = None
     pruned = False
     timed_out = False
-    started = 0.0
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         import xgboost as xgb
@@ -82,7 +80,8 @@ class XGBoostLearner(Learner):
             reg_alpha=c["reg_alpha"], gamma=c["gamma"], tree_method="hist", enable_categorical=True,
             max_cat_to_onehot=1, n_jobs=self.threads, random_state=self.seed, device=device,
         )
-        self.timed_out, self.started = False, time.perf_counter()
+        self.timed_out = False
+        self.start_clock()
         params["callbacks"] = [_round_callback(self)]  # ASHA's rungs and the time limit, after every round
         if d.task_type == "regression":
             self.model = xgb.XGBRegressor(objective="reg:squarederror", eval_metric="rmse", **params)
@@ -111,7 +110,7 @@ def _round_callback(owner: XGBoostLearner) -> Any:
 
     class Rounds(xgb.callback.TrainingCallback):
         def after_iteration(self, model: Any, epoch: int, evals_log: dict[str, Any]) -> bool:
-            if time.perf_counter() - owner.started > owner.max_seconds:
+            if owner.past_limit():
                 owner.timed_out = True
                 return True  # True stops XGBoost
             if owner.on_step is None:

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pipeline.clock import Stopwatch
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.metrics import selection
 from pipeline.train.precision import resolve_precision
@@ -220,6 +221,7 @@ def train(
     valid_inputs = to_tensors(data.valid, device)  # converted once, not after every epoch
     curve: list[dict[str, float]] = []
     t0 = time.perf_counter()
+    limit = Stopwatch(recipe.clock)  # max_seconds is read on the recipe's clock; a curve's seconds are wall
     stop = "max_epochs"
     epoch = 0
     members = int(getattr(model, "member_batches", 0) or 0)  # k members, each on batches of its own
@@ -234,7 +236,7 @@ def train(
                 continue
             train_loss += step(x_num[idx], x_cat[idx], y[idx]) * len(idx)
             seen += len(idx)
-            if time.perf_counter() - t0 > recipe.max_seconds:  # the limit holds inside an epoch too
+            if limit.elapsed() > recipe.max_seconds:  # the limit holds inside an epoch too
                 if not curve:
                     raise TimeLimit(f"the time limit of {recipe.max_seconds:g} s passed during the first epoch "
                                     f"(after step {b + 1} of {steps_per_epoch}); no finished epoch to keep")
@@ -257,7 +259,7 @@ def train(
         if bad >= recipe.patience:
             stop = "early_stopping"
             break
-        if time.perf_counter() - t0 > recipe.max_seconds:
+        if limit.elapsed() > recipe.max_seconds:
             stop = "time_limit"
             break
     model.load_state_dict(best.state)

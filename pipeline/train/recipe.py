@@ -22,6 +22,7 @@ class Recipe:
     clip_norm: float = 1.0
     amp: str = "auto"  # auto | off | bf16 | fp16: bf16 on GPUs that support it, fp16 with a scaler on older ones
     max_seconds: float = math.inf  # set by the harness (the trial's time limit), not by a suite
+    clock: str = "wall"  # what max_seconds is read on (pipeline.clock); set by the harness
     seed: int = 0  # set by the harness
 
     @classmethod
@@ -30,7 +31,7 @@ class Recipe:
         return cls(**{k: v for k, v in {**config, **extra}.items() if k in keys})
 
 
-HARNESS_KEYS = ("max_seconds", "seed")
+HARNESS_KEYS = ("max_seconds", "clock", "seed")
 
 # The recipe's searchable defaults: every torch model's configuration includes them.
 TRAINING_DEFAULTS: dict[str, Any] = {k: v for k, v in asdict(Recipe()).items() if k not in HARNESS_KEYS}
