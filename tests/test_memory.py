@@ -182,3 +182,36 @@ def test_every_registered_model_measures_the_same_on_a_fresh_worker_and_after_a_
         # fresh (CatBoost, at these sizes), 0.02 against 159 MB (FT-Transformer). The forests, whose
         # small fits need 3-4 MB, are held to the 3 MB only.
         assert after == pytest.approx(fresh, rel=0.25, abs=3.0), (name, fresh, after)
+
+
+
+def test_trial_workers_map_large_blocks_on_huge_pages_where_the_kernel_offers_them(ray_local):
+    """A trial worker starts with glibc's hugetlb tunable (pipeline.cost.worker_env): with the kernel's
+    transparent huge pages on request (``madvise``) or always, a large block is backed by huge pages, so
+    the allocator's pinned policy (every such block mapped afresh) costs far fewer page faults."""
+    import ray
+
+    from pipeline.engine.pool import Shape
+
+    def huge_pages_after_a_large_block() -> tuple[str, int]:
+        """The GLIBC_TUNABLES the worker started with, and the huge pages (kB) backing a freshly allocated
+        16 MiB block (malloc maps a block that size: it is above the pinned threshold)."""
+        import os
+        import re
+
+        from pipeline.cost import pin_allocator
+
+        pin_allocator()
+        block = np.ones(2 * 2**20)  # 16 MiB, written: every page touched
+        with open("/proc/self/smaps_rollup") as fh:
+            huge = int(re.search(r"AnonHugePages:\s+(\d+) kB", fh.read()).group(1))
+        del block
+        return os.environ.get("GLIBC_TUNABLES", ""), huge
+
+    probe = ray.remote(huge_pages_after_a_large_block).options(**Shape(1, 0).actor_options())
+    tunables, huge_kb = ray.get(probe.remote())
+    assert "glibc.malloc.hugetlb=1" in tunables.split(":")
+    with open("/sys/kernel/mm/transparent_hugepage/enabled") as fh:
+        mode = fh.read()
+    offered = "[always]" in mode or "[madvise]" in mode
+    assert (huge_kb >= 2048) == offered, (mode, huge_kb)

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.cost import worker_env
+
 log = logging.getLogger(__name__)
 EPS = 1e-9
 
@@ -31,7 +33,7 @@ class Shape:
     def actor_options(self) -> dict[str, Any]:
         if self.train_workers:  # the trainer's workers hold the resources; this actor only waits on them
             return {"num_cpus": 0}
-        return {"num_cpus": self.cpus, "num_gpus": self.gpus}
+        return {"num_cpus": self.cpus, "num_gpus": self.gpus, "runtime_env": {"env_vars": worker_env()}}
 
     def __str__(self) -> str:
         s = f"{self.cpus:g} CPU" + (f" + {self.gpus:g} GPU" if self.gpus else "")
