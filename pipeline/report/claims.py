@@ -148,7 +148,9 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
     above: the same share (ties count half), now expected *not* to favour boosting: the half is
     contradicted when its interval lies above 50% (boosting still wins), supported when below (attention
     wins), not enough data when it straddles an even match. The claim is supported when both halves
-    are, contradicted when either is, and not enough data otherwise; its ``above`` holds the second half."""
+    are, contradicted when either is, and not enough data otherwise; its ``above`` holds the second half.
+    A point lost by a best model that was still improving when its epochs, rounds or time ran out is not
+    converged: it counts neither way, and each half says how many it left out."""
     c = Claim("sample_size", f"Gradient boosting wins below about {REFERENCE_ROWS:,} training rows; attention models "
               "catch up above.", f"share of (dataset, size) points where the best boosting model beats the best "
               f"attention model, below {REFERENCE_ROWS:,} training rows and at or above (50% = an even match)",
@@ -157,17 +159,32 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
                c.measure, share=True)
     c.above = up
     att, gb = models_of_kind(kinds, "attention"), models_of_kind(kinds, "boosting")
-    wide = curves.pivot_table(index=["dataset", "split_key", "sample_size"], columns="model", values="score_mean")
+    point = ["dataset", "split_key", "sample_size"]
+    wide = curves.pivot_table(index=point, columns="model", values="score_mean")
     if not att or not gb or wide.empty:
         c.coverage, c.why = "needs an attention and a boosting model", "No comparison in these results."
         up.coverage, up.why = c.coverage, c.why
         return c
-    n_train = curves.groupby(["dataset", "split_key", "sample_size"]).n_train.mean().reindex(wide.index)
-    a, b = wide[[m for m in att if m in wide]].max(axis=1), wide[[m for m in gb if m in wide]].max(axis=1)
+    n_train = curves.groupby(point).n_train.mean().reindex(wide.index)
+    a_cols, b_cols = [m for m in att if m in wide], [m for m in gb if m in wide]
+    a, b = wide[a_cols].max(axis=1), wide[b_cols].max(axis=1)
     both = a.notna() & b.notna()
-    below = both & (n_train < REFERENCE_ROWS)
-    above = both & (n_train >= REFERENCE_ROWS)
+    # A point the loser lost while still improving when its budget ran out (its cells kept their last
+    # epoch or round: epochs_bound) is not converged: neither a win nor a loss of its kind.
+    bound = (curves.pivot_table(index=point, columns="model", values="n_epochs_bound", aggfunc="sum")
+             .reindex(index=wide.index, columns=wide.columns).fillna(0) > 0) if "n_epochs_bound" in curves else None
+    unsettled = pd.Series(False, index=wide.index)
+    if bound is not None and both.any():
+        best_a, best_b = wide.loc[both, a_cols].idxmax(axis=1), wide.loc[both, b_cols].idxmax(axis=1)
+        a_bound = pd.Series([bound.at[i, m] for i, m in best_a.items()], index=best_a.index, dtype=bool)
+        b_bound = pd.Series([bound.at[i, m] for i, m in best_b.items()], index=best_b.index, dtype=bool)
+        gap = (b[both] - a[both]).round(12)
+        unsettled.loc[both] = ((gap > 0) & a_bound) | ((gap < 0) & b_bound)
+    below = both & ~unsettled & (n_train < REFERENCE_ROWS)
+    above = both & ~unsettled & (n_train >= REFERENCE_ROWS)
     for half, mask in ((c, below), (up, above)):
+        side = n_train < REFERENCE_ROWS if half is c else n_train >= REFERENCE_ROWS
+        n_unsettled = int((unsettled & side).sum())
         d = (b[mask] - a[mask]).round(12)
         won, tied = int((d > 0).sum()), int((d == 0).sum())
         wins = won + 0.5 * tied  # a tie is half a win in the rate, never a win in words
@@ -177,6 +194,8 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
         rows = n_train[mask]
         span = f", {rows.min():,.0f}-{rows.max():,.0f} rows" if n else ""
         half.coverage = f"{n} points on {wide[mask].index.droplevel('sample_size').nunique()} datasets{span}"
+        if n_unsettled:
+            half.coverage += f"; {n_unsettled} not converged, left out"
         where = f"below {REFERENCE_ROWS:,}" if half is c else f"at or above {REFERENCE_ROWS:,}"
         if n == 0:
             half.why = f"No dataset was run {where} training rows with both kinds of model."
@@ -185,6 +204,9 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
         else:
             half.why = (f"{where[0].upper()}{where[1:]} rows boosting won {won}, tied {tied} and lost {n - won - tied} "
                         f"of {n} points ({half.effect:.0%} with a tie as ½, 95% interval {low:.0%}-{high:.0%})")
+        if n_unsettled:
+            half.why += (f" ({n_unsettled} more {'point was' if n_unsettled == 1 else 'points were'} lost by a model "
+                         "still improving when its epochs, rounds or time ran out: not converged, counted neither way)")
     c.verdict = decide(c.low, c.high, c.n, null=0.5)
     v = decide(up.low, up.high, up.n, null=0.5)  # boosting still winning above contradicts "catch up"
     up.verdict = {SUPPORTED: CONTRADICTED, CONTRADICTED: SUPPORTED}.get(v, THIN)

@@ -46,9 +46,12 @@ def test_ablation_verdicts_supported_contradicted_and_thin():
     assert nothing.verdict == claims.THIN and nothing.n == 0
 
 
-def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000) -> pd.DataFrame:
+def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000, ft_bound_above: int = 0) -> pd.DataFrame:
+    """Six datasets at 512 rows and at ``n_above``; FT-Transformer's cells above still improving at their
+    budget (n_epochs_bound) on the first ``ft_bound_above`` datasets."""
     return pd.DataFrame([
-        {"split_key": "k", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v}
+        {"split_key": "k", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v,
+         "n_epochs_bound": int(m == "ft_transformer" and n >= 10_000 and i < ft_bound_above)}
         for i in range(6) for size, n in (("512", 512), ("all", n_above))
         for m, v in (("xgboost", 0.90 if n < 10_000 else above_xgb), ("ft_transformer", 0.85 if n < 10_000 else above_ft))])
 
@@ -71,6 +74,16 @@ def test_sample_size_claim_has_a_verdict_below_and_above_the_reference():
     tied = claims.claim_sample_size(_curves(0.85), KINDS)  # ties above count half: 3 of 6, an even match
     assert tied.above.effect == 0.5 and tied.above.verdict == claims.THIN and tied.verdict == claims.THIN
     assert "boosting won 0, tied 6 and lost 0 of 6 points" in tied.why  # a tie is never called a win
+
+    # Boosting won all 6 above, but on 4 of them FT-Transformer was still improving when its epochs ran
+    # out: those are not converged, counted neither way; 2 points are too few for a verdict.
+    unsettled = claims.claim_sample_size(_curves(0.95, ft_bound_above=4), KINDS)
+    assert unsettled.above.n == 2 and unsettled.above.verdict == claims.THIN and unsettled.verdict == claims.THIN
+    assert "4 not converged, left out" in unsettled.above.coverage
+    assert "4 more points were lost by a model still improving" in unsettled.why
+    # Where the bound model won, its win stands: FT ahead above on every dataset, bound on 4.
+    ahead = claims.claim_sample_size(_curves(0.80, ft_bound_above=4), KINDS)
+    assert ahead.above.n == 6 and ahead.above.effect == 0.0 and "not converged" not in ahead.why
 
     small = claims.claim_sample_size(_curves(0.80, n_above=5_000), KINDS)  # nothing reaches 10,000 rows
     assert small.above.n == 0 and small.verdict == claims.THIN and small.n == 12
