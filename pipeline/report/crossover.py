@@ -4,6 +4,8 @@ Pure pandas/numpy/scipy on the ``learning_curves`` view."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -98,3 +100,99 @@ def curve_intervals(curves: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     out["score_low"] = np.maximum(out.score_mean - half, floor)
     out["score_high"] = np.minimum(out.score_mean + half, 1.0)
     return out
+
+
+INTERVAL_COLUMNS = ["dataset", "split_key", "model", "n_folds", "cross_low", "cross_high", "p_never"]
+N_BOOT = 500
+
+
+def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], incumbents: list[str],
+                        n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """A bootstrap interval over folds for each crossover: per dataset and challenger (``challengers``:
+    the row's name → the models whose best at each size it is; one model, or several for a "best" row),
+    the folds (``repeat``, ``fold``; a fold's subset seeds stay together) are resampled with replacement
+    ``n_boot`` times, the curves are averaged over the resampled folds, and the crossover size is found
+    as :func:`crossover` finds it, on the sizes both sides were compared at. ``cross_low``/``cross_high``
+    are the 2.5 and 97.5 percentiles of that size, ``inf`` where a resample finds the challenger behind at
+    the largest size (never); ``p_never`` the share of such resamples. Fewer than two folds: no interval
+    (NaN), as one fold cannot say how the answer moves with the data.
+
+    ``cells`` has the columns of ReportData.cells (one row per cell: status, score, n_train)."""
+    ok = cells[(cells.status == "ok") & cells.score.notna()]
+    rows = []
+    rng = np.random.default_rng(seed)
+    for (dataset, split_key), g in ok.groupby(["dataset", "split_key"], sort=True):
+        order = g.groupby("sample_size").n_train.mean().sort_values()
+        sizes, n_rows = list(order.index), order.to_numpy()
+        folds = sorted(set(zip(g["repeat"], g["fold"])))
+        fold_of = {f: i for i, f in enumerate(folds)}
+        models = sorted(set(g.model))
+        grid = np.full((len(folds), len(sizes), len(models)), np.nan)  # fold × size × model: mean over seeds
+        means = g.groupby(["repeat", "fold", "sample_size", "model"]).score.mean()
+        for (rep, fold, size, model), v in means.items():
+            grid[fold_of[(rep, fold)], sizes.index(size), models.index(model)] = v
+        inc = [models.index(m) for m in incumbents if m in models]
+        if not inc:
+            continue
+        pick = rng.integers(0, len(folds), size=(n_boot, len(folds)))
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a size a resample has no fold of: NaN
+            boot = np.nanmean(grid[pick], axis=1)  # n_boot × size × model
+            full = np.nanmean(grid, axis=0)  # size × model: the curves themselves
+            best_inc, best_inc_full = np.nanmax(boot[..., inc], axis=-1), np.nanmax(full[:, inc], axis=-1)
+            for name, members in challengers.items():
+                idx = [models.index(m) for m in members if m in models]
+                if not idx:
+                    continue
+                chal, chal_full = np.nanmax(boot[..., idx], axis=-1), np.nanmax(full[:, idx], axis=-1)
+                compared = ~np.isnan(chal_full) & ~np.isnan(best_inc_full)  # the sizes crossover() compares
+                if compared.sum() < 2:
+                    continue
+                n_folds = len(folds)
+                if n_folds < 2:
+                    rows.append({"dataset": dataset, "split_key": split_key, "model": name, "n_folds": n_folds,
+                                 "cross_low": np.nan, "cross_high": np.nan, "p_never": np.nan})
+                    continue
+                ahead = (chal - best_inc)[:, compared] > LEVEL  # n_boot × compared sizes
+                sizes_c = n_rows[compared]
+                # The crossover: the first size of the final run of sizes where the challenger is ahead.
+                last_not_ahead = np.where(~ahead, np.arange(ahead.shape[1]), -1).max(axis=1)
+                cross = np.where(ahead[:, -1], sizes_c[np.clip(last_not_ahead + 1, 0, len(sizes_c) - 1)], np.inf)
+                low, high = np.percentile(cross, [2.5, 97.5], method="inverted_cdf")
+                rows.append({"dataset": dataset, "split_key": split_key, "model": name, "n_folds": n_folds,
+                             "cross_low": float(low), "cross_high": float(high), "p_never": float(np.isinf(cross).mean())})
+    return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+
+
+def interval_text(low: float, high: float, largest: float) -> str:
+    """A crossover interval in words: sizes in rows, ``never up to N rows`` for an end that is never."""
+    if np.isnan(low):
+        return "one fold: no interval"
+
+    def end(x: float) -> str:
+        return f"never up to {largest:,.0f} rows" if np.isinf(x) else f"{x:,.0f}"
+
+    if low == high:
+        return f"[{end(low)}]"
+    return f"[{end(low)}, {end(high)}]"
+
+
+def ill_behaved(curves: pd.DataFrame) -> pd.DataFrame:
+    """Learning curves that fall as the training set grows (LCDB 1.1 finds about 15% of curves ill-behaved):
+    per dataset and model, the sizes where the mean score is below that of a smaller size with the two 95%
+    intervals apart (``curve_intervals``; a size with one split has no interval and is never flagged).
+    Columns: dataset, split_key, model, at_n (the larger size), from_n (the smaller), drop (mean difference)."""
+    out = []
+    cols = ["dataset", "split_key", "model", "at_n", "from_n", "drop"]
+    if curves.empty or "score_low" not in curves:
+        return pd.DataFrame(columns=cols)
+    for (dataset, split_key, model), g in curves.groupby(["dataset", "split_key", "model"], sort=True):
+        g = g.sort_values("n_train")
+        lows, highs, means, ns = (g[c].to_numpy(dtype=float) for c in ("score_low", "score_high", "score_mean", "n_train"))
+        for j in range(1, len(g)):
+            earlier = [i for i in range(j) if lows[i] > highs[j]]  # a smaller size clearly above this one
+            if earlier:
+                i = max(earlier, key=lambda k: means[k])
+                out.append({"dataset": dataset, "split_key": split_key, "model": model, "at_n": ns[j], "from_n": ns[i],
+                            "drop": means[i] - means[j]})
+    return pd.DataFrame(out, columns=cols)

@@ -62,20 +62,36 @@ def page_sample_size(data: ReportData) -> Page:
     if cross.empty:
         p.add(note("Needs at least one boosting model and one other model with scores."))
     else:
+        members = {m: [m] for m in networks} | ({"best attention": attention} if len(attention) > 1 else {})
+        spans = crossover_mod.crossover_intervals(data.cells, members, incumbents).set_index(
+            ["dataset", "split_key", "model"])
+        largest = curves.groupby(["dataset", "split_key"]).n_train.max()
         rows = []
         for r in cross.itertuples(index=False):
             txt = crossover_text(r)
             cls = "missing" if r.verdict == "never" else ("best" if r.ahead_everywhere else "")
             kind = "attention, best at each size" if r.model == "best attention" else data.family(r.model)
+            key = (r.dataset, r.split_key, r.model)
+            span = (crossover_mod.interval_text(spans.at[key, "cross_low"], spans.at[key, "cross_high"],
+                                                largest[(r.dataset, r.split_key)]) if key in spans.index else "")
             rows.append([cell(data.task_label(r.dataset, r.split_key)), cell(r.model), cell(kind), cell(txt, cls),
-                         cell(r.n_sizes), cell(crossover_test(data, r))])
-        p.add(table(["dataset", "model", "family", "crossover size", "sizes compared",
-                     "the difference there: significant or within noise"], rows, "table-crossover"))
+                         cell(span), cell(r.n_sizes), cell(crossover_test(data, r))])
+        p.add(table(["dataset", "model", "family", "crossover size", "95% interval over folds (bootstrap)",
+                     "sizes compared", "the difference there: significant or within noise"], rows, "table-crossover"))
+        p.add(note(f"The interval resamples the folds with replacement {crossover_mod.N_BOOT} times and finds the "
+                   "crossover again on each resample's mean curves: 'never up to N rows' where a resample has the "
+                   "model behind at the largest size compared. One fold gives no interval."))
         p.add(note("The last column tests the size the verdict rests on (the crossover size; for 'never', the "
                    "largest size compared): the challenger there against the best boosting model there, a "
                    f"paired two-sided Wilcoxon signed-rank test over the splits both finished, α = {sig.ALPHA}. "
                    "A crossover within noise may move with other folds."))
         p.add(note(reference_check(curves, networks, incumbents, data.kinds)))
+        falls = crossover_mod.ill_behaved(curves)
+        if len(falls):
+            said = "; ".join(f"{data.task_label(f.dataset, f.split_key)} {f.model}: {f.drop:.3f} lower at "
+                             f"{f.at_n:,.0f} rows than at {f.from_n:,.0f}" for f in falls.itertuples(index=False))
+            p.add(note(f"{len(falls)} curve points fall below a smaller size's with the two 95% intervals apart "
+                       f"(ill-behaved learning curves; LCDB 1.1 finds about 15% of curves so): {said}."))
 
     p.h2("Over all datasets: mean normalised score by size", "average")
     p.figure(figs.normalized_curves(agg.normalized_by_size(data.cells, sizes), style, sizes), "fig-curve-avg")

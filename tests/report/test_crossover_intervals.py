@@ -1,0 +1,87 @@
+"""Crossovers with intervals (issue 36): the crossover size's bootstrap interval over folds, and learning
+curves that fall as the training set grows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pipeline.report import crossover as xo
+
+SIZES = {"256": 256, "1024": 1024, "4096": 4096}
+
+
+def cells(scores: dict[tuple[str, str, int], float], dataset: str = "d") -> pd.DataFrame:
+    """Cells from {(model, size, fold): score}, one subset seed each."""
+    return pd.DataFrame([{"dataset": dataset, "split_key": "k", "sample_size": size, "n_train": SIZES[size],
+                          "repeat": 0, "fold": fold, "seed": 0, "model": model, "status": "ok", "score": v}
+                         for (model, size, fold), v in scores.items()])
+
+
+def test_a_clear_crossover_has_a_tight_interval_and_a_noisy_one_spans_never():
+    clear, noisy = {}, {}
+    rng = np.random.default_rng(0)
+    for fold in range(5):
+        for size, ft, xgb in (("256", 0.70, 0.80), ("1024", 0.78, 0.82), ("4096", 0.90, 0.84)):
+            clear[("ft", size, fold)], clear[("xgb", size, fold)] = ft + rng.normal(0, 0.002), xgb
+            # At 4,096 rows FT-Transformer is ahead on average (0.845 vs 0.84) but behind on two folds of five.
+            noisy[("ft", size, fold)] = (0.80 if fold < 2 else 0.875) if size == "4096" else ft
+            noisy[("xgb", size, fold)] = xgb
+    both = pd.concat([cells(clear, "clear"), cells(noisy, "noisy")], ignore_index=True)
+    out = xo.crossover_intervals(both, {"ft": ["ft"]}, ["xgb"]).set_index("dataset")
+    assert out.loc["clear", ["cross_low", "cross_high", "p_never"]].tolist() == [4096, 4096, 0.0]
+    assert out.loc["clear", "n_folds"] == 5
+    # Resamples with both bad folds twice put FT-Transformer behind at 4,096 rows: never, in some of them.
+    noisy_row = out.loc["noisy"]
+    assert noisy_row.cross_low == 4096 and np.isinf(noisy_row.cross_high) and 0.02 < noisy_row.p_never < 0.5
+    assert xo.interval_text(noisy_row.cross_low, noisy_row.cross_high, 4096) == "[4,096, never up to 4,096 rows]"
+    assert xo.interval_text(4096.0, 4096.0, 4096) == "[4,096]"
+    # The point estimate is crossover()'s on the same cells' curves: the interval is about the same verdict.
+    curves = both.groupby(["dataset", "split_key", "model", "sample_size"], as_index=False).agg(
+        score_mean=("score", "mean"), n_train=("n_train", "mean"), n_ok=("score", "size"))
+    point = xo.crossover(curves, ["ft"], ["xgb"]).set_index("dataset")
+    assert point.loc["noisy", "crossover_n"] == point.loc["clear", "crossover_n"] == 4096
+
+
+def test_one_fold_has_no_interval_and_a_best_row_takes_the_best_member():
+    one = {(m, s, 0): v for m, s, v in (("ft", "256", 0.7), ("xgb", "256", 0.8), ("ft", "1024", 0.9), ("xgb", "1024", 0.8))}
+    out = xo.crossover_intervals(cells(one), {"ft": ["ft"]}, ["xgb"])
+    assert out.n_folds.tolist() == [1] and np.isnan(out.cross_low.iloc[0])
+    assert xo.interval_text(float("nan"), float("nan"), 1024) == "one fold: no interval"
+    two = {**one, **{(m, s, 1): v for (m, s, _), v in one.items()}, ("tt", "256", 0): 0.85, ("tt", "256", 1): 0.85,
+           ("tt", "1024", 0): 0.5, ("tt", "1024", 1): 0.5}
+    best = xo.crossover_intervals(cells(two), {"best attention": ["ft", "tt"]}, ["xgb"]).iloc[0]
+    # ahead at 256 rows through tt (0.85 > 0.8) and at 1,024 through ft: ahead everywhere, from 256
+    assert (best.cross_low, best.cross_high, best.p_never) == (256, 256, 0.0)
+
+
+def test_a_curve_that_falls_clearly_is_flagged_and_noise_is_not():
+    rows = []
+    for model, means in (("falls", (0.80, 0.70, 0.85)), ("noisy", (0.80, 0.79, 0.85))):
+        for (size, n), mean in zip(SIZES.items(), means):
+            rows.append({"dataset": "d", "split_key": "k", "model": model, "sample_size": size, "n_train": n,
+                         "score_mean": mean, "score_std": 0.01, "n_ok": 5, "metric": "accuracy"})
+    rows.append({"dataset": "d", "split_key": "k", "model": "one", "sample_size": "256", "n_train": 256,
+                 "score_mean": 0.9, "score_std": np.nan, "n_ok": 1, "metric": "accuracy"})
+    rows.append({"dataset": "d", "split_key": "k", "model": "one", "sample_size": "1024", "n_train": 1024,
+                 "score_mean": 0.5, "score_std": np.nan, "n_ok": 1, "metric": "accuracy"})
+    flagged = xo.ill_behaved(xo.curve_intervals(pd.DataFrame(rows)))
+    assert flagged.model.tolist() == ["falls"]  # one split has no interval: not flagged, whatever its drop
+    assert flagged.iloc[0][["at_n", "from_n"]].tolist() == [1024, 256] and abs(flagged.iloc[0]["drop"] - 0.10) < 1e-9
+
+
+def test_the_sample_size_page_gives_each_crossover_its_interval(evil_report):
+    import html
+    import re
+
+    _, reports = evil_report
+    page = (reports / "sample_size.html").read_text()
+    table = page[page.index('id="table-crossover"'):]
+    table = table[:table.index("</table>")]
+    rows = [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    rows = [r for r in rows if r]
+    assert rows and "95% interval over folds (bootstrap)" in table
+    # two folds of synthetic results: an interval on every row, in sizes or "never up to N rows"
+    assert all(re.fullmatch(r"\[(never up to [\d,]+ rows|[\d,]+)(, (never up to [\d,]+ rows|[\d,]+))?\]", r[4])
+               for r in rows), [r[4] for r in rows]
