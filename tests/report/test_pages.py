@@ -487,3 +487,20 @@ def test_a_new_page_is_a_module_and_one_row_of_pages(synth_db, tmp_path, monkeyp
     for spec in pages_mod.PAGES:
         assert '<a href="toy.html"' in (out / spec.file).read_text(), spec.file
     assert "A page added by one row." in (out / "index.html").read_text()
+
+
+def test_the_sample_size_page_gives_each_crossover_its_interval(evil_report):
+    import html
+    import re
+
+    _, reports = evil_report
+    page = (reports / "sample_size.html").read_text()
+    table = page[page.index('id="table-crossover"'):]
+    table = table[:table.index("</table>")]
+    rows = [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    rows = [r for r in rows if r]
+    assert rows and "95% interval over folds (bootstrap)" in table
+    # two folds of synthetic results: an interval on every row, in sizes or "never up to N rows"
+    assert all(re.fullmatch(r"\[(never up to [\d,]+ rows|[\d,]+)(, (never up to [\d,]+ rows|[\d,]+))?\]", r[4])
+               for r in rows), [r[4] for r in rows]
