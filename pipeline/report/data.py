@@ -15,6 +15,7 @@ from pipeline.data.views import temporary_views
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.answer import family_of
+from pipeline.report.traits import dataset_traits
 
 
 @dataclass
@@ -43,6 +44,7 @@ class ReportData:
     timed_runs: pd.DataFrame = field(default_factory=pd.DataFrame)  # (model, run_id) of every ok cell's result
     # Tuned + ensembled per ok cell (and per family and split) from stored predictions: report/ensembles.py
     ensembles: pd.DataFrame = field(default_factory=pd.DataFrame)
+    traits: pd.DataFrame = field(default_factory=pd.DataFrame)  # each dataset's characteristics: report/traits.py
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
@@ -77,6 +79,7 @@ class ReportData:
                 kinds={}, model_names={},
             )
             timed = q("SELECT DISTINCT model, run_id FROM current_results WHERE status = 'ok'")
+            data.traits = dataset_traits(con, sorted(set(data.cells.dataset)) if len(data.cells) else [])
             has_predictions = q("SELECT count(*) AS n FROM information_schema.tables "
                                 "WHERE table_name = 'predictions'").n.iloc[0] > 0
             if has_predictions:  # files before schema 5 kept none

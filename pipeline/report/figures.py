@@ -369,3 +369,26 @@ def attention_heatmap(matrix: np.ndarray, features: Sequence[str], title: str,
     fig.update_xaxes(title_text="key feature", automargin=True, tickangle=-45, dtick=1, constrain="domain")
     side = min(1100, max(420, 220 + 14 * len(names)))
     return _layout(fig, height=side, title_text=lab(title))
+
+
+def trait_scatter(joined: pd.DataFrame, traits: Mapping[str, str], stats_text: Mapping[str, str]) -> go.Figure:
+    """Small multiples: for each dataset characteristic, the attention − boosting gap at the largest size
+    (y) against it (x), a point per dataset; each panel's title gives Spearman's ρ and its BH q-value."""
+    names = list(traits)
+    cols = 4
+    rows = math.ceil(len(names) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"{lab(traits[t])}<br>{lab(stats_text.get(t, ''))}"
+                                                              for t in names],
+                        vertical_spacing=0.16, horizontal_spacing=0.06)
+    for i, t in enumerate(names):
+        r, c = divmod(i, cols)
+        pts = joined[[t, "gap"]].dropna()
+        fig.add_trace(go.Scatter(x=pts[t], y=pts.gap, mode="markers", marker={"size": 7, "color": PALETTE[0]},
+                                 text=[lab(d) for d in joined.loc[pts.index, "dataset"]],
+                                 hovertemplate="%{text}<br>%{x:.3g}: gap %{y:+.3f}<extra></extra>", showlegend=False),
+                      row=r + 1, col=c + 1)
+        fig.add_hline(y=0, line={"color": "#999", "dash": "dot", "width": 1}, row=r + 1, col=c + 1)
+    for ann in fig.layout.annotations:
+        ann.font = {"size": 11}
+    fig.update_yaxes(title_text="attention − boosting", col=1)
+    return _layout(fig, height=300 * rows)

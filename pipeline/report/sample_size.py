@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pipeline.report import aggregate as agg
@@ -12,6 +13,7 @@ from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod
 from pipeline.report import figures as figs
 from pipeline.report import significance as sig
+from pipeline.report import traits as traits_mod
 from pipeline.report.accuracy import bound_text
 from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
 from pipeline.report.data import ReportData, size_label
@@ -93,6 +95,8 @@ def page_sample_size(data: ReportData) -> Page:
             p.add(note(f"{len(falls)} curve points fall below a smaller size's with the two 95% intervals apart "
                        f"(ill-behaved learning curves; LCDB 1.1 finds about 15% of curves so): {said}."))
 
+    favours_section(p, data, curves, attention, incumbents)
+
     p.h2("Over all datasets: mean normalised score by size", "average")
     p.figure(figs.normalized_curves(agg.normalized_by_size(data.cells, sizes), style, sizes), "fig-curve-avg")
     p.add(note("Per task (dataset and size) the best model scores 1 and the worst 0; each point is the mean "
@@ -158,3 +162,40 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
     if not parts:
         return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a boosting model and another."
     return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
+
+
+def favours_section(p: Page, data: ReportData, curves: pd.DataFrame, attention: list[str],
+                    incumbents: list[str]) -> None:
+    """Which data favours attention: each dataset's characteristics beside the gap between the best
+    attention model and the best boosting model at the largest size both ran, and the rank correlation of
+    the gap with each characteristic over datasets (Benjamini–Hochberg across them)."""
+    p.h2("Which data favours attention", "favours")
+    gap = traits_mod.attention_gap(curves, attention, incumbents)
+    joined = data.traits.merge(gap.groupby("dataset", as_index=False).agg(gap=("gap", "mean"), at_n=("at_n", "max")),
+                               on="dataset", how="inner")
+    if len(joined) < 3:
+        p.add(note(f"Needs at least 3 datasets where an attention model and a boosting model both have scores "
+                   f"({len(joined)} here)."))
+        return
+    tests = traits_mod.favours(data.traits, gap)
+    said = {r.trait: ("too few datasets" if np.isnan(r.rho) else f"ρ {r.rho:+.2f}, q {r.q:.2f}")
+            for r in tests.itertuples(index=False)}
+    p.figure(figs.trait_scatter(joined, traits_mod.TRAITS, said), "fig-favours")
+    rows = [[cell(traits_mod.TRAITS[r.trait]), cell("" if np.isnan(r.rho) else f"{r.rho:+.2f}"),
+             cell("" if np.isnan(r.p) else f"{r.p:.3f}"), cell("" if np.isnan(r.q) else f"{r.q:.3f}"), cell(r.n),
+             cell("yes" if r.q < 0.05 else "no" if not np.isnan(r.q) else "not tested", "best" if r.q < 0.05 else "")]
+            for r in tests.itertuples(index=False)]
+    p.add(table(["characteristic", "Spearman ρ with the gap", "p", "q (Benjamini–Hochberg)", "datasets",
+                 "survives at q < 0.05"], rows, "table-favours"))
+    kept = tests[tests.q < 0.05]
+    p.add(note(f"The gap is the best attention model's mean score minus the best boosting model's at the largest "
+               f"size both ran on a dataset (positive: attention ahead). {len(kept)} of {int(tests.p.notna().sum())} "
+               "characteristics tested survive the correction" + (f" ({', '.join(kept.trait)})" if len(kept) else
+               ": a null result on these datasets") + ". A correlation over datasets is not a cause: "
+               "characteristics go together (many categoricals and many rows, say)."))
+    cols = list(traits_mod.TRAITS)
+    rows = [[cell(r["dataset"]), cell(f"{r['gap']:+.3f}"),
+             cell(f"{r['at_n']:,.0f}"), *[cell(f"{r[c]:.3g}") for c in cols]]
+            for r in joined.sort_values("gap").to_dict("records")]
+    p.add(table(["dataset", "gap", "at rows", *[traits_mod.TRAITS[c] for c in cols]], rows, "table-traits"))
+

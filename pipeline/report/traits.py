@@ -1,0 +1,142 @@
+"""Which data favours attention: each dataset's characteristics, and how the gap between the best attention
+model and the best boosting model at the largest size run goes with each (rank correlations over datasets,
+Benjamini–Hochberg across the characteristics).
+
+The characteristics are a handful of pandas and DuckDB lines over what a run stores (the datasets and
+features tables, the data itself); a meta-feature library (pymfe) would add statsmodels and igraph to the
+install for the same few numbers, and its larger groups are slow at 50,000 rows. The one that fits a model
+(the share of uninformative features, Grinsztajn et al. 2022's measure of what trees tolerate) fits a
+seeded random forest on at most ``FOREST_ROWS`` rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.data.ingest import TARGET
+
+# trait → what it is, as the report says it
+TRAITS: dict[str, str] = {
+    "log10_rows": "rows (log10)",
+    "features": "features",
+    "categorical_share": "share of features that are categorical",
+    "categorical_levels": "mean levels of a categorical feature (0: none)",
+    "missing_share": "share of cells missing",
+    "target_imbalance": "classification: majority class share; regression: |skewness| of the target",
+    "uninformative_share": "share of features outside those a random forest needs for 90% of its importance",
+}
+FOREST_ROWS = 2000
+FOREST_TREES = 50
+KEPT_IMPORTANCE = 0.9
+
+
+def dataset_traits(con: Any, datasets: list[str], seed: int = 0) -> pd.DataFrame:
+    """One row per dataset of ``datasets`` found in the file, a column per trait (NaN where the file
+    does not hold what it needs, e.g. a reference without its data)."""
+    rows = []
+    meta = con.execute("SELECT dataset, task_type, target, n_rows, n_features, n_categorical, data_table "
+                       "FROM datasets").df().set_index("dataset")
+    feats = con.execute("SELECT dataset, name, kind, n_missing, n_levels FROM features").df()
+    tables = set(con.execute("SELECT table_name FROM information_schema.tables").df().table_name)
+    for name in datasets:
+        if name not in meta.index:
+            continue
+        m = meta.loc[name]
+        f = feats[feats.dataset == name]
+        cat = f[f.kind == "categorical"]
+        n_rows, n_feat = int(m.n_rows), max(int(m.n_features), 1)
+        row: dict[str, Any] = {"dataset": name, "log10_rows": float(np.log10(max(n_rows, 1))), "features": n_feat,
+                               "categorical_share": len(cat) / n_feat,
+                               "categorical_levels": float(cat.n_levels.mean()) if len(cat) else 0.0,
+                               "missing_share": float(f.n_missing.sum()) / max(n_rows * n_feat, 1),
+                               "target_imbalance": np.nan, "uninformative_share": np.nan}
+        if m.data_table in tables:
+            row.update(_from_data(con, m, f, seed))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["dataset", *TRAITS])
+
+
+def _from_data(con: Any, m: pd.Series, feats: pd.DataFrame, seed: int) -> dict[str, float]:
+    target = f'"{TARGET}"'
+    table = f'"{m.data_table}"'
+    if m.task_type == "regression":
+        imbalance = con.execute(f"SELECT abs(skewness({target})) FROM {table}").fetchone()[0]
+    else:
+        imbalance = con.execute(f"SELECT max(n) / sum(n) FROM (SELECT count(*) AS n FROM {table} GROUP BY {target})"
+                                ).fetchone()[0]
+    sample = con.execute(f"SELECT * FROM {table} USING SAMPLE reservoir({FOREST_ROWS} ROWS) REPEATABLE ({seed})").df()
+    return {"target_imbalance": float(imbalance) if imbalance is not None else np.nan,
+            "uninformative_share": uninformative_share(sample, TARGET, dict(zip(feats.name, feats.kind)),
+                                                       str(m.task_type), seed)}
+
+
+def uninformative_share(frame: pd.DataFrame, target: str, features: dict[str, str], task_type: str,
+                        seed: int = 0) -> float:
+    """The share of features outside the fewest that carry ``KEPT_IMPORTANCE`` of a seeded random forest's
+    impurity importance. ``features``: name → kind (categorical: their codes; missing values a code of
+    their own)."""
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    cols = [c for c in features if c in frame]
+    if not cols or len(frame) < 10:
+        return float("nan")
+    x = np.column_stack([_codes(frame[c], features[c] == "categorical") for c in cols])
+    y = frame[target]
+    forest: Any = (RandomForestRegressor if task_type == "regression" else RandomForestClassifier)(
+        n_estimators=FOREST_TREES, max_features="sqrt", min_samples_leaf=2, random_state=seed, n_jobs=1)
+    forest.fit(x, y.to_numpy(dtype=float) if task_type == "regression" else y.astype(str))
+    imp = np.sort(forest.feature_importances_)[::-1]
+    if imp.sum() <= 0:
+        return float("nan")
+    needed = int(np.searchsorted(np.cumsum(imp) / imp.sum(), KEPT_IMPORTANCE) + 1)
+    return 1.0 - min(needed, len(cols)) / len(cols)
+
+
+def _codes(s: pd.Series, categorical: bool) -> np.ndarray:
+    if categorical:
+        return pd.Series(pd.Categorical(s.astype(str).where(s.notna(), "<missing>"))).cat.codes.to_numpy(dtype=float)
+    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+    return np.where(np.isnan(v), np.nanmin(v) - 1 if np.isfinite(v).any() else 0.0, v)
+
+
+def attention_gap(curves: pd.DataFrame, attention: list[str], boosting: list[str]) -> pd.DataFrame:
+    """Per dataset, at the largest size where both kinds have a score: best attention − best boosting
+    mean score (``gap``), with that size's rows (``at_n``)."""
+    out = []
+    for (dataset, split_key), g in curves.groupby(["dataset", "split_key"], sort=True):
+        wide = g.pivot_table(index="n_train", columns="model", values="score_mean").sort_index()
+        a, b = [m for m in attention if m in wide], [m for m in boosting if m in wide]
+        if not a or not b:
+            continue
+        gap = (wide[a].max(axis=1) - wide[b].max(axis=1)).dropna()
+        if len(gap):
+            out.append({"dataset": dataset, "split_key": split_key, "at_n": float(gap.index[-1]),
+                        "gap": float(gap.iloc[-1])})
+    return pd.DataFrame(out, columns=["dataset", "split_key", "at_n", "gap"])
+
+
+def favours(traits: pd.DataFrame, gap: pd.DataFrame) -> pd.DataFrame:
+    """Spearman's ρ between each trait and the gap over datasets, its two-sided p-value and the
+    Benjamini–Hochberg q-value across the traits; ``n`` datasets. A dataset run under several split
+    keys counts once (its gaps averaged)."""
+    from scipy import stats
+
+    per = gap.groupby("dataset").gap.mean()
+    joined = traits.set_index("dataset").join(per, how="inner")
+    rows = []
+    for trait in TRAITS:
+        pair = joined[[trait, "gap"]].dropna()
+        if len(pair) >= 3 and pair[trait].nunique() > 1 and pair.gap.nunique() > 1:
+            rho, p = stats.spearmanr(pair[trait], pair.gap)
+            rows.append({"trait": trait, "rho": float(rho), "p": float(p), "n": len(pair)})
+        else:
+            rows.append({"trait": trait, "rho": np.nan, "p": np.nan, "n": len(pair)})
+    out = pd.DataFrame(rows, columns=["trait", "rho", "p", "n"])
+    tested = out.p.notna()
+    out["q"] = np.nan
+    if tested.any():
+        out.loc[tested, "q"] = stats.false_discovery_control(out.p[tested].to_numpy(), method="bh")
+    return out

@@ -1,0 +1,71 @@
+"""Which data favours attention (issue 36 item 4): dataset characteristics read from a results file, the
+gap at the largest size, and rank correlations with Benjamini–Hochberg across the characteristics."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from pipeline.data.ingest import TARGET
+from pipeline.data.schema import SCHEMA
+from pipeline.report import traits
+
+
+def test_a_forest_finds_the_noise_features_uninformative():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1500, 10))
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(10)])
+    frame[TARGET] = (x[:, 0] + x[:, 1] > 0).astype(int).astype(str)
+    kinds = {f"f{i}": "numeric" for i in range(10)}
+    noisy = traits.uninformative_share(frame, TARGET, kinds, "binary")
+    frame[TARGET] = (x.sum(axis=1) > 0).astype(int).astype(str)  # every feature carries signal
+    spread = traits.uninformative_share(frame, TARGET, kinds, "binary")
+    assert noisy >= 0.5 and spread <= 0.2, (noisy, spread)
+
+
+def test_traits_are_read_from_a_results_file(tmp_path):
+    con = duckdb.connect(str(tmp_path / "r.duckdb"))
+    con.execute(SCHEMA)
+    rng = np.random.default_rng(1)
+    data = pd.DataFrame({"a": rng.normal(size=400), "c": rng.choice(["x", "y", "z"], 400),
+                         TARGET: np.where(rng.random(400) < 0.75, "no", "yes")})
+    data.loc[:39, "a"] = np.nan  # 40 of 800 cells missing
+    con.execute("CREATE TABLE data_d AS SELECT * FROM data")
+    con.execute("INSERT INTO datasets (dataset, task_type, target, n_rows, n_features, n_categorical, data_table) "
+                "VALUES ('d', 'binary', 'y', 400, 2, 1, 'data_d'), ('gone', 'regression', 'y', 100, 1, 0, 'data_gone')")
+    con.execute("INSERT INTO features (dataset, position, name, kind, n_missing, n_levels) VALUES "
+                "('d', 0, 'a', 'numeric', 40, NULL), ('d', 1, 'c', 'categorical', 0, 3), "
+                "('gone', 0, 'a', 'numeric', 0, NULL)")
+    got = traits.dataset_traits(con, ["d", "gone", "never-run"]).set_index("dataset")
+    assert list(got.index) == ["d", "gone"]
+    d = got.loc["d"]
+    assert (d.features, d.categorical_share, d.categorical_levels, d.missing_share) == (2, 0.5, 3.0, 0.05)
+    assert abs(d.target_imbalance - (data[TARGET] == "no").mean()) < 1e-12 and 0 <= d.uninformative_share <= 0.5
+    # a reference's dataset whose rows the file does not hold: what the tables say, NaN for the rest
+    assert np.isnan(got.loc["gone", "target_imbalance"]) and np.isnan(got.loc["gone", "uninformative_share"])
+
+
+def test_the_gap_is_taken_at_the_largest_size_both_kinds_ran_and_tested_with_bh():
+    curves = pd.DataFrame([
+        {"dataset": "d", "split_key": "k", "model": m, "n_train": n, "score_mean": v}
+        for m, n, v in (("ft", 256, 0.7), ("xgb", 256, 0.8), ("ft", 1024, 0.9), ("xgb", 1024, 0.85), ("xgb", 4096, 0.9))])
+    gap = traits.attention_gap(curves, ["ft"], ["xgb"])
+    assert gap[["at_n", "gap"]].round(6).values.tolist() == [[1024.0, 0.05]]  # 4,096: no attention score
+
+    rng = np.random.default_rng(2)
+    n = 12
+    t = pd.DataFrame({"dataset": [f"d{i}" for i in range(n)], **{k: rng.normal(size=n) for k in traits.TRAITS}})
+    t["categorical_share"] = np.linspace(0, 1, n)
+    t["features"] = 5.0  # the same everywhere: not tested
+    g = pd.DataFrame({"dataset": t.dataset, "gap": -np.linspace(0, 0.1, n) + rng.normal(0, 0.001, n)})
+    out = traits.favours(t, g).set_index("trait")
+    assert out.loc["categorical_share", "rho"] < -0.95 and out.loc["categorical_share", "q"] < 0.05
+    assert np.isnan(out.loc["features", "rho"]) and np.isnan(out.loc["features", "q"])
+    tested = out.dropna(subset=["p"])
+    # Benjamini–Hochberg: q = min over larger p of p·m/rank, never below p
+    ranked = tested.p.sort_values()
+    m = len(ranked)
+    expect = np.minimum.accumulate((ranked * m / np.arange(1, m + 1))[::-1])[::-1].clip(upper=1)
+    assert np.allclose(tested.q[ranked.index], expect)
+    assert (out.n[out.p.notna()] == n).all()
