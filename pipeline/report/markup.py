@@ -26,7 +26,7 @@ table{border-collapse:collapse;font-size:13px;background:#fff;margin:8px 0}
 th,td{padding:4px 10px;border-bottom:1px solid #e3e6ea;text-align:left;vertical-align:top}
 th{background:#f0f2f5;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.num:first-child{text-align:left}
-td.best{font-weight:700;background:#e6f4ea}td.missing{color:#b3261e}td.partial{color:#8a5a00}td.reference{color:#555;font-style:italic}td.notrun{color:#999}
+td.best{font-weight:700;background:#e6f4ea}td.missing{color:#b3261e}td.partial{color:#8a5a00}td.reference{color:#555;font-style:italic}td.notrun{color:#999}span.sub{color:#555;font-size:.85em;white-space:nowrap}
 .note{color:#5f6b7a;font-size:13px}.card{background:#fff;border:1px solid #e3e6ea;border-radius:6px;padding:12px 16px;margin:12px 0}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:12px}
 .cards a{text-decoration:none;color:inherit}.cards .card:hover{border-color:#9cc3ff}

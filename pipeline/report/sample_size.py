@@ -17,7 +17,7 @@ from pipeline.report import traits as traits_mod
 from pipeline.report.accuracy import bound_text
 from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
 from pipeline.report.data import ReportData, size_label
-from pipeline.report.markup import Page, cell, note, table
+from pipeline.report.markup import Page, cell, esc, note, raw, table
 
 
 def crossover_test(data: ReportData, r: Any) -> str:
@@ -67,26 +67,18 @@ def page_sample_size(data: ReportData) -> Page:
         members = {m: [m] for m in networks} | ({"best attention": attention} if len(attention) > 1 else {})
         spans = crossover_mod.crossover_intervals(data.cells, members, incumbents).set_index(
             ["dataset", "split_key", "model"])
-        largest = curves.groupby(["dataset", "split_key"]).n_train.max()
-        rows = []
-        for r in cross.itertuples(index=False):
-            txt = crossover_text(r)
-            cls = "missing" if r.verdict == "never" else ("best" if r.ahead_everywhere else "")
-            kind = "attention, best at each size" if r.model == "best attention" else data.family(r.model)
-            key = (r.dataset, r.split_key, r.model)
-            span = (crossover_mod.interval_text(spans.at[key, "cross_low"], spans.at[key, "cross_high"],
-                                                largest[(r.dataset, r.split_key)]) if key in spans.index else "")
-            rows.append([cell(data.task_label(r.dataset, r.split_key)), cell(r.model), cell(kind), cell(txt, cls),
-                         cell(span), cell(r.n_sizes), cell(crossover_test(data, r))])
-        p.add(table(["dataset", "model", "family", "crossover size", "95% interval over folds (bootstrap)",
-                     "sizes compared", "the difference there: significant or within noise"], rows, "table-crossover"))
-        p.add(note(f"The interval resamples the folds with replacement {crossover_mod.N_BOOT} times and finds the "
-                   "crossover again on each resample's mean curves: 'never up to N rows' where a resample has the "
-                   "model behind at the largest size compared. One fold gives no interval."))
-        p.add(note("The last column tests the size the verdict rests on (the crossover size; for 'never', the "
-                   "largest size compared): the challenger there against the best boosting model there, a "
-                   f"paired two-sided Wilcoxon signed-rank test over the splits both finished, α = {sig.ALPHA}. "
-                   "A crossover within noise may move with other folds."))
+        p.add(crossover_matrix(data, cross, spans, curves.groupby(["dataset", "split_key"]).n_train.max(),
+                               order=[*attention, *(["best attention"] if len(attention) > 1 else []),
+                                      *[m for m in networks if m not in attention]]))
+        p.add(note("A dataset per row, a model per column: the training size from which the model beats the best "
+                   "boosting model at that size and at every larger size run (green: ahead from the smallest "
+                   "size; red: behind at the largest, 'never'; grey: one size, not measured), and under it its "
+                   f"95% interval over folds: the folds resampled with replacement {crossover_mod.N_BOOT} times, "
+                   "the crossover found again on each resample's mean curves ('never up to N rows' where a "
+                   "resample has the model behind at the largest size; one fold gives no interval). Hover a cell "
+                   "for the paired two-sided Wilcoxon signed-rank test at the size its verdict rests on (the "
+                   "crossover size; for 'never', the largest size compared), over the splits both finished, "
+                   f"α = {sig.ALPHA}: a crossover within noise may move with other folds."))
         p.add(note(reference_check(curves, networks, incumbents, data.kinds)))
         falls = crossover_mod.ill_behaved(curves)
         if len(falls):
@@ -180,7 +172,7 @@ def favours_section(p: Page, data: ReportData, curves: pd.DataFrame, attention: 
     tests = traits_mod.favours(data.traits, gap)
     said = {r.trait: ("too few datasets" if np.isnan(r.rho) else f"ρ {r.rho:+.2f}, q {r.q:.2f}")
             for r in tests.itertuples(index=False)}
-    p.figure(figs.trait_scatter(joined, traits_mod.TRAITS, said), "fig-favours")
+    p.figure(figs.trait_scatter(joined, traits_mod.SHORT, said), "fig-favours")
     rows = [[cell(traits_mod.TRAITS[r.trait]), cell("" if np.isnan(r.rho) else f"{r.rho:+.2f}"),
              cell("" if np.isnan(r.p) else f"{r.p:.3f}"), cell("" if np.isnan(r.q) else f"{r.q:.3f}"), cell(r.n),
              cell("yes" if r.q < 0.05 else "no" if not np.isnan(r.q) else "not tested", "best" if r.q < 0.05 else "")]
@@ -198,4 +190,36 @@ def favours_section(p: Page, data: ReportData, curves: pd.DataFrame, attention: 
              cell(f"{r['at_n']:,.0f}"), *[cell(f"{r[c]:.3g}") for c in cols]]
             for r in joined.sort_values("gap").to_dict("records")]
     p.add(table(["dataset", "gap", "at rows", *[traits_mod.TRAITS[c] for c in cols]], rows, "table-traits"))
+
+
+def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame, largest: pd.Series,
+                     order: list[str]) -> str:
+    """The crossovers as a dataset × model matrix: the crossover size in words, its interval under it, the
+    paired test at the size the verdict rests on as the cell's title."""
+    models = [m for m in order if m in set(cross.model)]
+    by = cross.set_index(["dataset", "split_key", "model"])
+    one_split = bool((cross.n_splits <= 1).all())  # then said once, under the table, not in every cell
+    rows = []
+    for dataset, split_key in sorted(set(zip(cross.dataset, cross.split_key))):
+        row = [cell(data.task_label(dataset, split_key))]
+        for m in models:
+            key = (dataset, split_key, m)
+            if key not in by.index:
+                row.append(cell("", "notrun"))
+                continue
+            r = by.loc[key]
+            r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
+            r = pd.Series({**r.to_dict(), "dataset": dataset, "split_key": split_key, "model": m})
+            span = (crossover_mod.interval_text(spans.at[key, "cross_low"], spans.at[key, "cross_high"],
+                                                largest[(dataset, split_key)]) if key in spans.index else "")
+            cls = ("missing" if r.verdict == "never" else "best" if r.ahead_everywhere
+                   else "notrun" if r.verdict == "one size" else "")
+            txt = crossover_text(r).replace(" — one split", "") if one_split else crossover_text(r)
+            body = esc(txt) + (f'<br><span class="sub">{esc(span)}</span>' if span and not one_split else "")
+            row.append(raw(body, cls, title=crossover_test(data, r)))
+        rows.append(row)
+    heads = ["dataset", *[f"{m} (attention, best at each size)" if m == "best attention" else m for m in models]]
+    said = note("Every verdict here rests on one split (one fold and subset seed): no interval, no test, and a "
+                "crossover that may move with other folds.") if one_split else ""
+    return table(heads, rows, "table-crossover") + said
 

@@ -28,6 +28,11 @@ TRAITS: dict[str, str] = {
     "target_imbalance": "classification: majority class share; regression: |skewness| of the target",
     "uninformative_share": "share of features outside those a random forest needs for 90% of its importance",
 }
+# the same, short enough for a panel's title
+SHORT: dict[str, str] = {"log10_rows": "rows (log10)", "features": "features", "categorical_share": "categorical share",
+                         "categorical_levels": "levels per categorical", "missing_share": "missing share",
+                         "target_imbalance": "class imbalance or |target skew|",
+                         "uninformative_share": "uninformative share"}
 FOREST_ROWS = 2000
 FOREST_TREES = 50
 KEPT_IMPORTANCE = 0.9

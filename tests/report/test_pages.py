@@ -490,6 +490,8 @@ def test_a_new_page_is_a_module_and_one_row_of_pages(synth_db, tmp_path, monkeyp
 
 
 def test_the_sample_size_page_gives_each_crossover_its_interval(evil_report):
+    """The crossovers as a dataset × model matrix: each cell's crossover in words with its bootstrap
+    interval over folds under it, and the paired test as its title."""
     import html
     import re
 
@@ -497,10 +499,12 @@ def test_the_sample_size_page_gives_each_crossover_its_interval(evil_report):
     page = (reports / "sample_size.html").read_text()
     table = page[page.index('id="table-crossover"'):]
     table = table[:table.index("</table>")]
-    rows = [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
-            for r in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
-    rows = [r for r in rows if r]
-    assert rows and "95% interval over folds (bootstrap)" in table
-    # two folds of synthetic results: an interval on every row, in sizes or "never up to N rows"
-    assert all(re.fullmatch(r"\[(never up to [\d,]+ rows|[\d,]+)(, (never up to [\d,]+ rows|[\d,]+))?\]", r[4])
-               for r in rows), [r[4] for r in rows]
+    heads = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", table)]
+    assert heads[0] == "dataset" and "ft_transformer" in heads and "best attention (attention, best at each size)" in heads
+    spans = [html.unescape(s) for s in re.findall(r'<span class="sub">(.*?)</span>', table)]
+    rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
+    assert len(rows) == 3 and len(spans) == 3 * (len(heads) - 1)  # a dataset a row; every cell has its interval
+    # two folds of synthetic results: an interval in sizes or "never up to N rows"
+    assert all(re.fullmatch(r"\[(never up to [\d,]+ rows|[\d,]+)(, (never up to [\d,]+ rows|[\d,]+))?\]", s)
+               for s in spans), spans
+    assert "too few splits to test" in table  # the paired test, as each cell's title
