@@ -392,3 +392,29 @@ def trait_scatter(joined: pd.DataFrame, traits: Mapping[str, str], stats_text: M
         ann.font = {"size": 11}
     fig.update_yaxes(title_text="attention − boosting", col=1)
     return _layout(fig, height=300 * rows)
+
+
+def learning_curve_grid(panels: Sequence[tuple[str, pd.DataFrame, str]], style: Style, cols: int = 4,
+                        reference_n: float | None = 10_000) -> go.Figure:
+    """Small multiples of :func:`learning_curves`: one panel per (title, curves, metric), ``cols`` a row,
+    one legend for all (a model's entry shows or hides it in every panel)."""
+    rows = math.ceil(len(panels) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"{lab(t)} · {lab(m)}" for t, _, m in panels],
+                        vertical_spacing=min(0.3 / max(rows - 1, 1), 0.08), horizontal_spacing=0.05)
+    shown: set[str] = set()
+    for i, (_, curves, metric) in enumerate(panels):
+        r, c = divmod(i, cols)
+        single = learning_curves(curves, style, metric, reference_n=None)
+        for trace in single.data:
+            group = trace.legendgroup
+            if trace.showlegend is not False:
+                trace.showlegend = group not in shown
+                shown.add(group)
+            fig.add_trace(trace, row=r + 1, col=c + 1)
+        ticks = sorted({round(float(v)) for v in curves.groupby("sample_size").n_train.mean().dropna()})
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[magnitude(v) for v in ticks], row=r + 1, col=c + 1)
+        if reference_n and not curves.empty and curves.n_train.max() * 3 >= reference_n:
+            fig.add_vline(x=reference_n, line_dash="dot", line_color="#999", row=r + 1, col=c + 1)
+    for ann in fig.layout.annotations:
+        ann.font = {"size": 11}
+    return _layout(fig, height=max(260 * rows, 320))

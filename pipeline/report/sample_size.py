@@ -28,6 +28,9 @@ def crossover_test(data: ReportData, r: Any) -> str:
     return f"{r.challenger_at} vs {r.incumbent_at} at {label}: {sig.paired_verdict(here, r.challenger_at, r.incumbent_at)}"
 
 
+GRID_FROM = 6  # more datasets than this: their curves as one grid of small panels, not a figure each
+
+
 def page_sample_size(data: ReportData) -> Page:
     p = Page("sample_size.html", "Sample-size sensitivity")
     p.card("Test score of each model against the number of training rows. Per dataset: the mean over folds "
@@ -97,7 +100,15 @@ def page_sample_size(data: ReportData) -> Page:
                "differ in difficulty, so their spread says nothing about the models; the per-dataset bands "
                "below are confidence intervals."))
     p.h2("Per dataset", "datasets")
-    for i, ((dataset, split_key), g) in enumerate(curves.groupby(["dataset", "split_key"], sort=True)):
+    tasks = list(curves.groupby(["dataset", "split_key"], sort=True))
+    if len(tasks) > GRID_FROM:  # one panel each, one legend: readable at 40 datasets
+        panels = [(data.task_label(d, k), g, str(g.metric.iloc[0])) for (d, k), g in tasks]
+        p.figure(figs.learning_curve_grid(panels, style, reference_n=claims_mod.REFERENCE_ROWS), "fig-curve-grid")
+        p.add(note("One panel per dataset (the y axes differ: each its own metric and range); a model's legend "
+                   "entry shows or hides it in every panel; the dotted line marks "
+                   f"{claims_mod.REFERENCE_ROWS:,} rows. Bands are 95% intervals where two or more splits finished."))
+        return p
+    for i, ((dataset, split_key), g) in enumerate(tasks):
         metric = str(g.metric.iloc[0])
         n_split = int(g.n_cells.max())
         label = data.task_label(dataset, split_key)

@@ -69,3 +69,20 @@ def test_a_curve_that_falls_clearly_is_flagged_and_noise_is_not():
     assert flagged.model.tolist() == ["falls"]  # one split has no interval: not flagged, whatever its drop
     assert flagged.iloc[0][["at_n", "from_n"]].tolist() == [1024, 256] and abs(flagged.iloc[0]["drop"] - 0.10) < 1e-9
 
+
+
+def test_many_datasets_share_one_grid_of_panels_and_one_legend():
+    from pipeline.report import figures as figs
+
+    panels = []
+    for d in range(8):
+        rows = [{"dataset": f"d{d}", "split_key": "k", "model": m, "sample_size": s, "n_train": n,
+                 "score_mean": 0.7 + 0.01 * i, "score_low": np.nan, "score_high": np.nan}
+                for i, (s, n) in enumerate(SIZES.items()) for m in ("ft", "xgb")]
+        panels.append((f"d{d}", pd.DataFrame(rows), "accuracy"))
+    fig = figs.learning_curve_grid(panels, figs.Style(["ft", "xgb"], {"ft": "attention", "xgb": "boosting"}))
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[:8] == [f"d{d} · accuracy" for d in range(8)]
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert len(lines) == 16 and sorted(t.name for t in lines if t.showlegend) == ["ft", "xgb"]  # one entry each
+    assert fig.layout.xaxis8.type == "log" and list(fig.layout.xaxis8.tickvals) == [256, 1024, 4096]
