@@ -3,7 +3,9 @@ read-only connection (as temporary views, so the numbers match ``attnbench query
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,12 @@ from pipeline.report import figures as figs
 from pipeline.report.answer import family_of
 from pipeline.report.traits import dataset_traits
 
+
+def dataset_anchor(dataset: str, split_key: str) -> str:
+    """The id of a dataset's row on the sample-size page (the overview links to it): its name made safe,
+    and a short hash of name and split key, so that two names that read alike stay apart."""
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", str(dataset)).strip("-")[:40]
+    return f"ds-{slug}-{hashlib.sha1(f'{dataset}|{split_key}'.encode()).hexdigest()[:6]}"
 
 @dataclass
 class ReportData:

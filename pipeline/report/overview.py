@@ -19,8 +19,8 @@ from pipeline.report.answer import (
     size_answer,
     summary_sentences,
 )
-from pipeline.report.data import ReportData, size_label
-from pipeline.report.markup import Cell, Page, cell, esc, note, num, table
+from pipeline.report.data import ReportData, dataset_anchor, size_label
+from pipeline.report.markup import Cell, Page, cell, esc, note, num, raw, table
 
 
 def family_cell(a: SizeAnswer, family: str) -> Cell:
@@ -104,7 +104,8 @@ def overview_answer(p: Page, data: ReportData) -> None:
         rows = []
         for (dataset, split_key), g in wide.groupby(["dataset", "split_key"], sort=True):
             by = g.set_index("family")
-            rows.append([cell(data.task_label(dataset, split_key)),
+            link = f'<a href="sample_size.html#{esc(dataset_anchor(dataset, split_key))}">{esc(data.task_label(dataset, split_key))}</a>'
+            rows.append([raw(link),
                          *(cell(by.text.get(f, "—"), "missing" if f in by.index and by.verdict[f] == "never" else "")
                            for f in others)])
         p.add(table(["dataset", *(f"{f} overtakes {BOOSTING} from" for f in others)], rows, "table-index-crossover"))

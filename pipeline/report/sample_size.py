@@ -16,7 +16,7 @@ from pipeline.report import significance as sig
 from pipeline.report import traits as traits_mod
 from pipeline.report.accuracy import bound_text
 from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
-from pipeline.report.data import ReportData, size_label
+from pipeline.report.data import ReportData, dataset_anchor, size_label
 from pipeline.report.markup import Page, cell, esc, note, raw, table
 
 
@@ -212,7 +212,7 @@ def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame,
     one_split = bool((cross.n_splits <= 1).all())  # then said once, under the table, not in every cell
     rows = []
     for dataset, split_key in sorted(set(zip(cross.dataset, cross.split_key))):
-        row = [cell(data.task_label(dataset, split_key))]
+        row = [raw(f'<span id="{esc(dataset_anchor(dataset, split_key))}"></span>{esc(data.task_label(dataset, split_key))}')]
         for m in models:
             key = (dataset, split_key, m)
             if key not in by.index:

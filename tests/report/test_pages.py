@@ -508,3 +508,14 @@ def test_the_sample_size_page_gives_each_crossover_its_interval(evil_report):
     assert all(re.fullmatch(r"\[(never up to [\d,]+ rows|[\d,]+)(, (never up to [\d,]+ rows|[\d,]+))?\]", s)
                for s in spans), spans
     assert "too few splits to test" in table  # the paired test, as each cell's title
+
+
+def test_the_overview_links_each_dataset_to_its_row_on_the_sample_size_page(evil_report):
+    import re
+
+    _, reports = evil_report
+    overview = (reports / "index.html").read_text()
+    links = re.findall(r'<a href="sample_size.html#([^"]+)">', overview)
+    page = (reports / "sample_size.html").read_text()
+    assert len(links) == 3 and all(f'id="{a}"' in page for a in links)  # one click from the overview
+    assert len(set(links)) == 3 and all(re.fullmatch(r"ds-[A-Za-z0-9_-]+-[0-9a-f]{6}", a) for a in links)
