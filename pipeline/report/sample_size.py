@@ -13,6 +13,7 @@ from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod
 from pipeline.report import figures as figs
 from pipeline.report import significance as sig
+from pipeline.report import standing as standing_mod
 from pipeline.report import traits as traits_mod
 from pipeline.report.accuracy import bound_text
 from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
@@ -90,7 +91,9 @@ def page_sample_size(data: ReportData) -> Page:
             p.add(note(f"{len(falls)} curve points fall below a smaller size's with the two 95% intervals apart "
                        f"(ill-behaved learning curves; LCDB 1.1 finds about 15% of curves so): {said}."))
 
-    favours_section(p, data, curves, attention, incumbents)
+    table_ = standing_mod.standings(data.cells, attention, incumbents)
+    standing_section(p, data, table_)
+    favours_section(p, data, table_)
 
     p.h2("Over all datasets: mean normalised score by size", "average")
     p.figure(figs.normalized_curves(agg.normalized_by_size(data.cells, sizes), style, sizes), "fig-curve-avg")
@@ -167,13 +170,40 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
     return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
 
 
-def favours_section(p: Page, data: ReportData, curves: pd.DataFrame, attention: list[str],
-                    incumbents: list[str]) -> None:
-    """Which data favours attention: each dataset's characteristics beside the gap between the best
-    attention model and the best boosting model at the largest size both ran, and the rank correlation of
-    the gap with each characteristic over datasets (Benjamini–Hochberg across them)."""
+def standing_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
+    """Per dataset at the largest size both kinds ran: the best attention model ahead of, level with or
+    behind the best boosting model (:mod:`pipeline.report.standing`), and the same over datasets."""
+    p.h2("Where attention stands, per dataset", "standing")
+    if table_.empty:
+        p.add(note("Needs an attention model and a boosting model with scores on the same dataset."))
+        return
+    o = standing_mod.overall(table_)
+    interval = f" [{o['low']:+.3f}, {o['high']:+.3f}]" if not np.isnan(o["low"]) else ""
+    p.add(note(f"At the largest size each dataset ran with both kinds, the best attention model was ahead on "
+               f"{o['ahead']}, level on {o['level']} and behind on {o['behind']} of {o['n']} datasets"
+               + (f" ({o['not_converged']} not converged)" if o["not_converged"] else "")
+               + f"; its mean difference over datasets {o['mean']:+.3f}{interval} (95% interval over datasets)."))
+    cls = {"ahead": "best", "behind": "missing", "not converged": "partial"}
+    rows = [[raw(f'<span id="{esc(dataset_anchor(r.dataset, r.split_key))}-standing"></span>'
+                 f"{esc(data.task_label(r.dataset, r.split_key))}"),
+             cell(f"{r.at_n:,.0f}"), cell(r.attention), cell(r.boosting), cell(f"{r.diff:+.4f}"),
+             cell("" if np.isnan(r.low) else f"[{r.low:+.4f}, {r.high:+.4f}]"), cell(r.n_folds),
+             cell(r.standing, cls.get(r.standing.replace(" (one fold)", ""), ""))]
+            for r in table_.itertuples(index=False)]
+    p.add(table(["dataset", "rows", "best attention", "best boosting", "difference", "95% interval over folds",
+                 "folds", "attention is"], rows, "table-standing"))
+    p.add(note(f"Level: the difference is within {standing_mod.MARGIN} (accuracy or R²), or its interval over "
+               "folds holds zero. Ahead or behind: past that margin with the interval clear of zero ('one "
+               "fold': no interval to check). Not converged: the model behind was still improving when its "
+               "epochs, rounds or time ran out."))
+
+
+def favours_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
+    """Which data favours attention: each dataset's characteristics beside the difference between the best
+    attention model and the best boosting model at the largest size both ran (the standing's), and the
+    rank correlation of that gap with each characteristic over datasets (Benjamini–Hochberg across them)."""
     p.h2("Which data favours attention", "favours")
-    gap = traits_mod.attention_gap(curves, attention, incumbents)
+    gap = table_.rename(columns={"diff": "gap"})[["dataset", "split_key", "at_n", "gap"]]
     joined = data.traits.merge(gap.groupby("dataset", as_index=False).agg(gap=("gap", "mean"), at_n=("at_n", "max")),
                                on="dataset", how="inner")
     if len(joined) < 3:

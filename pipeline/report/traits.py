@@ -107,22 +107,6 @@ def _codes(s: pd.Series, categorical: bool) -> np.ndarray:
     return np.where(np.isnan(v), np.nanmin(v) - 1 if np.isfinite(v).any() else 0.0, v)
 
 
-def attention_gap(curves: pd.DataFrame, attention: list[str], boosting: list[str]) -> pd.DataFrame:
-    """Per dataset, at the largest size where both kinds have a score: best attention − best boosting
-    mean score (``gap``), with that size's rows (``at_n``)."""
-    out = []
-    for (dataset, split_key), g in curves.groupby(["dataset", "split_key"], sort=True):
-        wide = g.pivot_table(index="n_train", columns="model", values="score_mean").sort_index()
-        a, b = [m for m in attention if m in wide], [m for m in boosting if m in wide]
-        if not a or not b:
-            continue
-        gap = (wide[a].max(axis=1) - wide[b].max(axis=1)).dropna()
-        if len(gap):
-            out.append({"dataset": dataset, "split_key": split_key, "at_n": float(gap.index[-1]),
-                        "gap": float(gap.iloc[-1])})
-    return pd.DataFrame(out, columns=["dataset", "split_key", "at_n", "gap"])
-
-
 def favours(traits: pd.DataFrame, gap: pd.DataFrame) -> pd.DataFrame:
     """Spearman's ρ between each trait and the gap over datasets, its two-sided p-value and the
     Benjamini–Hochberg q-value across the traits; ``n`` datasets. A dataset run under several split
