@@ -322,6 +322,9 @@ class ModelSpec(_Strict):
             from pipeline.models.registry import check_declared_kind
 
             check_declared_kind(self.builder, self.kind)
+        if self.clock == "cpu" and self.resources.gpus > 0:
+            raise ValueError(f"model {self.name!r}: clock 'cpu' reads a trial's limit in CPU seconds, and a GPU's "
+                             "work is not the host's CPU time; use the wall clock for GPU trials")
         if self.search == "asha" and not info.capabilities.rungs:
             raise ValueError(f"model {self.name!r}: search 'asha' stops trials at rungs, and its Learner has none "
                              "(it trains in one go); use random or tpe")

@@ -153,3 +153,21 @@ def test_wall_is_the_default_clock_and_cpu_a_different_entry():
         hashes(clock="gpu")
     # A limit of 60 CPU-seconds may take four times that on the wall clock before the worker is killed.
     assert faults.hard_limit_s(60, "cpu") == 240 + 30 and faults.hard_limit_s(60) == 90
+
+
+def test_cpu_clock_is_refused_for_gpu_trials_and_a_learner_of_ones_own_keeps_its_old_init(monkeypatch):
+    from pipeline.learners import make_learner
+    from pipeline.learners.resolve import resolve_name
+
+    with pytest.raises(Exception, match="GPU's work is not the host's CPU time"):
+        parse_suite({"name": "c", "datasets": [{"sklearn": "wine"}],
+                     "models": [{"name": "mlp", "clock": "cpu", "resources": {"gpus": 1}}]})
+
+    class OldInit(Napper):  # an __init__ of its own, written before clocks existed
+        def __init__(self, info, config, *, threads=1, use_gpu=False, seed=0, max_seconds=float("inf")):
+            super().__init__(info, config, threads=threads, use_gpu=use_gpu, seed=seed, max_seconds=max_seconds)
+
+    info = resolve_name("mlp").info
+    monkeypatch.setattr(type(info), "learner_class", lambda self: OldInit)
+    learner = make_learner(info, {}, max_seconds=1.0)  # the wall clock: no keyword it does not know
+    assert isinstance(learner, OldInit) and learner.clock == "wall"

@@ -32,7 +32,8 @@ class Shape:
 
     def actor_options(self) -> dict[str, Any]:
         if self.train_workers:  # the trainer's workers hold the resources; this actor only waits on them
-            return {"num_cpus": 0}
+            # (they inherit its runtime_env, and with it the allocator tunable)
+            return {"num_cpus": 0, "runtime_env": {"env_vars": worker_env()}}
         return {"num_cpus": self.cpus, "num_gpus": self.gpus, "runtime_env": {"env_vars": worker_env()}}
 
     def __str__(self) -> str:

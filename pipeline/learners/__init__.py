@@ -31,5 +31,7 @@ def make_learner(info: ModelInfo, config: Mapping[str, Any], *, threads: int = 1
     """The learner of a model with one whole configuration, stopping at ``max_seconds`` on ``clock``
     (``extra``: a distributed learner's ``shard`` and ``wrap`` for a DDP worker)."""
     cls = info.learner_class()
-    return cls(info, config, threads=threads, use_gpu=use_gpu, seed=seed, max_seconds=max_seconds, clock=clock,
-               **extra)
+    # The wall clock is every Learner's default: a Learner of one's own written before clocks existed,
+    # with an __init__ of its own, is not handed a keyword it does not know.
+    own = {"clock": clock} if clock != "wall" else {}
+    return cls(info, config, threads=threads, use_gpu=use_gpu, seed=seed, max_seconds=max_seconds, **own, **extra)

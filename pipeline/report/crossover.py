@@ -5,6 +5,7 @@ Pure pandas/numpy/scipy on the ``learning_curves`` view."""
 from __future__ import annotations
 
 import warnings
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -102,7 +103,7 @@ def curve_intervals(curves: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return out
 
 
-INTERVAL_COLUMNS = ["dataset", "split_key", "model", "n_folds", "cross_low", "cross_high", "p_never"]
+INTERVAL_COLUMNS = ["dataset", "split_key", "model", "n_folds", "cross_low", "cross_high", "p_never", "largest_n", "n_boot"]
 N_BOOT = 500
 
 
@@ -112,15 +113,18 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
     the row's name → the models whose best at each size it is; one model, or several for a "best" row),
     the folds (``repeat``, ``fold``; a fold's subset seeds stay together) are resampled with replacement
     ``n_boot`` times, the curves are averaged over the resampled folds, and the crossover size is found
-    as :func:`crossover` finds it, on the sizes both sides were compared at. ``cross_low``/``cross_high``
-    are the 2.5 and 97.5 percentiles of that size, ``inf`` where a resample finds the challenger behind at
-    the largest size (never); ``p_never`` the share of such resamples. Fewer than two folds: no interval
-    (NaN), as one fold cannot say how the answer moves with the data.
+    as :func:`crossover` finds it, on the sizes both sides were compared at (``largest_n``: the largest of
+    them). ``cross_low``/``cross_high`` are the 2.5 and 97.5 percentiles of that size, ``inf`` where a
+    resample finds the challenger not ahead at the largest size (never; an exact tie there too);
+    ``p_never`` the share of such resamples. A resample that drew only folds where one side has no score
+    at a compared size (a failed cell) says nothing about that size: it is drawn again, and ``n_boot``
+    counts the resamples kept. Fewer than two folds: no interval (NaN), as one fold cannot say how the
+    answer moves with the data. Each row draws from a generator of its own (seeded by ``seed`` and its
+    dataset, split and model), so that adding a dataset moves no other dataset's interval.
 
     ``cells`` has the columns of ReportData.cells (one row per cell: status, score, n_train)."""
     ok = cells[(cells.status == "ok") & cells.score.notna()]
     rows = []
-    rng = np.random.default_rng(seed)
     for (dataset, split_key), g in ok.groupby(["dataset", "split_key"], sort=True):
         order = g.groupby("sample_size").n_train.mean().sort_values()
         sizes, n_rows = list(order.index), order.to_numpy()
@@ -134,34 +138,57 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
         inc = [models.index(m) for m in incumbents if m in models]
         if not inc:
             continue
-        pick = rng.integers(0, len(folds), size=(n_boot, len(folds)))
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a size a resample has no fold of: NaN
-            boot = np.nanmean(grid[pick], axis=1)  # n_boot × size × model
             full = np.nanmean(grid, axis=0)  # size × model: the curves themselves
-            best_inc, best_inc_full = np.nanmax(boot[..., inc], axis=-1), np.nanmax(full[:, inc], axis=-1)
+            best_inc_full = np.nanmax(full[:, inc], axis=-1)
             for name, members in challengers.items():
                 idx = [models.index(m) for m in members if m in models]
                 if not idx:
                     continue
-                chal, chal_full = np.nanmax(boot[..., idx], axis=-1), np.nanmax(full[:, idx], axis=-1)
+                chal_full = np.nanmax(full[:, idx], axis=-1)
                 compared = ~np.isnan(chal_full) & ~np.isnan(best_inc_full)  # the sizes crossover() compares
                 if compared.sum() < 2:
                     continue
                 n_folds = len(folds)
                 if n_folds < 2:
                     rows.append({"dataset": dataset, "split_key": split_key, "model": name, "n_folds": n_folds,
-                                 "cross_low": np.nan, "cross_high": np.nan, "p_never": np.nan})
+                                 "cross_low": np.nan, "cross_high": np.nan, "p_never": np.nan,
+                                 "largest_n": float(n_rows[compared][-1]), "n_boot": 0})
                     continue
-                ahead = (chal - best_inc)[:, compared] > LEVEL  # n_boot × compared sizes
+                rng = np.random.default_rng([seed, zlib.crc32(f"{dataset}|{split_key}|{name}".encode())])
+                diff = _resampled(grid, rng, n_boot, idx, inc)[:, compared]  # kept resamples × compared sizes
+                ahead = diff > LEVEL
                 sizes_c = n_rows[compared]
                 # The crossover: the first size of the final run of sizes where the challenger is ahead.
                 last_not_ahead = np.where(~ahead, np.arange(ahead.shape[1]), -1).max(axis=1)
                 cross = np.where(ahead[:, -1], sizes_c[np.clip(last_not_ahead + 1, 0, len(sizes_c) - 1)], np.inf)
-                low, high = np.percentile(cross, [2.5, 97.5], method="inverted_cdf")
+                low, high = (np.percentile(cross, [2.5, 97.5], method="inverted_cdf") if len(cross)
+                             else (np.nan, np.nan))
                 rows.append({"dataset": dataset, "split_key": split_key, "model": name, "n_folds": n_folds,
-                             "cross_low": float(low), "cross_high": float(high), "p_never": float(np.isinf(cross).mean())})
+                             "cross_low": float(low), "cross_high": float(high),
+                             "p_never": float(np.isinf(cross).mean()) if len(cross) else np.nan,
+                             "largest_n": float(sizes_c[-1]), "n_boot": len(cross)})
     return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+
+
+def _resampled(grid: np.ndarray, rng: np.random.Generator, n_boot: int, chal: list[int], inc: list[int]) -> np.ndarray:
+    """Challenger − best incumbent per resample of the folds and per size (resamples × sizes), for
+    ``n_boot`` resamples in which both sides have a score at every size where the full data has both; a
+    resample that lacks one (it drew only folds where a cell failed) is drawn again, for up to ten rounds."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        full = np.nanmean(grid, axis=0)
+        need = ~np.isnan(np.nanmax(full[:, chal], axis=-1)) & ~np.isnan(np.nanmax(full[:, inc], axis=-1))
+        kept: list[np.ndarray] = []
+        for _ in range(10):
+            pick = rng.integers(0, grid.shape[0], size=(n_boot, grid.shape[0]))
+            boot = np.nanmean(grid[pick], axis=1)  # n_boot × size × model
+            diff = np.nanmax(boot[..., chal], axis=-1) - np.nanmax(boot[..., inc], axis=-1)
+            kept.extend(diff[~np.isnan(diff[:, need]).any(axis=1)])
+            if len(kept) >= n_boot:
+                break
+    return np.array(kept[:n_boot]).reshape(-1, grid.shape[1])
 
 
 def interval_text(low: float, high: float, largest: float) -> str:

@@ -71,8 +71,7 @@ def page_sample_size(data: ReportData) -> Page:
         members = {m: [m] for m in networks} | ({"best attention": attention} if len(attention) > 1 else {})
         spans = crossover_mod.crossover_intervals(data.cells, members, incumbents).set_index(
             ["dataset", "split_key", "model"])
-        p.add(crossover_matrix(data, cross, spans, curves.groupby(["dataset", "split_key"]).n_train.max(),
-                               order=[*attention, *(["best attention"] if len(attention) > 1 else []),
+        p.add(crossover_matrix(data, cross, spans, order=[*attention, *(["best attention"] if len(attention) > 1 else []),
                                       *[m for m in networks if m not in attention]]))
         p.add(note("A dataset per row, a model per column: the training size from which the model beats the best "
                    "boosting model at that size and at every larger size run (green: ahead from the smallest "
@@ -182,11 +181,13 @@ def standing_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
     p.add(note(f"At the largest size each dataset ran with both kinds, the best attention model was ahead on "
                f"{o['ahead']}, level on {o['level']} and behind on {o['behind']} of {o['n']} datasets"
                + (f" ({o['not_converged']} not converged)" if o["not_converged"] else "")
+               + (f" ({o['not_compared']} with no fold both finished)" if o["not_compared"] else "")
                + f"; its mean difference over datasets {o['mean']:+.3f}{interval} (95% interval over datasets)."))
-    cls = {"ahead": "best", "behind": "missing", "not converged": "partial"}
+    cls = {"ahead": "best", "behind": "missing", "not converged": "partial", "not compared": "notrun"}
     rows = [[raw(f'<span id="{esc(dataset_anchor(r.dataset, r.split_key))}-standing"></span>'
                  f"{esc(data.task_label(r.dataset, r.split_key))}"),
-             cell(f"{r.at_n:,.0f}"), cell(r.attention), cell(r.boosting), cell(f"{r.diff:+.4f}"),
+             cell(f"{r.at_n:,.0f}"), cell(r.attention), cell(r.boosting),
+             cell("" if np.isnan(r.diff) else f"{r.diff:+.4f}"),
              cell("" if np.isnan(r.low) else f"[{r.low:+.4f}, {r.high:+.4f}]"), cell(r.n_folds),
              cell(r.standing, cls.get(r.standing.replace(" (one fold)", ""), ""))]
             for r in table_.itertuples(index=False)]
@@ -203,7 +204,8 @@ def favours_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
     attention model and the best boosting model at the largest size both ran (the standing's), and the
     rank correlation of that gap with each characteristic over datasets (Benjamini–Hochberg across them)."""
     p.h2("Which data favours attention", "favours")
-    gap = table_.rename(columns={"diff": "gap"})[["dataset", "split_key", "at_n", "gap"]]
+    compared = table_.standing.str.replace(" (one fold)", "", regex=False).isin(standing_mod.COMPARED)
+    gap = table_[compared].rename(columns={"diff": "gap"})[["dataset", "split_key", "at_n", "gap"]]
     joined = data.traits.merge(gap.groupby("dataset", as_index=False).agg(gap=("gap", "mean"), at_n=("at_n", "max")),
                                on="dataset", how="inner")
     if len(joined) < 3:
@@ -233,8 +235,7 @@ def favours_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
     p.add(table(["dataset", "gap", "at rows", *[traits_mod.TRAITS[c] for c in cols]], rows, "table-traits"))
 
 
-def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame, largest: pd.Series,
-                     order: list[str]) -> str:
+def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame, order: list[str]) -> str:
     """The crossovers as a dataset × model matrix: the crossover size in words, its interval under it, the
     paired test at the size the verdict rests on as the cell's title."""
     models = [m for m in order if m in set(cross.model)]
@@ -252,7 +253,7 @@ def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame,
             r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
             r = pd.Series({**r.to_dict(), "dataset": dataset, "split_key": split_key, "model": m})
             span = (crossover_mod.interval_text(spans.at[key, "cross_low"], spans.at[key, "cross_high"],
-                                                largest[(dataset, split_key)]) if key in spans.index else "")
+                                                spans.at[key, "largest_n"]) if key in spans.index else "")
             cls = ("missing" if r.verdict == "never" else "best" if r.ahead_everywhere
                    else "notrun" if r.verdict == "one size" else "")
             txt = crossover_text(r).replace(" — one split", "") if one_split else crossover_text(r)

@@ -7,7 +7,8 @@ two picked by their mean at that size. It is *level* when that difference lies w
 95% t-interval over folds holds zero (the folds cannot tell the two apart); *ahead* or *behind* when it
 is past the margin and the interval excludes zero. A loss by a model still improving when its epochs,
 rounds or time ran out is *not converged*, neither ahead nor behind. One fold gives no interval: past the
-margin it reads ahead or behind "(one fold)".
+margin it reads ahead or behind "(one fold)". Where the two finished no fold in common at that size, *not
+compared*. Only ahead, level and behind enter the mean over datasets (``COMPARED``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 from scipy import stats
 
 MARGIN = 0.005  # accuracy or R²: a difference this small is level, whatever the folds say
+COMPARED = ("ahead", "level", "behind")  # the standings whose difference counts (a one-fold one included)
 COLUMNS = ["dataset", "split_key", "at_n", "attention", "boosting", "diff", "low", "high", "n_folds", "standing"]
 
 
@@ -49,6 +51,9 @@ def standings(cells: pd.DataFrame, attention: list[str], boosting: list[str], ma
 
 
 def _verdict(d: np.ndarray, margin: float, bound: Any, a: str, b: str) -> dict[str, Any]:
+    if not len(d):  # the two never finished on the same fold at this size: nothing to compare
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n_folds": 0,
+                "standing": "not compared"}
     mean = float(d.mean())
     low = high = float("nan")
     if len(d) >= 2:
@@ -66,13 +71,15 @@ def _verdict(d: np.ndarray, margin: float, bound: Any, a: str, b: str) -> dict[s
 
 def overall(table: pd.DataFrame) -> dict[str, Any]:
     """Counts of each standing, and the mean difference over datasets with its 95% t-interval (the
-    datasets are the units; not-converged ones left out of the mean)."""
-    counts = table.standing.str.replace(" (one fold)", "", regex=False).value_counts().to_dict()
-    d = table.loc[table.standing != "not converged", "diff"].to_numpy(dtype=float)
+    datasets are the units; only ahead, level and behind ones enter it)."""
+    base = table.standing.str.replace(" (one fold)", "", regex=False)
+    counts = base.value_counts().to_dict()
+    d = table.loc[base.isin(COMPARED), "diff"].to_numpy(dtype=float)
     low = high = float("nan")
     if len(d) >= 2:
         half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
         low, high = float(d.mean()) - half, float(d.mean()) + half
     return {"n": len(table), "ahead": counts.get("ahead", 0), "level": counts.get("level", 0),
             "behind": counts.get("behind", 0), "not_converged": counts.get("not converged", 0),
+            "not_compared": counts.get("not compared", 0),
             "mean": float(d.mean()) if len(d) else float("nan"), "low": low, "high": high}

@@ -11,12 +11,15 @@ seeded random forest on at most ``FOREST_ROWS`` rows.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from pipeline.data.ingest import TARGET
+
+log = logging.getLogger(__name__)
 
 # trait → what it is, as the report says it
 TRAITS: dict[str, str] = {
@@ -59,7 +62,11 @@ def dataset_traits(con: Any, datasets: list[str], seed: int = 0) -> pd.DataFrame
                                "missing_share": float(f.n_missing.sum()) / max(n_rows * n_feat, 1),
                                "target_imbalance": np.nan, "uninformative_share": np.nan}
         if m.data_table in tables:
-            row.update(_from_data(con, m, f, seed))
+            try:
+                row.update(_from_data(con, m, f, seed))
+            except Exception as err:  # one dataset's odd data leaves its traits unknown, not the report unwritten
+                log.warning("dataset %s: its characteristics from the data could not be computed: %s: %s",
+                            name, type(err).__name__, err)
         rows.append(row)
     return pd.DataFrame(rows, columns=["dataset", *TRAITS])
 
@@ -103,7 +110,8 @@ def uninformative_share(frame: pd.DataFrame, target: str, features: dict[str, st
 def _codes(s: pd.Series, categorical: bool) -> np.ndarray:
     if categorical:
         return pd.Series(pd.Categorical(s.astype(str).where(s.notna(), "<missing>"))).cat.codes.to_numpy(dtype=float)
-    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+    v = np.array(pd.to_numeric(s, errors="coerce"), dtype=float)  # a copy of its own
+    v[~np.isfinite(v)] = np.nan  # ±inf: as missing
     return np.where(np.isnan(v), np.nanmin(v) - 1 if np.isfinite(v).any() else 0.0, v)
 
 

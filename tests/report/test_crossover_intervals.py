@@ -43,6 +43,22 @@ def test_a_clear_crossover_has_a_tight_interval_and_a_noisy_one_spans_never():
     assert point.loc["noisy", "crossover_n"] == point.loc["clear", "crossover_n"] == 4096
 
 
+def test_a_failed_cell_is_not_a_loss_in_any_resample():
+    """Ahead on every fold, one fold's cell at the largest size failed: a resample that drew only that fold
+    has no score there; it is drawn again, not counted as 'never'. Adding a dataset moves no other's interval."""
+    scores = {(m, s, f): v for f in range(3) for m, s, v in
+              (("ft", "256", 0.9), ("xgb", "256", 0.8), ("ft", "1024", 0.95), ("xgb", "1024", 0.85))}
+    failed = cells(scores, "d")
+    failed.loc[(failed.model == "ft") & (failed.sample_size == "1024") & (failed.fold == 0), "status"] = "error"
+    out = xo.crossover_intervals(failed, {"ft": ["ft"]}, ["xgb"]).iloc[0]
+    assert (out.cross_low, out.cross_high, out.p_never, out.n_boot, out.largest_n) == (256, 256, 0.0, xo.N_BOOT, 1024)
+    noisy = {**scores, ("ft", "1024", 0): 0.70}  # behind on one fold of three: 'never' in some resamples
+    alone = xo.crossover_intervals(cells(noisy, "e"), {"ft": ["ft"]}, ["xgb"])
+    beside = xo.crossover_intervals(pd.concat([cells(noisy, "e"), failed]), {"ft": ["ft"]}, ["xgb"])
+    assert 0 < alone.p_never.iloc[0] < 1
+    assert alone.iloc[0].to_dict() == beside.set_index("dataset").loc["e"].to_dict() | {"dataset": "e"}
+
+
 def test_one_fold_has_no_interval_and_a_best_row_takes_the_best_member():
     one = {(m, s, 0): v for m, s, v in (("ft", "256", 0.7), ("xgb", "256", 0.8), ("ft", "1024", 0.9), ("xgb", "1024", 0.8))}
     out = xo.crossover_intervals(cells(one), {"ft": ["ft"]}, ["xgb"])

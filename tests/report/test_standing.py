@@ -50,3 +50,14 @@ def test_a_dataset_without_both_kinds_has_no_standing():
     c = cells({"only_boosting": {"xgb": [0.8, 0.8]}, "both": {"ft": [0.8, 0.8], "xgb": [0.8, 0.8]}}, small=False)
     t = standing.standings(c, ["ft"], ["xgb"])
     assert t.dataset.tolist() == ["both"] and t.standing.tolist() == ["level"]  # an exact tie is level, not a win
+
+
+def test_two_models_with_no_fold_in_common_are_not_compared_and_stay_out_of_the_mean():
+    c = cells({"apart": {"ft": [0.9, np.nan, np.nan], "xgb": [np.nan, 0.8, 0.8]},
+               "ahead": {"ft": [0.90, 0.91, 0.92], "xgb": [0.85, 0.86, 0.86]},
+               "behind": {"ft": [0.80, 0.81, 0.80], "xgb": [0.85, 0.86, 0.85]}}, small=False)
+    c.loc[c.score.isna(), "status"] = "error"
+    t = standing.standings(c, ["ft"], ["xgb"]).set_index("dataset")
+    assert t.loc["apart", "standing"] == "not compared" and t.loc["apart", "n_folds"] == 0
+    o = standing.overall(t.reset_index())
+    assert o["not_compared"] == 1 and np.isfinite(o["mean"]) and abs(o["mean"] - (0.0533333 - 0.05) / 2) < 1e-6

@@ -22,6 +22,8 @@ def test_a_forest_finds_the_noise_features_uninformative():
     frame[TARGET] = (x.sum(axis=1) > 0).astype(int).astype(str)  # every feature carries signal
     spread = traits.uninformative_share(frame, TARGET, kinds, "binary")
     assert noisy >= 0.5 and spread <= 0.2, (noisy, spread)
+    frame.loc[:9, "f3"] = np.inf  # an infinite value reads as missing, not as a forest's error
+    assert traits.uninformative_share(frame, TARGET, kinds, "binary") <= 0.2
 
 
 def test_traits_are_read_from_a_results_file(tmp_path):
