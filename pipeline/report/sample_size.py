@@ -209,8 +209,8 @@ def favours_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
     joined = data.traits.merge(gap.groupby("dataset", as_index=False).agg(gap=("gap", "mean"), at_n=("at_n", "max")),
                                on="dataset", how="inner")
     if len(joined) < 3:
-        p.add(note(f"Needs at least 3 datasets where an attention model and a boosting model both have scores "
-                   f"({len(joined)} here)."))
+        p.add(note(f"Needs at least 3 datasets on which the best attention and boosting models were compared "
+                   f"(ahead, level or behind above; {len(joined)} here)."))
         return
     tests = traits_mod.favours(data.traits, gap)
     said = {r.trait: ("too few datasets" if np.isnan(r.rho) else f"ρ {r.rho:+.2f}, q {r.q:.2f}")

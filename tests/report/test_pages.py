@@ -519,3 +519,12 @@ def test_the_overview_links_each_dataset_to_its_row_on_the_sample_size_page(evil
     page = (reports / "sample_size.html").read_text()
     assert len(links) == 3 and all(f'id="{a}"' in page for a in links)  # one click from the overview
     assert len(set(links)) == 3 and all(re.fullmatch(r"ds-[A-Za-z0-9_-]+-[0-9a-f]{6}", a) for a in links)
+
+
+def test_which_data_favours_attention_rests_only_on_datasets_compared(evil_report):
+    _, reports = evil_report
+    page = (reports / "sample_size.html").read_text()
+    # of the three datasets two are not converged: too few for the rank correlations, and said so
+    assert "Needs at least 3 datasets on which the best attention and boosting models were compared (ahead, level or " \
+           "behind above; 1 here)" in page
+    assert 'id="table-standing"' in page and page.count(">not converged<") == 2
