@@ -12,9 +12,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# CPU torch first (a plain `torch` would pull a multi-GB CUDA build); keep a torch already there,
 	# so GPU users can install their CUDA build into $(VENV) beforehand.
-	# --no-compile: modules are byte-compiled when first imported, not all of ray's and torch's at install.
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q --no-compile torch==2.13.0
-	$(BIN)/python -m pip install -q --no-compile -e '.[test]'
+	# Byte-compiled at install (pip's default): where PYTHONDONTWRITEBYTECODE is set, nothing is compiled
+	# later, and every process (each Ray worker) would compile ray and torch again at import.
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from pipeline.records import Status
+
 CROSSOVER_COLUMNS = ["dataset", "split_key", "model", "verdict", "crossover_n", "behind_at", "before", "n_sizes",
                      "ahead_everywhere", "at_size", "at_n", "challenger_at", "incumbent_at", "n_splits"]
 LEVEL = 1e-12  # mean scores closer than this are equal: level, neither ahead nor behind
@@ -123,7 +125,7 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
     dataset, split and model), so that adding a dataset moves no other dataset's interval.
 
     ``cells`` has the columns of ReportData.cells (one row per cell: status, score, n_train)."""
-    ok = cells[(cells.status == "ok") & cells.score.notna()]
+    ok = cells[(cells.status == Status.OK.value) & cells.score.notna()]
     rows = []
     for (dataset, split_key), g in ok.groupby(["dataset", "split_key"], sort=True):
         order = g.groupby("sample_size").n_train.mean().sort_values()

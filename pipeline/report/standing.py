@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from pipeline.records import Status
+
 MARGIN = 0.005  # accuracy or R²: a difference this small is level, whatever the folds say
 COMPARED = ("ahead", "level", "behind")  # the standings whose difference counts (a one-fold one included)
 COLUMNS = ["dataset", "split_key", "at_n", "attention", "boosting", "diff", "low", "high", "n_folds", "standing"]
@@ -28,7 +30,7 @@ def standings(cells: pd.DataFrame, attention: list[str], boosting: list[str], ma
     """Per dataset: ``standing`` at the largest size both kinds have scores (``at_n`` rows), with the two
     models compared, the mean difference and its interval over folds. ``cells`` has ReportData.cells'
     columns (status, score, n_train, epochs_bound, repeat, fold)."""
-    ok = cells[(cells.status == "ok") & cells.score.notna()]
+    ok = cells[(cells.status == Status.OK.value) & cells.score.notna()]
     rows = []
     for (dataset, split_key), g in ok.groupby(["dataset", "split_key"], sort=True):
         means = g.groupby(["sample_size", "model"]).score.mean().unstack()
