@@ -65,3 +65,12 @@ def test_each_characteristic_is_tested_against_the_gap_with_bh():
     expect = np.minimum.accumulate((ranked * m / np.arange(1, m + 1))[::-1])[::-1].clip(upper=1)
     assert np.allclose(tested.q[ranked.index], expect)
     assert (out.n[out.p.notna()] == n).all()
+
+
+def test_three_datasets_in_order_are_no_evidence():
+    """ρ = 1 on 3 points happens once in 6 orderings: p = 1/3 two-sided, not the t-approximation's 0."""
+    rho, p = traits.spearman(np.array([1.0, 2.0, 3.0]), np.array([0.1, 0.2, 0.3]))
+    assert rho == 1.0 and abs(p - 1 / 3) < 1e-12
+    t = pd.DataFrame({"dataset": ["a", "b", "c"], **{k: [1.0, 2.0, 3.0] for k in traits.TRAITS}})
+    out = traits.favours(t, pd.DataFrame({"dataset": ["a", "b", "c"], "gap": [0.1, 0.2, 0.3]}))
+    assert (out.q > 0.05).all()  # nothing survives on three datasets
