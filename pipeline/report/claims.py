@@ -21,6 +21,7 @@ from scipy import stats
 
 from pipeline.models.registry import models_of_kind
 from pipeline.records import Status
+from pipeline.report import standing
 from pipeline.report.aggregate import SPLIT, wilson
 
 REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
@@ -142,21 +143,24 @@ def _why(c: Claim, what: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------- claims
-def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
+def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.DataFrame) -> Claim:
     """Claim 1, in two halves with a verdict each. Below REFERENCE_ROWS: the share of (dataset, size)
-    points where the best boosting model beats the best attention model (supported above 50%). At or
-    above: the same share (ties count half), now expected *not* to favour boosting: the half is
-    contradicted when its interval lies above 50% (boosting still wins), supported when below (attention
-    wins), not enough data when it straddles an even match. The claim is supported when both halves
-    are, contradicted when either is, and not enough data otherwise; its ``above`` holds the second half.
-    A point lost by a best model that was still improving when its epochs, rounds or time ran out is not
-    converged: it counts neither way, and each half says how many it left out."""
+    points where the best boosting model beats the best attention model (supported above 50%; a tie
+    counts half). At or above, per dataset rather than per raw win (:mod:`pipeline.report.standing` on
+    ``cells``, the expected cells with their folds): at each dataset's largest size at or above
+    REFERENCE_ROWS, attention is ahead, level or behind; the effect is the mean over the compared datasets
+    of (best attention − best boosting) with its 95% interval. Attention caught up (supported) when that
+    interval lies above −``standing.MARGIN``, did not (contradicted) when it lies below, not enough data
+    otherwise. The claim is supported when both halves are, contradicted when either is, and not enough
+    data otherwise; its ``above`` holds the second half. A point or dataset lost by a best model that was
+    still improving when its epochs, rounds or time ran out is not converged: it counts neither way, and
+    each half says how many it left out."""
     c = Claim("sample_size", f"Gradient boosting wins below about {REFERENCE_ROWS:,} training rows; attention models "
-              "catch up above.", f"share of (dataset, size) points where the best boosting model beats the best "
-              f"attention model, below {REFERENCE_ROWS:,} training rows and at or above (50% = an even match)",
-              share=True)
+              "catch up above.", f"below {REFERENCE_ROWS:,} training rows, the share of (dataset, size) points where the "
+              "best boosting model beats the best attention model (50% = an even match)", share=True)
     up = Claim("sample_size_above", f"At or above {REFERENCE_ROWS:,} training rows attention models catch up.",
-               c.measure, share=True)
+               f"mean over datasets of (best attention − best boosting) score at each dataset's largest size at or "
+               f"above {REFERENCE_ROWS:,} rows; level within ±{standing.MARGIN} or the fold-to-fold noise")
     c.above = up
     att, gb = models_of_kind(kinds, "attention"), models_of_kind(kinds, "boosting")
     point = ["dataset", "split_key", "sample_size"]
@@ -181,47 +185,71 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str]) -> Claim:
         gap = (b[both] - a[both]).round(12)
         unsettled.loc[both] = ((gap > 0) & a_bound) | ((gap < 0) & b_bound)
     below = both & ~unsettled & (n_train < REFERENCE_ROWS)
-    above = both & ~unsettled & (n_train >= REFERENCE_ROWS)
-    for half, mask in ((c, below), (up, above)):
-        side = n_train < REFERENCE_ROWS if half is c else n_train >= REFERENCE_ROWS
-        n_unsettled = int((unsettled & side).sum())
-        d = (b[mask] - a[mask]).round(12)
-        won, tied = int((d > 0).sum()), int((d == 0).sum())
-        wins = won + 0.5 * tied  # a tie is half a win in the rate, never a win in words
-        n = int(mask.sum())
-        low, high = wilson(wins, n)
-        half.effect, half.low, half.high, half.n = (wins / n if n else float("nan")), low, high, n
-        rows = n_train[mask]
-        span = f", {rows.min():,.0f}-{rows.max():,.0f} rows" if n else ""
-        half.coverage = f"{n} points on {wide[mask].index.droplevel('sample_size').nunique()} datasets{span}"
-        if n_unsettled:
-            half.coverage += f"; {n_unsettled} not converged, left out"
-        where = f"below {REFERENCE_ROWS:,}" if half is c else f"at or above {REFERENCE_ROWS:,}"
-        if n == 0:
-            half.why = f"No dataset was run {where} training rows with both kinds of model."
-        elif n < MIN_PAIRS:
-            half.why = f"Only {n} points {where} rows."
-        else:
-            half.why = (f"{where[0].upper()}{where[1:]} rows boosting won {won}, tied {tied} and lost {n - won - tied} "
-                        f"of {n} points ({half.effect:.0%} with a tie as ½, 95% interval {low:.0%}-{high:.0%})")
-        if n_unsettled:
-            half.why += (f" ({n_unsettled} more {'point was' if n_unsettled == 1 else 'points were'} lost by a model "
-                         "still improving when its epochs, rounds or time ran out: not converged, counted neither way)")
+    n_unsettled = int((unsettled & (n_train < REFERENCE_ROWS)).sum())
+    d = (b[below] - a[below]).round(12)
+    won, tied = int((d > 0).sum()), int((d == 0).sum())
+    wins = won + 0.5 * tied  # a tie is half a win in the rate, never a win in words
+    n = int(below.sum())
+    low, high = wilson(wins, n)
+    c.effect, c.low, c.high, c.n = (wins / n if n else float("nan")), low, high, n
+    rows = n_train[below]
+    span = f", {rows.min():,.0f}-{rows.max():,.0f} rows" if n else ""
+    c.coverage = f"{n} points on {wide[below].index.droplevel('sample_size').nunique()} datasets{span}"
+    if n_unsettled:
+        c.coverage += f"; {n_unsettled} not converged, left out"
+    if n == 0:
+        c.why = f"No dataset was run below {REFERENCE_ROWS:,} training rows with both kinds of model."
+    elif n < MIN_PAIRS:
+        c.why = f"Only {n} points below {REFERENCE_ROWS:,} rows."
+    else:
+        c.why = (f"Below {REFERENCE_ROWS:,} rows boosting won {won}, tied {tied} and lost {n - won - tied} "
+                 f"of {n} points ({c.effect:.0%} with a tie as ½, 95% interval {low:.0%}-{high:.0%})")
+    if n_unsettled:
+        c.why += (f" ({n_unsettled} more {'point was' if n_unsettled == 1 else 'points were'} lost by a model "
+                  "still improving when its epochs, rounds or time ran out: not converged, counted neither way)")
     c.verdict = decide(c.low, c.high, c.n, null=0.5)
-    v = decide(up.low, up.high, up.n, null=0.5)  # boosting still winning above contradicts "catch up"
-    up.verdict = {SUPPORTED: CONTRADICTED, CONTRADICTED: SUPPORTED}.get(v, THIN)
     if c.n >= MIN_PAIRS:
         c.why += {SUPPORTED: ": supported.", CONTRADICTED: ": contradicted.", THIN: ", an even match is inside it."}[c.verdict]
-    if up.n >= MIN_PAIRS:
-        up.why += {SUPPORTED: ": attention caught up.", CONTRADICTED: ": boosting still wins there.",
-                   THIN: ", an even match is inside it."}[up.verdict]
+    _caught_up(up, cells[cells.n_train >= REFERENCE_ROWS], a_cols, b_cols)
     halves = (c.verdict, up.verdict)
     verdict = CONTRADICTED if CONTRADICTED in halves else SUPPORTED if halves == (SUPPORTED, SUPPORTED) else THIN
     c.why = f"{c.why} {up.why}"
     c.coverage = f"below {REFERENCE_ROWS:,} rows: {c.coverage}; at or above: {up.coverage}"
+    c.measure = f"{c.measure}; at or above, the {up.measure}"
     c.verdict = verdict
     return c
 
+
+def _caught_up(up: Claim, cells: pd.DataFrame, attention: list[str], boosting: list[str]) -> None:
+    """Claim 1's second half from the per-dataset standings at or above REFERENCE_ROWS (``cells`` holds
+    only those): effect, interval, verdict, coverage and why."""
+    table = standing.standings(cells, attention, boosting)
+    o = standing.overall(table)
+    n = o["ahead"] + o["level"] + o["behind"]
+    up.effect, up.low, up.high, up.n = o["mean"], o["low"], o["high"], n
+    rows = table.at_n[table.standing.str.replace(" (one fold)", "", regex=False).isin(standing.COMPARED)]
+    span = f", {rows.min():,.0f}-{rows.max():,.0f} rows" if n else ""
+    up.coverage = f"{n} datasets{span}"
+    left = [f"{o[k]} {w}" for k, w in (("not_converged", "not converged"), ("not_compared", "without a fold in common"))
+            if o[k]]
+    if left:
+        up.coverage += f"; {', '.join(left)}, left out"
+    counts = f"attention ahead on {o['ahead']}, level on {o['level']} and behind on {o['behind']} of {n} datasets"
+    if n == 0:
+        up.why = f"No dataset was run at or above {REFERENCE_ROWS:,} training rows with both kinds of model."
+    elif n < MIN_PAIRS:
+        up.why = f"At or above {REFERENCE_ROWS:,} rows {counts}: too few datasets."
+    else:
+        up.why = (f"At or above {REFERENCE_ROWS:,} rows {counts} (mean difference {up.effect:+.3f}, 95% interval "
+                  f"{up.low:+.3f} to {up.high:+.3f}, level within ±{standing.MARGIN})")
+    if o["not_converged"]:
+        up.why += (f"; on {o['not_converged']} more the model behind was still improving when its epochs, rounds or "
+                   "time ran out: not converged, counted neither way")
+    # Caught up: on average no further behind than the margin, with confidence; not: further behind.
+    up.verdict = decide(up.low, up.high, n, null=-standing.MARGIN)
+    if n >= MIN_PAIRS:
+        up.why += {SUPPORTED: ": attention caught up.", CONTRADICTED: ": boosting still leads there.",
+                   THIN: "; the interval reaches both sides of the margin."}[up.verdict]
 
 def claim_cross_cost(cells: pd.DataFrame) -> Claim:
     c = Claim("cross_cost", "Cross-attention between categorical and numeric tokens costs less time and memory than "
@@ -303,10 +331,11 @@ def partner_focus(mat: np.ndarray, signal: list[int]) -> float | None:
 
 
 def verdicts(curves: pd.DataFrame, cells: pd.DataFrame, attention: pd.DataFrame, datasets: pd.DataFrame,
-             kinds: dict[str, str]) -> list[Claim]:
+             kinds: dict[str, str], expected: pd.DataFrame) -> list[Claim]:
     """The five claims in the design notes' order. ``cells``: the cells with score, status, split keys,
-    model_name, best_config, fit_seconds, peak_cpu_mb and cell_id; ``attention`` with cell_id."""
-    return [claim_sample_size(curves, kinds), claim_cross_cost(cells), claim_se(cells), claim_warmup(cells),
+    model_name, best_config, fit_seconds, peak_cpu_mb and cell_id; ``attention`` with cell_id;
+    ``expected``: the expected cells with their folds and n_train (claim 1's per-dataset standings)."""
+    return [claim_sample_size(curves, kinds, expected), claim_cross_cost(cells), claim_se(cells), claim_warmup(cells),
             claim_attention_maps(attention, cells, datasets)]
 
 

@@ -19,8 +19,7 @@ def page_claims(data: ReportData) -> Page:
            "includes no effect. Ablations are found in the selected configurations: cells of one model on one "
            "split whose configurations differ only in the switch (se_reduction: 0 or se: false, attention: "
            "self, warmup_frac: 0), i.e. the same model entered twice in a suite, one entry labelled.")
-    found = claims_mod.verdicts(data.curves,
-                                data.configured, data.attention, data.datasets, data.kinds)
+    found = claims_mod.verdicts(data.curves, data.configured, data.attention, data.datasets, data.kinds, data.cells)
     rows = [[cell(i + 1), cell(c.statement), cell(c.verdict, VERDICT_CLASS[c.verdict]),
              cell(claims_mod.effect_text(c)),
              cell(c.n + (c.above.n if c.above else 0)), cell(c.coverage)] for i, c in enumerate(found)]
@@ -32,15 +31,18 @@ def page_claims(data: ReportData) -> Page:
         if c.above is not None:  # claim 1: each half's own verdict
             below = claims_mod.Claim(c.key, "", c.measure, share=True, verdict=c.verdict, effect=c.effect,
                                      low=c.low, high=c.high, n=c.n)
+            first = claims_mod.decide(c.low, c.high, c.n, null=0.5)
             halves = [[cell(f"below {claims_mod.REFERENCE_ROWS:,} rows: boosting wins"),
-                       cell(claims_mod.decide(c.low, c.high, c.n, null=0.5),
-                            VERDICT_CLASS[claims_mod.decide(c.low, c.high, c.n, null=0.5)]),
-                       cell(claims_mod.effect_text(below)), cell(c.n)],
+                       cell(first, VERDICT_CLASS[first]), cell("share of points boosting won"),
+                       cell(claims_mod.effect_text(below)), cell(f"{c.n} points")],
                       [cell(f"at or above {claims_mod.REFERENCE_ROWS:,} rows: attention catches up"),
                        cell(c.above.verdict, VERDICT_CLASS[c.above.verdict]),
-                       cell(claims_mod.effect_text(c.above)), cell(c.above.n)]]
-            p.add(table(["half", "verdict", "boosting wins [95% interval]", "points"], halves,
+                       cell("mean (attention − boosting) over datasets"),
+                       cell(claims_mod.effect_text(c.above)), cell(f"{c.above.n} datasets")]]
+            p.add(table(["half", "verdict", "effect", "[95% interval]", "comparisons"], halves,
                         f"table-claim-{c.key}-halves"))
+            p.add(note("The datasets ahead, level and behind, each with its interval over folds, are on the "
+                       "sample-size page."))
         if c.cells:
             ids = ", ".join(f"'{x}'" for x in c.cells[:200])
             p.add(f"<details><summary>{len(c.cells)} cells behind it, and the query that lists them</summary>"

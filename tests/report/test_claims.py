@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from pipeline.report import claims
 
@@ -46,46 +47,75 @@ def test_ablation_verdicts_supported_contradicted_and_thin():
     assert nothing.verdict == claims.THIN and nothing.n == 0
 
 
-def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000, ft_bound_above: int = 0) -> pd.DataFrame:
-    """Six datasets at 512 rows and at ``n_above``; FT-Transformer's cells above still improving at their
-    budget (n_epochs_bound) on the first ``ft_bound_above`` datasets."""
+def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000, ft_bound_below: int = 0) -> pd.DataFrame:
+    """Six datasets at 512 rows and at ``n_above``; FT-Transformer's cells at 512 rows still improving at
+    their budget (n_epochs_bound) on the first ``ft_bound_below`` datasets."""
     return pd.DataFrame([
         {"split_key": "k", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v,
-         "n_epochs_bound": int(m == "ft_transformer" and n >= 10_000 and i < ft_bound_above)}
+         "n_epochs_bound": int(m == "ft_transformer" and n < 10_000 and i < ft_bound_below)}
         for i in range(6) for size, n in (("512", 512), ("all", n_above))
         for m, v in (("xgboost", 0.90 if n < 10_000 else above_xgb), ("ft_transformer", 0.85 if n < 10_000 else above_ft))])
 
 
+def _cells(gaps: list[list[float]], n_above: int = 20_000, bound: int = 0) -> pd.DataFrame:
+    """The expected cells behind claim 1's second half: per dataset, FT-Transformer − XGBoost on each of
+    its folds at ``n_above`` rows (and a 512-row size, which the half must not read); FT-Transformer
+    still improving at its budget on the first ``bound`` datasets."""
+    rows = []
+    for i, per_fold in enumerate(gaps):
+        for fold, gap in enumerate(per_fold):
+            for size, n in (("512", 512), ("all", n_above)):
+                for m, v in (("xgboost", 0.80), ("ft_transformer", 0.80 + gap if n >= 10_000 else 0.99)):
+                    rows.append({"dataset": f"d{i}", "split_key": "k", "sample_size": size, "n_train": n, "repeat": 0,
+                                 "fold": fold, "model": m, "status": "ok", "score": v,
+                                 "epochs_bound": m == "ft_transformer" and n >= 10_000 and i < bound})
+    return pd.DataFrame(rows)
+
+
 KINDS = {"xgboost": "boosting", "ft_transformer": "attention"}
+AHEAD, LEVEL, BEHIND = [0.05, 0.06, 0.05], [0.002, -0.001, 0.001], [-0.10, -0.11, -0.09]
 
 
-def test_sample_size_claim_has_a_verdict_below_and_above_the_reference():
-    c = claims.claim_sample_size(_curves(0.80), KINDS)  # boosting wins all 6 below, attention all 6 above
+def test_sample_size_claim_below_counts_points_and_above_stands_per_dataset():
+    # Below 10,000 rows boosting wins all 6 points; above, attention is ahead on every dataset.
+    c = claims.claim_sample_size(_curves(0.80), KINDS, _cells([AHEAD] * 6))
     assert c.verdict == claims.SUPPORTED and c.n == 6 and c.effect == 1.0 and c.low > 0.5  # Wilson 6/6: 61%
-    assert c.above.verdict == claims.SUPPORTED and c.above.n == 6 and c.above.effect == 0.0 and c.above.high < 0.5
-    assert "At or above 10,000 rows boosting won 0, tied 0 and lost 6 of 6 points" in c.why
+    assert c.above.verdict == claims.SUPPORTED and c.above.n == 6 and c.above.effect == pytest.approx(0.0533, abs=1e-4)
+    assert "Below 10,000 rows boosting won 6, tied 0 and lost 0 of 6 points" in c.why
+    assert "attention ahead on 6, level on 0 and behind on 0 of 6 datasets" in c.why
     assert "20,000-20,000 rows" in c.coverage and "6 points on 6 datasets" in c.coverage
-    assert claims.effect_text(c).startswith("below: 100% [61%") and "at or above: 0% [0%" in claims.effect_text(c)
+    assert claims.effect_text(c).startswith("below: 100% [61%") and "at or above: +0.053 [" in claims.effect_text(c)
 
-    still = claims.claim_sample_size(_curves(0.95), KINDS)  # boosting still wins above: the claim is contradicted
+    # Behind on every dataset, beyond the margin: the half, and so the claim, is contradicted.
+    still = claims.claim_sample_size(_curves(0.95), KINDS, _cells([BEHIND] * 6))
     assert still.above.verdict == claims.CONTRADICTED and still.verdict == claims.CONTRADICTED
-    assert "boosting still wins there" in still.why
+    assert "boosting still leads there" in still.why and still.above.high < -0.005
 
-    tied = claims.claim_sample_size(_curves(0.85), KINDS)  # ties above count half: 3 of 6, an even match
-    assert tied.above.effect == 0.5 and tied.above.verdict == claims.THIN and tied.verdict == claims.THIN
-    assert "boosting won 0, tied 6 and lost 0 of 6 points" in tied.why  # a tie is never called a win
+    # Level within the margin on every dataset: caught up, though boosting has the higher mean on none and
+    # a raw count of wins would give it 4 of 6 folds' worth. A tie is never a win.
+    level = claims.claim_sample_size(_curves(0.85), KINDS, _cells([LEVEL] * 6))
+    assert level.above.verdict == claims.SUPPORTED and "level on 6" in level.why
+    # Mixed: two ahead, two level, two behind; the interval reaches both sides of the margin.
+    mixed = claims.claim_sample_size(_curves(0.85), KINDS, _cells([AHEAD, AHEAD, LEVEL, LEVEL, BEHIND, BEHIND]))
+    assert mixed.above.verdict == claims.THIN and mixed.verdict == claims.THIN
+    assert "ahead on 2, level on 2 and behind on 2 of 6 datasets" in mixed.why
 
-    # Boosting won all 6 above, but on 4 of them FT-Transformer was still improving when its epochs ran
-    # out: those are not converged, counted neither way; 2 points are too few for a verdict.
-    unsettled = claims.claim_sample_size(_curves(0.95, ft_bound_above=4), KINDS)
+    # Behind on all 6 above, but on 4 FT-Transformer was still improving when its epochs ran out: those
+    # are not converged, counted neither way; 2 datasets are too few for a verdict.
+    unsettled = claims.claim_sample_size(_curves(0.95), KINDS, _cells([BEHIND] * 6, bound=4))
     assert unsettled.above.n == 2 and unsettled.above.verdict == claims.THIN and unsettled.verdict == claims.THIN
-    assert "4 not converged, left out" in unsettled.above.coverage
-    assert "4 more points were lost by a model still improving" in unsettled.why
-    # Where the bound model won, its win stands: FT ahead above on every dataset, bound on 4.
-    ahead = claims.claim_sample_size(_curves(0.80, ft_bound_above=4), KINDS)
-    assert ahead.above.n == 6 and ahead.above.effect == 0.0 and "not converged" not in ahead.why
+    assert "4 not converged, left out" in unsettled.above.coverage and "too few datasets" in unsettled.why
+    assert "on 4 more the model behind was still improving" in unsettled.why
+    # Where the bound model was ahead, its lead stands.
+    ahead = claims.claim_sample_size(_curves(0.80), KINDS, _cells([AHEAD] * 6, bound=4))
+    assert ahead.above.n == 6 and ahead.above.verdict == claims.SUPPORTED and "not converged" not in ahead.why
 
-    small = claims.claim_sample_size(_curves(0.80, n_above=5_000), KINDS)  # nothing reaches 10,000 rows
+    # Points below: a model bound at its budget where it lost is left out there too.
+    below_bound = claims.claim_sample_size(_curves(0.95, ft_bound_below=4), KINDS, _cells([BEHIND] * 6))
+    assert below_bound.n == 2 and below_bound.above.n == 6 and "4 not converged, left out" in below_bound.coverage
+    assert "4 more points were lost by a model still improving" in below_bound.why
+
+    small = claims.claim_sample_size(_curves(0.80, n_above=5_000), KINDS, _cells([AHEAD] * 6, n_above=5_000))
     assert small.above.n == 0 and small.verdict == claims.THIN and small.n == 12
     assert "No dataset was run at or above 10,000 training rows" in small.why
 
