@@ -90,7 +90,7 @@ def test_shipped_suites_give_each_name_one_source():
     seen: dict[str, tuple[str, str]] = {}
     for path in FILES:
         if path.stem in ("dev", "dev-lite", "zoo", "claims", "study", "study-lite", "bf16-check", "bf16-check-tabm",
-                         "study-every-dataset"):
+                         "study-every-dataset", "study-tuned-slice"):
             continue
         for d in load_suite(path).datasets:
             name, source = dataset_label(d), source_of(d)
@@ -124,3 +124,25 @@ def test_the_study_reaches_above_ten_thousand_rows_on_every_large_dataset(shared
     train_rows = large.n_rows * (1 - 1 / p.folds) * (1 - p.validation_fraction)
     assert top > REFERENCE_ROWS and (train_rows > top).all(), train_rows.min()
     assert "GPU-hours" in header(SUITES / "study.yaml") and "90 minutes" in header(SUITES / "study-lite.yaml")
+
+
+def test_the_tuned_slice_runs_on_the_studys_own_fold_zero_tasks():
+    """suites/study-tuned-slice.yaml stands tuned entries beside study-every-dataset's defaults: its datasets
+    are that study's entries verbatim, its split protocol the same (so fold 0 at 10,000 rows is one task in
+    both), 8 or more of the datasets reach 10,000 training rows, and each entry is a labelled TPE search of
+    at least 8 trials with CPU-second limits."""
+    study, tuned = (yaml.safe_load((SUITES / f"{n}.yaml").read_text()) for n in ("study-every-dataset", "study-tuned-slice"))
+    assert all(d in study["datasets"] for d in tuned["datasets"]) and len(tuned["datasets"]) >= 8
+    assert tuned.get("seed", 0) == study.get("seed", 0)
+    for key in ("folds", "validation_fraction", "repeats", "subset_seeds"):
+        assert tuned["protocol"].get(key) == study["protocol"].get(key), key
+    assert tuned["protocol"]["sample_sizes"] == [10000] and 10000 in study["protocol"]["sample_sizes"]
+    assert tuned["protocol"]["max_folds"] == 1
+    assert {m["name"] for m in tuned["models"]} == {"ft_transformer", "realmlp", "catboost"}
+    for m in tuned["models"]:
+        assert m["search"] == "tpe" and m["trials"] >= 8 and m["clock"] == "cpu" and m["label"] == f"{m['name']}-tuned"
+    import pyarrow.parquet as pq
+
+    rows_needed = 10000 / ((1 - 1 / 3) * (1 - 0.2))  # the training part of a 3-fold split, less validation
+    for d in load_suite(SUITES / "study-tuned-slice.yaml").datasets:
+        assert pq.ParquetFile(d.file).metadata.num_rows >= rows_needed, d.name
