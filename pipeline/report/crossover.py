@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 import zlib
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -125,18 +126,8 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
     dataset, split and model), so that adding a dataset moves no other dataset's interval.
 
     ``cells`` has the columns of ReportData.cells (one row per cell: status, score, n_train)."""
-    ok = cells[(cells.status == Status.OK.value) & cells.score.notna()]
     rows = []
-    for (dataset, split_key), g in ok.groupby(["dataset", "split_key"], sort=True):
-        order = g.groupby("sample_size").n_train.mean().sort_values()
-        sizes, n_rows = list(order.index), order.to_numpy()
-        folds = sorted(set(zip(g["repeat"], g["fold"])))
-        fold_of = {f: i for i, f in enumerate(folds)}
-        models = sorted(set(g.model))
-        grid = np.full((len(folds), len(sizes), len(models)), np.nan)  # fold × size × model: mean over seeds
-        means = g.groupby(["repeat", "fold", "sample_size", "model"]).score.mean()
-        for (rep, fold, size, model), v in means.items():
-            grid[fold_of[(rep, fold)], sizes.index(size), models.index(model)] = v
+    for (dataset, split_key), (folds, n_rows, models, grid) in fold_grids(cells):
         inc = [models.index(m) for m in incumbents if m in models]
         if not inc:
             continue
@@ -172,6 +163,26 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
                              "p_never": float(np.isinf(cross).mean()) if len(cross) else np.nan,
                              "largest_n": float(sizes_c[-1]), "n_boot": len(cross)})
     return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+
+
+def fold_grids(cells: pd.DataFrame) -> list[tuple[tuple[str, str], tuple[list[Any], np.ndarray, list[str], np.ndarray]]]:
+    """Per (dataset, split_key) of the finished cells: its folds ((repeat, fold) pairs), the training rows
+    of its sizes in ascending order, its models, and the fold × size × model grid of test scores (each the
+    mean over a fold's subset seeds; NaN where a cell has no score)."""
+    ok = cells[(cells.status == Status.OK.value) & cells.score.notna()]
+    out = []
+    for key, g in ok.groupby(["dataset", "split_key"], sort=True):
+        order = g.groupby("sample_size").n_train.mean().sort_values()
+        sizes, n_rows = list(order.index), order.to_numpy(dtype=float)
+        folds = sorted(set(zip(g["repeat"], g["fold"])))
+        fold_of = {f: i for i, f in enumerate(folds)}
+        models = sorted(set(g.model))
+        grid = np.full((len(folds), len(sizes), len(models)), np.nan)
+        means = g.groupby(["repeat", "fold", "sample_size", "model"]).score.mean()
+        for (rep, fold, size, model), v in means.items():
+            grid[fold_of[(rep, fold)], sizes.index(size), models.index(model)] = v
+        out.append((key, (folds, n_rows, models, grid)))
+    return out
 
 
 def _resampled(grid: np.ndarray, rng: np.random.Generator, n_boot: int, chal: list[int], inc: list[int]) -> np.ndarray:

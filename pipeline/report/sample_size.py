@@ -12,6 +12,7 @@ from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod
 from pipeline.report import figures as figs
+from pipeline.report import projection as projection_mod
 from pipeline.report import significance as sig
 from pipeline.report import standing as standing_mod
 from pipeline.report import traits as traits_mod
@@ -90,6 +91,8 @@ def page_sample_size(data: ReportData) -> Page:
             p.add(note(f"{len(falls)} curve points fall below a smaller size's with the two 95% intervals apart "
                        f"(ill-behaved learning curves; LCDB 1.1 finds about 15% of curves so): {said}."))
 
+    if attention and incumbents:
+        projection_section(p, data, attention, incumbents)
     table_ = standing_mod.standings(data.cells, attention, incumbents)
     standing_section(p, data, table_)
     favours_section(p, data, table_)
@@ -167,6 +170,51 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
     if not parts:
         return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a boosting model and another."
     return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
+
+
+def projection_section(p: Page, data: ReportData, attention: list[str], incumbents: list[str]) -> None:
+    """Where the best attention model is behind at the largest size: the crossover its fitted learning curve
+    projects beyond it (:mod:`pipeline.report.projection`), shown only beside the check of how well such a
+    fit predicted a held-out largest size on these same results."""
+    p.h2("Projected crossovers beyond the largest size", "projection")
+    check = projection_mod.holdout_check(data.cells, [*attention, *incumbents])
+    name = "best attention" if len(attention) > 1 else attention[0]
+    proj = projection_mod.projected_crossovers(data.cells, {name: attention}, incumbents)
+    if check.empty:
+        p.add(note(f"No learning curve here has {projection_mod.MIN_SIZES + 1} or more sizes, so no fit can be "
+                   "checked against a held-out larger size; no crossover is projected."))
+        return
+    right, total = projection_mod.sign_check(check, attention, incumbents)
+    err = check.error.abs()
+    def span(x: pd.Series) -> str:
+        return f"{x.min():,.0f}" if x.min() == x.max() else f"{x.min():,.0f}-{x.max():,.0f}"
+
+    p.add(note(f"How far to trust a projection, checked on these results: fitted on every size but its largest "
+               f"(up to {span(check.from_n)} rows, predicting {span(check.to_n)}), the power law predicted the largest size's mean score with a median "
+               f"absolute error of {err.median():.3f} (90th percentile {err.quantile(0.9):.3f}, largest "
+               f"{err.max():.3f}) over {len(check)} curves of attention and boosting models"
+               + (f", and the sign of the attention − boosting gap there on {right} of {total} datasets" if total else "")
+               + ". A projection reaches further than that check did: read it as a direction, not a size."))
+    if proj.empty:
+        p.add(note(f"Nowhere is {name} behind the best boosting model at the largest size with "
+                   f"{projection_mod.MIN_SIZES} or more sizes to fit."))
+        return
+
+    def size(x: float) -> str:
+        return f"none up to {projection_mod.REACH * r.largest_n:,.0f}" if np.isinf(x) else f"{x:,.0f}"
+
+    rows = []
+    for r in proj.itertuples(index=False):
+        span = "one fold: no interval" if np.isnan(r.low) else f"[{size(r.low)}, {size(r.high)}]"
+        rows.append([cell(data.task_label(r.dataset, r.split_key)), cell(f"{r.largest_n:,.0f}"), cell(f"{r.gap:+.4f}"),
+                     cell(size(r.projected_n)), cell(span),
+                     cell("" if np.isnan(r.p_none) else f"{r.p_none:.0%}"), cell(r.n_sizes)])
+    p.add(table(["dataset", "largest size", f"{name} − best boosting there", "projected crossover (rows)",
+                 "95% interval over folds", "resamples with none", "sizes fitted"], rows, "table-projection"))
+    p.add(note(f"Each model's mean learning curve fitted as score = a − b·n^(−c) (a power law, as LCDB fits them) on "
+               f"the sizes both sides ran; the crossover is where {name}'s fitted curve (the best of its models' "
+               f"fits) first passes the best boosting model's, looked for up to {projection_mod.REACH:.0f}× the "
+               f"largest size. Interval: the folds resampled {projection_mod.N_BOOT} times and fitted again."))
 
 
 def standing_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:

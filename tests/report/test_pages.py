@@ -528,3 +528,12 @@ def test_which_data_favours_attention_rests_only_on_datasets_compared(evil_repor
     assert "Needs at least 3 datasets on which the best attention and boosting models were compared (ahead, level or " \
            "behind above; 1 here)" in page
     assert 'id="table-standing"' in page and page.count(">not converged<") == 2
+
+
+def test_no_crossover_is_projected_without_a_held_out_check(evil_report):
+    """Three sizes: no curve has a larger size to hold out, so the page projects nothing (a projection is
+    shown only beside the check of how well such fits predicted a held-out size on the same results)."""
+    _, reports = evil_report
+    page = (reports / "sample_size.html").read_text()
+    assert 'id="projection"' in page and 'id="table-projection"' not in page
+    assert "No learning curve here has 4 or more sizes, so no fit can be checked" in page

@@ -1,0 +1,164 @@
+"""Projected crossovers beyond the largest size run (issue 36 item 3), and how far such projections can
+be trusted on the same results.
+
+A learning curve is fitted as the power law ``score(n) = a − b·n^(−c)`` (c > 0; LCDB's pow3), by least
+squares on the mean score at each size, for ``c`` on a grid (``a`` and ``b`` are then linear). Where the
+best attention model is behind the best boosting model at the largest size both ran, the two fitted
+curves (each the best of its members' fits at every n) are followed up to ``REACH`` × that size; the
+projected crossover is the first n where attention's is above. Its interval comes from the folds,
+resampled with replacement and fitted again, as the crossover's own interval does.
+
+The check printed beside it: on every curve with at least four sizes, a fit on all but the largest size
+predicts the largest; the error of that prediction, and whether the sign of the attention − boosting gap
+there came out right, say how much such an extrapolation is worth on this study's own data.
+"""
+
+from __future__ import annotations
+
+import warnings
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from pipeline.report.crossover import fold_grids
+
+EXPONENTS = np.geomspace(0.02, 3.0, 64)  # the power law's c, searched on this grid
+REACH = 10.0  # how far beyond the largest size a crossover is projected, as a multiple of it
+MIN_SIZES = 3  # a curve fitted on fewer sizes has as many parameters as points, or more
+N_BOOT = 200
+PROJECTION_COLUMNS = ["dataset", "split_key", "model", "largest_n", "gap", "projected_n", "low", "high", "p_none",
+                      "n_boot", "n_sizes"]
+CHECK_COLUMNS = ["dataset", "split_key", "model", "from_n", "to_n", "predicted", "observed", "error"]
+
+
+def fit_power(n: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
+    """(a, β, c) of ``y ≈ a + β·n^(−c)`` by least squares, the best ``c`` of ``EXPONENTS``; None for fewer
+    than ``MIN_SIZES`` finite points. (β = −b: negative for a curve that rises with n.)"""
+    keep = np.isfinite(y)
+    n, y = np.asarray(n, dtype=float)[keep], np.asarray(y, dtype=float)[keep]
+    if len(n) < MIN_SIZES:
+        return None
+    u = n[None, :] ** -EXPONENTS[:, None]  # exponents × points
+    du, dy = u - u.mean(axis=1, keepdims=True), y - y.mean()
+    var = (du ** 2).sum(axis=1)
+    beta = np.where(var > 0, (du * dy).sum(axis=1) / np.where(var > 0, var, 1.0), 0.0)
+    a = y.mean() - beta * u.mean(axis=1)
+    sse = ((y[None, :] - a[:, None] - beta[:, None] * u) ** 2).sum(axis=1)
+    i = int(np.argmin(sse))
+    return float(a[i]), float(beta[i]), float(EXPONENTS[i])
+
+
+def predict(params: tuple[float, float, float], n: np.ndarray | float) -> np.ndarray:
+    a, beta, c = params
+    return a + beta * np.asarray(n, dtype=float) ** -c
+
+
+def _best_fit_curve(curves: np.ndarray, n_rows: np.ndarray, members: list[int], at: np.ndarray) -> np.ndarray | None:
+    """The best of the members' fitted curves at each n of ``at`` (``curves``: size × model means)."""
+    fits = [f for m in members if (f := fit_power(n_rows, curves[:, m])) is not None]
+    if not fits:
+        return None
+    return np.max([predict(f, at) for f in fits], axis=0)
+
+
+def _project(curves: np.ndarray, n_rows: np.ndarray, chal: list[int], inc: list[int], at: np.ndarray) -> float:
+    """The first n of ``at`` where the challenger's fitted curve is above the incumbents' (inf: none; NaN:
+    a side cannot be fitted). ``curves``: size × model means at ``n_rows``."""
+    a, b = _best_fit_curve(curves, n_rows, chal, at), _best_fit_curve(curves, n_rows, inc, at)
+    if a is None or b is None:
+        return float("nan")
+    ahead = a > b
+    return float(at[int(np.argmax(ahead))]) if ahead.any() else float("inf")
+
+
+def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]], incumbents: list[str],
+                         n_boot: int = N_BOOT, seed: int = 0, reach: float = REACH) -> pd.DataFrame:
+    """Per dataset and challenger (name → member models) that is behind the best incumbent at the largest
+    size both have scores at, with at least ``MIN_SIZES`` such sizes: ``projected_n``, the first size up to
+    ``reach`` × ``largest_n`` where the fitted challenger curve passes the fitted incumbent one (``inf``:
+    none within reach); ``low``/``high`` the 2.5 and 97.5 percentiles over ``n_boot`` resamples of the folds
+    (``inf`` ends: none within reach), ``p_none`` the share of resamples with none; ``gap`` the observed
+    challenger − incumbent mean at ``largest_n``. One fold: no interval (NaN). ``cells`` as
+    :func:`pipeline.report.crossover.crossover_intervals` takes them."""
+    rows = []
+    for (dataset, split_key), (folds, n_rows, models, grid) in fold_grids(cells):
+        inc = [models.index(m) for m in incumbents if m in models]
+        if not inc:
+            continue
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a size without a score: NaN
+            full = np.nanmean(grid, axis=0)
+            for name, names in challengers.items():
+                idx = [models.index(m) for m in names if m in models]
+                if not idx:
+                    continue
+                compared = ~np.isnan(np.nanmax(full[:, idx], axis=1)) & ~np.isnan(np.nanmax(full[:, inc], axis=1))
+                if compared.sum() < MIN_SIZES:
+                    continue
+                largest = float(n_rows[compared][-1])
+                last = int(np.flatnonzero(compared)[-1])
+                gap = float(np.nanmax(full[last, idx]) - np.nanmax(full[last, inc]))
+                if gap >= 0:  # not behind at the largest size: nothing to project
+                    continue
+                sub = grid[:, compared]
+                n_c = n_rows[compared]
+                at = np.geomspace(largest, reach * largest, 200)[1:]
+                point = _project(np.nanmean(sub, axis=0), n_c, idx, inc, at)
+                low = high = p_none = float("nan")
+                kept = 0
+                if len(folds) >= 2:
+                    rng = np.random.default_rng([seed, zlib.crc32(f"{dataset}|{split_key}|{name}".encode())])
+                    picks = rng.integers(0, len(folds), size=(n_boot, len(folds)))
+                    boot = np.array([_project(np.nanmean(sub[p], axis=0), n_c, idx, inc, at) for p in picks])
+                    boot = boot[~np.isnan(boot)]
+                    kept = len(boot)
+                    if kept:
+                        low, high = (float(v) for v in np.percentile(boot, [2.5, 97.5], method="inverted_cdf"))
+                        p_none = float(np.isinf(boot).mean())
+                rows.append({"dataset": dataset, "split_key": split_key, "model": name, "largest_n": largest,
+                             "gap": gap, "projected_n": point, "low": low, "high": high, "p_none": p_none,
+                             "n_boot": kept, "n_sizes": int(compared.sum())})
+    return pd.DataFrame(rows, columns=PROJECTION_COLUMNS)
+
+
+def holdout_check(cells: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Each of ``models``' learning curves with at least ``MIN_SIZES`` + 1 sizes, fitted on all but its
+    largest size (``from_n``: the largest size fitted) and extrapolated to it (``to_n``): the predicted and
+    observed mean scores and ``error`` = predicted − observed."""
+    rows = []
+    for (dataset, split_key), (_, n_rows, names, grid) in fold_grids(cells):
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            full = np.nanmean(grid, axis=0)
+        for m in models:
+            if m not in names:
+                continue
+            y = full[:, names.index(m)]
+            have = np.flatnonzero(~np.isnan(y))
+            if len(have) < MIN_SIZES + 1:
+                continue
+            fit = fit_power(n_rows[have[:-1]], y[have[:-1]])
+            if fit is None:
+                continue
+            to = float(n_rows[have[-1]])
+            pred = float(predict(fit, to))
+            rows.append({"dataset": dataset, "split_key": split_key, "model": m, "from_n": float(n_rows[have[-2]]),
+                         "to_n": to, "predicted": pred, "observed": float(y[have[-1]]), "error": pred - float(y[have[-1]])})
+    return pd.DataFrame(rows, columns=CHECK_COLUMNS)
+
+
+def sign_check(check: pd.DataFrame, attention: list[str], boosting: list[str]) -> tuple[int, int]:
+    """On the held-out largest size: of the datasets where both kinds were extrapolated, on how many the
+    predicted sign of (best attention − best boosting) matched the observed one (an exact tie counts as
+    neither sign); returns (right, datasets)."""
+    right = total = 0
+    for _, g in check.groupby(["dataset", "split_key"]):
+        a, b = g[g.model.isin(attention)], g[g.model.isin(boosting)]
+        if a.empty or b.empty:
+            continue
+        total += 1
+        predicted = np.sign(a.predicted.max() - b.predicted.max())
+        observed = np.sign(a.observed.max() - b.observed.max())
+        right += int(predicted == observed)
+    return right, total
