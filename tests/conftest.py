@@ -71,7 +71,7 @@ def ray_address(ray_local) -> str:
     return ray.get_runtime_context().gcs_address
 
 
-# `make test` runs the suite on two workers (pytest-xdist, --dist loadfile: a module's tests on one worker,
+# `make test` runs the suite on three workers (pytest-xdist, --dist loadfile: a module's tests on one worker,
 # so that a module-scoped fixture, a run whose results several tests read, is built once). Longest first,
 # so that no long module is left to one worker at the end: these start Ray clusters of their own or train
 # every model.
