@@ -200,14 +200,15 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
                    f"{projection_mod.MIN_SIZES} or more sizes to fit."))
         return
 
-    def size(x: float) -> str:
-        return f"none up to {projection_mod.REACH * r.largest_n:,.0f}" if np.isinf(x) else f"{x:,.0f}"
+    def size(x: float, largest: float) -> str:
+        return f"none up to {projection_mod.REACH * largest:,.0f}" if np.isinf(x) else f"{x:,.0f}"
 
     rows = []
     for r in proj.itertuples(index=False):
-        span = "one fold: no interval" if np.isnan(r.low) else f"[{size(r.low)}, {size(r.high)}]"
+        interval = ("one fold: no interval" if np.isnan(r.low)
+                    else f"[{size(r.low, r.largest_n)}, {size(r.high, r.largest_n)}]")
         rows.append([cell(data.task_label(r.dataset, r.split_key)), cell(f"{r.largest_n:,.0f}"), cell(f"{r.gap:+.4f}"),
-                     cell(size(r.projected_n)), cell(span),
+                     cell(size(r.projected_n, r.largest_n)), cell(interval),
                      cell("" if np.isnan(r.p_none) else f"{r.p_none:.0%}"), cell(r.n_sizes)])
     p.add(table(["dataset", "largest size", f"{name} − best boosting there", "projected crossover (rows)",
                  "95% interval over folds", "resamples with none", "sizes fitted"], rows, "table-projection"))

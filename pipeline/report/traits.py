@@ -30,15 +30,18 @@ TRAITS: dict[str, str] = {
     "missing_share": "share of cells missing",
     "target_imbalance": "classification: majority class share; regression: |skewness| of the target",
     "uninformative_share": "share of features outside those a random forest needs for 90% of its importance",
+    "irregularity": "what a random forest loses when the target is smoothed over the numeric features "
+                    "(Grinsztajn et al. 2022's irregularity: accuracy or R², held out)",
 }
 # the same, short enough for a panel's title
 SHORT: dict[str, str] = {"log10_rows": "rows (log10)", "features": "features", "categorical_share": "categorical share",
                          "categorical_levels": "levels per categorical", "missing_share": "missing share",
                          "target_imbalance": "class imbalance or |target skew|",
-                         "uninformative_share": "uninformative share"}
+                         "uninformative_share": "uninformative share", "irregularity": "target irregularity"}
 FOREST_ROWS = 2000
 FOREST_TREES = 50
 KEPT_IMPORTANCE = 0.9
+SMOOTHING = 0.25  # the Gaussian kernel's lengthscale, per feature, in rank-normal units
 
 
 def dataset_traits(con: Any, datasets: list[str], seed: int = 0) -> pd.DataFrame:
@@ -60,7 +63,7 @@ def dataset_traits(con: Any, datasets: list[str], seed: int = 0) -> pd.DataFrame
                                "categorical_share": len(cat) / n_feat,
                                "categorical_levels": float(cat.n_levels.mean()) if len(cat) else 0.0,
                                "missing_share": float(f.n_missing.sum()) / max(n_rows * n_feat, 1),
-                               "target_imbalance": np.nan, "uninformative_share": np.nan}
+                               "target_imbalance": np.nan, "uninformative_share": np.nan, "irregularity": np.nan}
         if m.data_table in tables:
             try:
                 row.update(_from_data(con, m, f, seed))
@@ -80,9 +83,10 @@ def _from_data(con: Any, m: pd.Series, feats: pd.DataFrame, seed: int) -> dict[s
         imbalance = con.execute(f"SELECT max(n) / sum(n) FROM (SELECT count(*) AS n FROM {table} GROUP BY {target})"
                                 ).fetchone()[0]
     sample = con.execute(f"SELECT * FROM {table} USING SAMPLE reservoir({FOREST_ROWS} ROWS) REPEATABLE ({seed})").df()
+    kinds = dict(zip(feats.name, feats.kind))
     return {"target_imbalance": float(imbalance) if imbalance is not None else np.nan,
-            "uninformative_share": uninformative_share(sample, TARGET, dict(zip(feats.name, feats.kind)),
-                                                       str(m.task_type), seed)}
+            "uninformative_share": uninformative_share(sample, TARGET, kinds, str(m.task_type), seed),
+            "irregularity": irregularity(sample, TARGET, kinds, str(m.task_type), seed)}
 
 
 def uninformative_share(frame: pd.DataFrame, target: str, features: dict[str, str], task_type: str,
@@ -90,21 +94,59 @@ def uninformative_share(frame: pd.DataFrame, target: str, features: dict[str, st
     """The share of features outside the fewest that carry ``KEPT_IMPORTANCE`` of a seeded random forest's
     impurity importance. ``features``: name → kind (categorical: their codes; missing values a code of
     their own)."""
-    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-
     cols = [c for c in features if c in frame]
     if not cols or len(frame) < 10:
         return float("nan")
     x = np.column_stack([_codes(frame[c], features[c] == "categorical") for c in cols])
     y = frame[target]
-    forest: Any = (RandomForestRegressor if task_type == "regression" else RandomForestClassifier)(
-        n_estimators=FOREST_TREES, max_features="sqrt", min_samples_leaf=2, random_state=seed, n_jobs=1)
+    forest = _forest(task_type, seed)
     forest.fit(x, y.to_numpy(dtype=float) if task_type == "regression" else y.astype(str))
     imp = np.sort(forest.feature_importances_)[::-1]
     if imp.sum() <= 0:
         return float("nan")
     needed = int(np.searchsorted(np.cumsum(imp) / imp.sum(), KEPT_IMPORTANCE) + 1)
     return 1.0 - min(needed, len(cols)) / len(cols)
+
+
+def _forest(task_type: str, seed: int) -> Any:
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    return (RandomForestRegressor if task_type == "regression" else RandomForestClassifier)(
+        n_estimators=FOREST_TREES, max_features="sqrt", min_samples_leaf=2, random_state=seed, n_jobs=1)
+
+
+def irregularity(frame: pd.DataFrame, target: str, features: dict[str, str], task_type: str, seed: int = 0) -> float:
+    """Grinsztajn et al. (2022)'s test of an irregular target, cheaply: the held-out score (accuracy or R²)
+    of a seeded random forest trained on the target, minus that of one trained on the target smoothed by
+    a Gaussian kernel over the numeric features (rank-normalised; lengthscale ``SMOOTHING`` per feature;
+    a class target smoothed as its one-hot indicators, then the most likely class). Large: smoothing
+    destroys what the forest uses (irregular, where trees are said to gain); near 0: a smooth target.
+    NaN without numeric features or with fewer than 50 rows."""
+    from scipy.special import ndtri
+    from sklearn.model_selection import train_test_split
+
+    cols = [c for c in features if c in frame and features[c] != "categorical"]
+    if not cols or len(frame) < 50:
+        return float("nan")
+    x = np.column_stack([_codes(frame[c], False) for c in cols])
+    ranks = (pd.DataFrame(x).rank(method="average").to_numpy() - 0.5) / len(x)
+    z = ndtri(ranks)  # each feature rank-normal
+    regression = task_type == "regression"
+    y = frame[target].to_numpy(dtype=float) if regression else pd.Categorical(frame[target].astype(str)).codes
+    train, test = train_test_split(np.arange(len(x)), test_size=0.3, random_state=seed,
+                                   stratify=None if regression or np.bincount(y).min() < 2 else y)
+    zt = z[train]
+    sq = (zt ** 2).sum(axis=1)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2 * zt @ zt.T, 0.0)  # rows × rows, not rows² × features
+    w = np.exp(-d2 / (2 * SMOOTHING ** 2 * len(cols)))
+    w /= w.sum(axis=1, keepdims=True)
+    smooth = w @ y[train] if regression else (w @ np.eye(int(y.max()) + 1)[y[train]]).argmax(axis=1)
+
+    def score(target_train: np.ndarray) -> float:
+        forest = _forest(task_type, seed).fit(x[train], target_train)
+        return float(forest.score(x[test], y[test]))  # accuracy, or R²
+
+    return score(y[train]) - score(smooth)
 
 
 def _codes(s: pd.Series, categorical: bool) -> np.ndarray:

@@ -26,6 +26,24 @@ def test_a_forest_finds_the_noise_features_uninformative():
     assert traits.uninformative_share(frame, TARGET, kinds, "binary") <= 0.2
 
 
+def test_irregularity_is_high_for_a_jagged_target_and_low_for_a_smooth_one():
+    """Grinsztajn's measure: a forest loses little when a smooth target is smoothed, much when the target
+    jumps with a feature at a fine scale (what a kernel over the features averages away)."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(1500, 4))
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(4)])
+    kinds = {f"f{i}": "numeric" for i in range(4)}
+    frame[TARGET] = x[:, 0] + 0.5 * x[:, 1]  # smooth
+    smooth = traits.irregularity(frame, TARGET, kinds, "regression")
+    frame[TARGET] = np.sign(np.sin(12 * x[:, 0]))  # flips every quarter of a standard deviation
+    jagged = traits.irregularity(frame, TARGET, kinds, "regression")
+    assert smooth < 0.1 < 0.5 < jagged, (smooth, jagged)
+    frame[TARGET] = np.where(np.sin(12 * x[:, 0]) > 0, "a", "b")  # the same, as classes
+    assert traits.irregularity(frame, TARGET, kinds, "binary") > 0.2
+    only_categorical = {"f0": "categorical"}
+    assert np.isnan(traits.irregularity(frame, TARGET, only_categorical, "binary"))
+
+
 def test_traits_are_read_from_a_results_file(tmp_path):
     con = duckdb.connect(str(tmp_path / "r.duckdb"))
     con.execute(SCHEMA)
@@ -44,8 +62,10 @@ def test_traits_are_read_from_a_results_file(tmp_path):
     d = got.loc["d"]
     assert (d.features, d.categorical_share, d.categorical_levels, d.missing_share) == (2, 0.5, 3.0, 0.05)
     assert abs(d.target_imbalance - (data[TARGET] == "no").mean()) < 1e-12 and 0 <= d.uninformative_share <= 0.5
+    assert abs(d.irregularity) < 0.2  # a target drawn apart from the features: nothing to lose by smoothing
     # a reference's dataset whose rows the file does not hold: what the tables say, NaN for the rest
     assert np.isnan(got.loc["gone", "target_imbalance"]) and np.isnan(got.loc["gone", "uninformative_share"])
+    assert np.isnan(got.loc["gone", "irregularity"])
 
 
 def test_each_characteristic_is_tested_against_the_gap_with_bh():
