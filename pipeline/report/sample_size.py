@@ -279,9 +279,11 @@ def favours_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
                "characteristics go together (many categoricals and many rows, say)."))
     cols = list(traits_mod.TRAITS)
     rows = [[cell(r["dataset"]), cell(f"{r['gap']:+.3f}"),
-             cell(f"{r['at_n']:,.0f}"), *[cell(f"{r[c]:.3g}") for c in cols]]
+             cell(f"{r['at_n']:,.0f}"), *[cell("—" if pd.isna(r[c]) else f"{r[c]:.3g}") for c in cols]]
             for r in joined.sort_values("gap").to_dict("records")]
     p.add(table(["dataset", "gap", "at rows", *[traits_mod.TRAITS[c] for c in cols]], rows, "table-traits"))
+    p.add(note("—: not measurable on that dataset (irregularity needs numeric features; a reference without its "
+               "data has only what its tables say)."))
 
 
 def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame, order: list[str]) -> str:
