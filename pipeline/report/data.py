@@ -70,7 +70,10 @@ class ReportData:
                 compute=q("SELECT * FROM compute"),
                 memory=q("SELECT * FROM memory"),
                 failures=q("SELECT * FROM failures ORDER BY level, dataset, split_key, model, sample_size, fold"),
-                runs=q("SELECT * FROM runs ORDER BY started_at DESC"),
+                # each run's cost (a chunk of a long study is a run): its wall time, and its trials' seconds
+                runs=q("SELECT r.*, r.finished_at - r.started_at AS wall, "
+                       "(SELECT sum(t.seconds) FROM trials t WHERE t.run_id = r.run_id) AS trial_seconds "
+                       "FROM runs r ORDER BY r.started_at DESC"),
                 datasets=q("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n_categorical, "
                            "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
                 attention=q("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, "

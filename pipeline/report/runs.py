@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+
 from pipeline.report import aggregate as agg
 from pipeline.report.data import ReportData
 from pipeline.report.markup import Page, cell, esc, note, num, raw, table
@@ -20,12 +22,29 @@ def json_table(text: object) -> str:
     return table(["key", "value"], [[cell(k), cell(v, "text")] for k, v in d.items()])
 
 
+def duration(value: object) -> str:
+    """A run's wall time as h:mm:ss ('' while it runs or when unknown)."""
+    try:
+        seconds = int(pd.Timedelta(value).total_seconds())
+    except (TypeError, ValueError):
+        return ""
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def hours(value: object) -> str:
+    return "" if value is None or pd.isna(value) else f"{float(value) / 3600:.2f}"  # type: ignore[arg-type]
+
+
 def page_runs(data: ReportData) -> Page:
     p = Page("runs.html", "Run details")
     p.h2("Runs", "runs")
     cols = ["run_id", "suite", "status", "started_at", "finished_at", "git_rev", "n_cells", "n_done", "n_failed",
             "n_skipped"]
-    p.add(table(cols, [[cell(r[c]) for c in cols] for _, r in data.runs.iterrows()], "table-runs"))
+    p.add(table([*cols, "wall", "trial hours"],
+                [[*[cell(r[c]) for c in cols], cell(duration(r.get("wall"))), cell(hours(r.get("trial_seconds")))]
+                 for _, r in data.runs.iterrows()], "table-runs"))
+    p.add(note("A run's cost: its wall time (start to finish: a chunk of a long study is a run of its own) and the "
+               "seconds of its trials summed, in hours (several trials run at once, so this can exceed the wall)."))
     for _, r in data.runs.iterrows():
         p.add(f"<details><summary>{esc(r.run_id)} · {esc(r.suite)}: command, suite, versions, hardware</summary>"
               f"<pre>{esc(r.argv)}</pre>"

@@ -537,3 +537,28 @@ def test_no_crossover_is_projected_without_a_held_out_check(evil_report):
     page = (reports / "sample_size.html").read_text()
     assert 'id="projection"' in page and 'id="table-projection"' not in page
     assert "No learning curve here has 4 or more sizes, so no fit can be checked" in page
+
+
+def test_each_run_shows_its_cost_wall_time_and_trial_hours(synth_db, synth_report):
+    """A chunk of a long study is a run: the Run details page gives each its wall time and the hours of
+    its trials, read from the file (so that a study's cost per chunk is on record)."""
+    import duckdb
+
+    with duckdb.connect(str(synth_db), read_only=True) as con:
+        runs = con.execute("SELECT r.run_id, epoch(r.finished_at - r.started_at) AS wall, "
+                           "(SELECT sum(seconds) FROM trials t WHERE t.run_id = r.run_id) AS s FROM runs r").fetchall()
+    page = text(synth_report / "runs.html")
+    table_ = page[page.index('id="table-runs"'):]
+    table_ = table_[:table_.index("</table>")]
+    assert "<th>wall</th>" in table_ and "<th>trial hours</th>" in table_
+    rows = re.findall(r"<tr>(.*?)</tr>", table_, re.S)[1:]
+    assert len(rows) == len(runs) >= 1
+    for run_id, wall, seconds in runs:
+        row = next(r for r in rows if run_id in r)
+        cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        if wall is None:  # a run that never finished: no wall time
+            assert cells[-2] == "", cells
+        else:
+            w = int(wall)
+            assert cells[-2] == f"{w // 3600}:{w % 3600 // 60:02d}:{w % 60:02d}", cells
+        assert cells[-1] == ("" if seconds is None else f"{seconds / 3600:.2f}"), cells
