@@ -126,7 +126,7 @@ def test_the_study_reaches_above_ten_thousand_rows_on_every_large_dataset(shared
     assert "GPU-hours" in header(SUITES / "study.yaml") and "90 minutes" in header(SUITES / "study-lite.yaml")
 
 
-def test_the_tuned_slice_runs_on_the_studys_own_fold_zero_tasks():
+def test_the_tuned_slice_runs_on_the_studys_own_fold_zero_tasks(shared_data: Path):
     """suites/study-tuned-slice.yaml stands tuned entries beside study-every-dataset's defaults: its datasets
     are that study's entries verbatim, its split protocol the same (so fold 0 at 10,000 rows is one task in
     both), 8 or more of the datasets reach 10,000 training rows, and each entry is a labelled TPE search of

@@ -210,7 +210,9 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.Dat
     c.verdict = decide(c.low, c.high, c.n, null=0.5)
     if c.n >= MIN_PAIRS:
         c.why += {SUPPORTED: ": supported.", CONTRADICTED: ": contradicted.", THIN: ", an even match is inside it."}[c.verdict]
-    _caught_up(up, cells[cells.n_train >= REFERENCE_ROWS], a_cols, b_cols)
+    # A size is above or below by its mean training rows over folds, as the points below are.
+    size_rows = cells.groupby(["dataset", "split_key", "sample_size"]).n_train.transform("mean")
+    _caught_up(up, cells[size_rows >= REFERENCE_ROWS], a_cols, b_cols)
     halves = (c.verdict, up.verdict)
     verdict = CONTRADICTED if CONTRADICTED in halves else SUPPORTED if halves == (SUPPORTED, SUPPORTED) else THIN
     c.why = f"{c.why} {up.why}"

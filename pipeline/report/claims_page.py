@@ -22,7 +22,8 @@ def page_claims(data: ReportData) -> Page:
     found = claims_mod.verdicts(data.curves, data.configured, data.attention, data.datasets, data.kinds, data.cells)
     rows = [[cell(i + 1), cell(c.statement), cell(c.verdict, VERDICT_CLASS[c.verdict]),
              cell(claims_mod.effect_text(c)),
-             cell(c.n + (c.above.n if c.above else 0)), cell(c.coverage)] for i, c in enumerate(found)]
+             cell(f"{c.n} points; {c.above.n} datasets" if c.above else c.n), cell(c.coverage)]
+            for i, c in enumerate(found)]
     p.add(table(["#", "claim", "verdict", "effect [95% interval]", "comparisons", "coverage"], rows, "table-claims"))
     for i, c in enumerate(found):
         p.h2(f"{i + 1}. {c.statement}", f"claim-{c.key}")
@@ -39,7 +40,7 @@ def page_claims(data: ReportData) -> Page:
                        cell(c.above.verdict, VERDICT_CLASS[c.above.verdict]),
                        cell("mean (attention − boosting) over datasets"),
                        cell(claims_mod.effect_text(c.above)), cell(f"{c.above.n} datasets")]]
-            p.add(table(["half", "verdict", "effect", "[95% interval]", "comparisons"], halves,
+            p.add(table(["half", "verdict", "measure", "effect [95% interval]", "comparisons"], halves,
                         f"table-claim-{c.key}-halves"))
             p.add(note("The datasets ahead, level and behind, each with its interval over folds, are on the "
                        "sample-size page."))

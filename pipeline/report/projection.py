@@ -25,11 +25,12 @@ from pipeline.report.crossover import fold_grids
 
 EXPONENTS = np.geomspace(0.02, 3.0, 64)  # the power law's c, searched on this grid
 REACH = 10.0  # how far beyond the largest size a crossover is projected, as a multiple of it
-MIN_SIZES = 3  # a curve fitted on fewer sizes has as many parameters as points, or more
+MIN_SIZES = 3  # the fewest sizes a curve is fitted on (three: as many as the law's parameters; the
+# held-out check, which needs one more, says what such fits are worth)
 N_BOOT = 200
 PROJECTION_COLUMNS = ["dataset", "split_key", "model", "largest_n", "gap", "projected_n", "low", "high", "p_none",
-                      "n_boot", "n_sizes"]
-CHECK_COLUMNS = ["dataset", "split_key", "model", "from_n", "to_n", "predicted", "observed", "error"]
+                      "n_boot", "n_folds", "n_sizes"]
+CHECK_COLUMNS = ["dataset", "split_key", "model", "from_n", "to_n", "predicted", "observed", "error", "observed_from"]
 
 
 def fit_power(n: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
@@ -50,8 +51,9 @@ def fit_power(n: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None
 
 
 def predict(params: tuple[float, float, float], n: np.ndarray | float) -> np.ndarray:
+    """The fitted curve at ``n``, capped at 1 (no accuracy or R² exceeds it)."""
     a, beta, c = params
-    return a + beta * np.asarray(n, dtype=float) ** -c
+    return np.minimum(a + beta * np.asarray(n, dtype=float) ** -c, 1.0)
 
 
 def _best_fit_curve(curves: np.ndarray, n_rows: np.ndarray, members: list[int], at: np.ndarray) -> np.ndarray | None:
@@ -63,10 +65,15 @@ def _best_fit_curve(curves: np.ndarray, n_rows: np.ndarray, members: list[int], 
 
 
 def _project(curves: np.ndarray, n_rows: np.ndarray, chal: list[int], inc: list[int], at: np.ndarray) -> float:
-    """The first n of ``at`` where the challenger's fitted curve is above the incumbents' (inf: none; NaN:
-    a side cannot be fitted). ``curves``: size × model means at ``n_rows``."""
+    """The first n of ``at`` (``at[0]``: the largest size) where the challenger's fitted curve is above the
+    incumbents' (inf: none). NaN where a side cannot be fitted, or where the fits do not have the
+    challenger behind at the largest size as the means do: a crossover there would be the fit's error,
+    not a projection. ``curves``: size × model means at ``n_rows``; only models with a mean at the largest
+    size take part (one that stopped short of it would project from a curve the others outgrew)."""
+    chal = [m for m in chal if not np.isnan(curves[-1, m])]
+    inc = [m for m in inc if not np.isnan(curves[-1, m])]
     a, b = _best_fit_curve(curves, n_rows, chal, at), _best_fit_curve(curves, n_rows, inc, at)
-    if a is None or b is None:
+    if a is None or b is None or not a[0] < b[0]:
         return float("nan")
     ahead = a > b
     return float(at[int(np.argmax(ahead))]) if ahead.any() else float("inf")
@@ -77,9 +84,10 @@ def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]],
     """Per dataset and challenger (name → member models) that is behind the best incumbent at the largest
     size both have scores at, with at least ``MIN_SIZES`` such sizes: ``projected_n``, the first size up to
     ``reach`` × ``largest_n`` where the fitted challenger curve passes the fitted incumbent one (``inf``:
-    none within reach); ``low``/``high`` the 2.5 and 97.5 percentiles over ``n_boot`` resamples of the folds
-    (``inf`` ends: none within reach), ``p_none`` the share of resamples with none; ``gap`` the observed
-    challenger − incumbent mean at ``largest_n``. One fold: no interval (NaN). ``cells`` as
+    none within reach; NaN where the fits have the challenger level or ahead at ``largest_n``, against the
+    means); ``low``/``high`` the 2.5 and 97.5 percentiles over the ``n_boot`` resamples of the folds that
+    could be projected (``inf`` ends: none within reach), ``p_none`` the share of them with none; ``gap``
+    the observed challenger − incumbent mean at ``largest_n``. One fold: no interval (NaN). ``cells`` as
     :func:`pipeline.report.crossover.crossover_intervals` takes them."""
     rows = []
     for (dataset, split_key), (folds, n_rows, models, grid) in fold_grids(cells):
@@ -103,7 +111,8 @@ def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]],
                     continue
                 sub = grid[:, compared]
                 n_c = n_rows[compared]
-                at = np.geomspace(largest, reach * largest, 200)[1:]
+                at = np.geomspace(largest, reach * largest, 200)  # at[0]: the largest size, where the fits
+                # must agree with the means that the challenger is behind
                 point = _project(np.nanmean(sub, axis=0), n_c, idx, inc, at)
                 low = high = p_none = float("nan")
                 kept = 0
@@ -118,14 +127,15 @@ def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]],
                         p_none = float(np.isinf(boot).mean())
                 rows.append({"dataset": dataset, "split_key": split_key, "model": name, "largest_n": largest,
                              "gap": gap, "projected_n": point, "low": low, "high": high, "p_none": p_none,
-                             "n_boot": kept, "n_sizes": int(compared.sum())})
+                             "n_boot": kept, "n_folds": len(folds), "n_sizes": int(compared.sum())})
     return pd.DataFrame(rows, columns=PROJECTION_COLUMNS)
 
 
 def holdout_check(cells: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     """Each of ``models``' learning curves with at least ``MIN_SIZES`` + 1 sizes, fitted on all but its
     largest size (``from_n``: the largest size fitted) and extrapolated to it (``to_n``): the predicted and
-    observed mean scores and ``error`` = predicted − observed."""
+    observed mean scores, ``error`` = predicted − observed, and ``observed_from``, the mean at ``from_n``
+    (what carrying the largest fitted size forward would predict)."""
     rows = []
     for (dataset, split_key), (_, n_rows, names, grid) in fold_grids(cells):
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
@@ -144,21 +154,23 @@ def holdout_check(cells: pd.DataFrame, models: list[str]) -> pd.DataFrame:
             to = float(n_rows[have[-1]])
             pred = float(predict(fit, to))
             rows.append({"dataset": dataset, "split_key": split_key, "model": m, "from_n": float(n_rows[have[-2]]),
-                         "to_n": to, "predicted": pred, "observed": float(y[have[-1]]), "error": pred - float(y[have[-1]])})
+                         "to_n": to, "predicted": pred, "observed": float(y[have[-1]]), "error": pred - float(y[have[-1]]),
+                         "observed_from": float(y[have[-2]])})
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
-def sign_check(check: pd.DataFrame, attention: list[str], boosting: list[str]) -> tuple[int, int]:
-    """On the held-out largest size: of the datasets where both kinds were extrapolated, on how many the
-    predicted sign of (best attention − best boosting) matched the observed one (an exact tie counts as
-    neither sign); returns (right, datasets)."""
-    right = total = 0
-    for _, g in check.groupby(["dataset", "split_key"]):
+def sign_check(check: pd.DataFrame, attention: list[str], boosting: list[str]) -> tuple[int, int, int]:
+    """On the held-out largest size: of the datasets where both kinds were extrapolated to one size, on how
+    many the predicted sign of (best attention − best boosting) matched the observed one (an exact tie
+    counts as neither sign), and on how many the sign at the size before, carried forward, did (the
+    baseline a fit must beat); returns (right, right by carrying forward, datasets)."""
+    right = carried = total = 0
+    for _, g in check.groupby(["dataset", "split_key", "to_n"]):  # models held out at the same size only
         a, b = g[g.model.isin(attention)], g[g.model.isin(boosting)]
         if a.empty or b.empty:
             continue
         total += 1
-        predicted = np.sign(a.predicted.max() - b.predicted.max())
         observed = np.sign(a.observed.max() - b.observed.max())
-        right += int(predicted == observed)
-    return right, total
+        right += int(np.sign(a.predicted.max() - b.predicted.max()) == observed)
+        carried += int(np.sign(a.observed_from.max() - b.observed_from.max()) == observed)
+    return right, carried, total

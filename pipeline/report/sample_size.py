@@ -184,7 +184,7 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
         p.add(note(f"No learning curve here has {projection_mod.MIN_SIZES + 1} or more sizes, so no fit can be "
                    "checked against a held-out larger size; no crossover is projected."))
         return
-    right, total = projection_mod.sign_check(check, attention, incumbents)
+    right, carried, total = projection_mod.sign_check(check, attention, incumbents)
     err = check.error.abs()
     def span(x: pd.Series) -> str:
         return f"{x.min():,.0f}" if x.min() == x.max() else f"{x.min():,.0f}-{x.max():,.0f}"
@@ -193,7 +193,8 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
                f"(up to {span(check.from_n)} rows, predicting {span(check.to_n)}), the power law predicted the largest size's mean score with a median "
                f"absolute error of {err.median():.3f} (90th percentile {err.quantile(0.9):.3f}, largest "
                f"{err.max():.3f}) over {len(check)} curves of attention and boosting models"
-               + (f", and the sign of the attention − boosting gap there on {right} of {total} datasets" if total else "")
+               + (f", and the sign of the attention − boosting gap there on {right} of {total} datasets (the sign at "
+                  f"the size before, carried forward: {carried} of {total})" if total else "")
                + ". A projection reaches further than that check did: read it as a direction, not a size."))
     if proj.empty:
         p.add(note(f"Nowhere is {name} behind the best boosting model at the largest size with "
@@ -201,11 +202,13 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
         return
 
     def size(x: float, largest: float) -> str:
+        if np.isnan(x):
+            return "none: the fits have it level or ahead there, against the means"
         return f"none up to {projection_mod.REACH * largest:,.0f}" if np.isinf(x) else f"{x:,.0f}"
 
     rows = []
     for r in proj.itertuples(index=False):
-        interval = ("one fold: no interval" if np.isnan(r.low)
+        interval = ("one fold: no interval" if r.n_folds < 2 else "no resample could be fitted" if not r.n_boot
                     else f"[{size(r.low, r.largest_n)}, {size(r.high, r.largest_n)}]")
         rows.append([cell(data.task_label(r.dataset, r.split_key)), cell(f"{r.largest_n:,.0f}"), cell(f"{r.gap:+.4f}"),
                      cell(size(r.projected_n, r.largest_n)), cell(interval),
@@ -215,7 +218,9 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
     p.add(note(f"Each model's mean learning curve fitted as score = a − b·n^(−c) (a power law, as LCDB fits them) on "
                f"the sizes both sides ran; the crossover is where {name}'s fitted curve (the best of its models' "
                f"fits) first passes the best boosting model's, looked for up to {projection_mod.REACH:.0f}× the "
-               f"largest size. Interval: the folds resampled {projection_mod.N_BOOT} times and fitted again."))
+               "largest size, the curves capped at 1; only models with a score at the largest size take part, and "
+               "where the fits do not have the model behind there, as the means do, nothing is projected. "
+               f"Interval: the folds resampled {projection_mod.N_BOOT} times and fitted again."))
 
 
 def standing_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:

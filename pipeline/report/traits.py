@@ -41,7 +41,8 @@ SHORT: dict[str, str] = {"log10_rows": "rows (log10)", "features": "features", "
 FOREST_ROWS = 2000
 FOREST_TREES = 50
 KEPT_IMPORTANCE = 0.9
-SMOOTHING = 0.25  # the Gaussian kernel's lengthscale, per feature, in rank-normal units
+SMOOTHING = 2.0  # the Gaussian kernel's variance, in units of the median squared nearest-neighbour distance
+SUBSPACE = 3  # the smoothing runs over this many numeric features, the forest's most important
 
 
 def dataset_traits(con: Any, datasets: list[str], seed: int = 0) -> pd.DataFrame:
@@ -118,10 +119,14 @@ def _forest(task_type: str, seed: int) -> Any:
 def irregularity(frame: pd.DataFrame, target: str, features: dict[str, str], task_type: str, seed: int = 0) -> float:
     """Grinsztajn et al. (2022)'s test of an irregular target, cheaply: the held-out score (accuracy or R²)
     of a seeded random forest trained on the target, minus that of one trained on the target smoothed by
-    a Gaussian kernel over the numeric features (rank-normalised; lengthscale ``SMOOTHING`` per feature;
-    a class target smoothed as its one-hot indicators, then the most likely class). Large: smoothing
-    destroys what the forest uses (irregular, where trees are said to gain); near 0: a smooth target.
-    NaN without numeric features or with fewer than 50 rows."""
+    a Gaussian kernel over the numeric features (rank-normalised) that the first forest found most
+    important (``SUBSPACE`` of them: in all of them, uninformative ones would make every neighbour
+    distant), each row's own value left out of its average, the kernel's variance ``SMOOTHING`` times the
+    median squared distance of a row to its nearest neighbour (the same few neighbours at any number of
+    features); a class
+    target is smoothed as its one-hot indicators, then the most likely class. Large: the target changes
+    between neighbouring rows and smoothing destroys what the forest uses (irregular, where trees are
+    said to gain); near 0: a smooth target. NaN without numeric features or with fewer than 50 rows."""
     from scipy.special import ndtri
     from sklearn.model_selection import train_test_split
 
@@ -135,18 +140,19 @@ def irregularity(frame: pd.DataFrame, target: str, features: dict[str, str], tas
     y = frame[target].to_numpy(dtype=float) if regression else pd.Categorical(frame[target].astype(str)).codes
     train, test = train_test_split(np.arange(len(x)), test_size=0.3, random_state=seed,
                                    stratify=None if regression or np.bincount(y).min() < 2 else y)
-    zt = z[train]
+    raw = _forest(task_type, seed).fit(x[train], y[train])
+    top = np.argsort(raw.feature_importances_)[::-1][:SUBSPACE]  # where the target varies, by the forest
+    zt = z[train][:, top]
     sq = (zt ** 2).sum(axis=1)
     d2 = np.maximum(sq[:, None] + sq[None, :] - 2 * zt @ zt.T, 0.0)  # rows × rows, not rows² × features
-    w = np.exp(-d2 / (2 * SMOOTHING ** 2 * len(cols)))
+    np.fill_diagonal(d2, np.inf)  # a row's own target is not part of its smoothed value
+    scale = SMOOTHING * max(float(np.median(d2.min(axis=1))), 1e-12)
+    w = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / (2 * scale))  # shifted: the nearest weighs 1, no underflow
     w /= w.sum(axis=1, keepdims=True)
     smooth = w @ y[train] if regression else (w @ np.eye(int(y.max()) + 1)[y[train]]).argmax(axis=1)
 
-    def score(target_train: np.ndarray) -> float:
-        forest = _forest(task_type, seed).fit(x[train], target_train)
-        return float(forest.score(x[test], y[test]))  # accuracy, or R²
-
-    return score(y[train]) - score(smooth)
+    smoothed = _forest(task_type, seed).fit(x[train], smooth)
+    return float(raw.score(x[test], y[test]) - smoothed.score(x[test], y[test]))  # accuracy, or R²
 
 
 def _codes(s: pd.Series, categorical: bool) -> np.ndarray:

@@ -115,6 +115,12 @@ def test_sample_size_claim_below_counts_points_and_above_stands_per_dataset():
     assert below_bound.n == 2 and below_bound.above.n == 6 and "4 not converged, left out" in below_bound.coverage
     assert "4 more points were lost by a model still improving" in below_bound.why
 
+    # A size is above or below by its mean rows over folds (as the points below are): one fold of 10,010
+    # rows beside two of 9,990 is a size below 10,000, in neither half's count twice.
+    near = _cells([AHEAD] * 6, n_above=10_010)
+    near.loc[(near.sample_size == "all") & (near.fold > 0), "n_train"] = 9_990
+    assert claims.claim_sample_size(_curves(0.80), KINDS, near).above.n == 0
+
     small = claims.claim_sample_size(_curves(0.80, n_above=5_000), KINDS, _cells([AHEAD] * 6, n_above=5_000))
     assert small.above.n == 0 and small.verdict == claims.THIN and small.n == 12
     assert "No dataset was run at or above 10,000 training rows" in small.why

@@ -55,8 +55,8 @@ def test_the_held_out_check_predicts_the_largest_size_from_the_smaller_ones():
     check = projection.holdout_check(c, ["ft", "xgb"])
     assert len(check) == 4 and (check.from_n == 4096).all() and (check.to_n == 12288).all()
     assert check.error.abs().max() < 0.01, check  # smooth power laws extrapolate well from three sizes
-    right, total = projection.sign_check(check, ["ft"], ["xgb"])
-    assert (right, total) == (2, 2)
+    right, carried, total = projection.sign_check(check, ["ft"], ["xgb"])
+    assert (right, carried, total) == (2, 2, 2)  # attention behind at 4,096 rows already, on both
     # A curve that bends away from its law at the largest size: the check shows the miss.
     bent = c.copy()
     bent.loc[(bent.model == "ft") & (bent.n_train == 12288), "score"] -= 0.05
@@ -69,3 +69,37 @@ def test_the_fit_recovers_a_power_law():
     a, beta, c = projection.fit_power(n, law(0.9, 1.5, 0.5)(n))
     assert abs(a - 0.9) < 0.01 and abs(projection.predict((a, beta, c), 1e5) - law(0.9, 1.5, 0.5)(1e5)) < 0.005
     assert projection.fit_power(n[:2], law(0.9, 1.5, 0.5)(n[:2])) is None
+
+
+def test_a_fit_that_misses_the_observed_deficit_projects_nothing():
+    """Attention ahead by 0.05 at three sizes, then 0.001 behind at the largest: the fitted curves still
+    have it ahead there, so a 'crossover' just past the largest size would be the fit's error: none is
+    projected, and no resample gives one."""
+    c = cells({"bent": {"ft": law(0.95, 1.5, 0.5), "xgb": law(0.90, 1.5, 0.5)}}, noise=0.0005)
+    c.loc[(c.model == "ft") & (c.n_train == 12288), "score"] = law(0.90, 1.5, 0.5)(12288) - 0.001
+    t = projection.projected_crossovers(c, {"ft": ["ft"]}, ["xgb"])
+    assert len(t) == 1 and t.gap.iloc[0] < 0 and np.isnan(t.projected_n.iloc[0]) and t.n_boot.iloc[0] == 0
+
+
+def test_only_models_with_a_score_at_the_largest_size_are_projected():
+    """A second attention model that ran only up to 4,096 rows, on a steep curve, must not lend the best
+    attention curve its extrapolation."""
+    steep = law(1.0, 2.0, 0.35)  # 0.891 at 4,096 rows, ahead of boosting's 0.877 there: its fit is far ahead
+    # at 12,288, which would read as a crossover just past the largest size
+    c = cells({"crossing": {**CROSSING, "tt": steep}})
+    c = c[~((c.model == "tt") & (c.n_train > 4096))]
+    alone = projection.projected_crossovers(cells({"crossing": CROSSING}), {"best": ["ft"]}, ["xgb", "lgbm"])
+    both = projection.projected_crossovers(c, {"best": ["ft", "tt"]}, ["xgb", "lgbm"])
+    assert both.projected_n.iloc[0] == alone.projected_n.iloc[0]
+
+
+def test_projected_curves_never_pass_a_perfect_score_and_the_sign_check_pairs_sizes():
+    a, beta, c = projection.fit_power(np.array(SIZES, float), np.array([0.5, 0.7, 0.9, 0.99]))
+    assert projection.predict((a, beta, c), 1e7) <= 1.0
+    check = pd.DataFrame([
+        {"dataset": "d", "split_key": "k", "model": "ft", "from_n": 4096, "to_n": 12288, "predicted": 0.8, "observed": 0.7,
+         "observed_from": 0.6},
+        {"dataset": "d", "split_key": "k", "model": "xgb", "from_n": 12288, "to_n": 40000, "predicted": 0.7, "observed": 0.8,
+         "observed_from": 0.7},
+    ])
+    assert projection.sign_check(check, ["ft"], ["xgb"]) == (0, 0, 0)  # held out at different sizes: not compared
