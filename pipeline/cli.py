@@ -128,9 +128,10 @@ def cmd_reference(args: argparse.Namespace) -> int:
         print(f"no reference results in {references.shipped_root()}")
     for name in names:
         ref = references.load(name)
-        n = ref.df("SELECT count(*) AS n, count(DISTINCT dataset) AS d, count(DISTINCT model) AS m FROM ref_results")
-        print(f"{name}: suite {ref.suite!r}, {n.n[0]} cells, {n.d[0]} datasets, {n.m[0]} models — "
-              f"attnbench run YOUR_SUITE.yaml --against {name}")
+        n = ref.df("SELECT count(*) AS n, count(DISTINCT dataset) AS d, count(DISTINCT model) AS m, "
+                   "(SELECT count(*) FROM ref_suite_cells) AS planned FROM ref_results")
+        print(f"{name}: suite {ref.suite!r}, {n.n[0]} of {n.planned[0]} planned cells, {n.d[0]} datasets, {n.m[0]} "
+              f"models — attnbench run YOUR_SUITE.yaml --against {name}")
         ref.close()
     return 0
 

@@ -191,3 +191,20 @@ def test_the_shipped_study_lite_reference_your_model_beside_its_eight(ray_local,
         assert set(rows.model) == theirs | {"my-mlp"} and set(rows.sample_size) == {"256"}, rows
     data = ReportData.load(db)
     assert set(data.other_hardware) <= theirs  # their timings are marked where the hardware differs
+
+
+def test_reference_list_says_how_much_of_each_plan_ran():
+    """A reference shipped chunk by chunk (a study in progress) says so: cells done of those planned."""
+    import re
+
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "reference", "list"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == len(references.shipped()) >= 1
+    for line, name in zip(lines, references.shipped()):
+        m = re.match(rf"{re.escape(name)}: suite '[^']+', (\d+) of (\d+) planned cells, \d+ datasets, \d+ models", line)
+        assert m and 0 < int(m[1]) <= int(m[2]), line
+        ref = references.load(name)
+        assert int(m[1]) == len(ref.df("SELECT * FROM ref_results"))
+        assert int(m[2]) == len(ref.df("SELECT * FROM ref_suite_cells"))
