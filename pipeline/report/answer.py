@@ -167,6 +167,13 @@ def family_crossovers(curves: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFra
     return pd.concat(parts, ignore_index=True).drop(columns="model")
 
 
+def still_improving(r: Any) -> bool:
+    """Whether a crossover row's 'never' rests on a challenger still improving at its budget (its
+    ``bound``; a row without one, or with NaN there, is not)."""
+    b = getattr(r, "bound", False)
+    return bool(pd.notna(b) and b)
+
+
 def crossover_text(r: Any) -> str:
     """A crossover row (of :func:`family_crossovers` or :func:`pipeline.report.aggregate.crossover`) in
     words; a verdict resting on one split says so."""
@@ -176,6 +183,8 @@ def crossover_text(r: Any) -> str:
     if r.verdict == "level":
         return f"level at {r.at_n:,.0f} rows, the largest size{one}"
     if r.verdict == "never":
+        if still_improving(r):  # behind while still improving at its budget: not converged
+            return f"not converged (behind at {r.behind_at:,.0f} rows, still improving ⚑){one}"
         return f"never (behind at {r.behind_at:,.0f} rows){one}"
     if r.verdict == "ahead":
         return f"ahead at every size (from {r.crossover_n:,.0f} rows){one}"

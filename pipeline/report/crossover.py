@@ -15,7 +15,7 @@ from scipy import stats
 from pipeline.records import Status
 
 CROSSOVER_COLUMNS = ["dataset", "split_key", "model", "verdict", "crossover_n", "behind_at", "before", "n_sizes",
-                     "ahead_everywhere", "at_size", "at_n", "challenger_at", "incumbent_at", "n_splits"]
+                     "ahead_everywhere", "at_size", "at_n", "challenger_at", "incumbent_at", "n_splits", "bound"]
 LEVEL = 1e-12  # mean scores closer than this are equal: level, neither ahead nor behind
 
 
@@ -36,7 +36,9 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
     A row ``best_label`` compares the best challenger at each size (when there are several).
     ``at_size`` is the size the verdict rests on (the crossover's; else the largest compared), with
     the two models compared there (``challenger_at``, ``incumbent_at``) and ``n_splits``, the fewest
-    finished splits of the two there: what a paired test checks.
+    finished splits of the two there: what a paired test checks. ``bound``: a "never" whose challenger was
+    still improving at that size when its epochs, rounds or time ran out (``n_epochs_bound``): behind,
+    but not converged.
     """
     rows = []
     if curves.empty or not challengers or not incumbents:
@@ -44,6 +46,8 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
     for (dataset, split_key), g in curves.groupby(["dataset", "split_key"], sort=True):
         wide = g.pivot_table(index="sample_size", columns="model", values="score_mean", aggfunc="mean")
         n_ok = g.pivot_table(index="sample_size", columns="model", values="n_ok", aggfunc="sum")
+        n_bound = (g.pivot_table(index="sample_size", columns="model", values="n_epochs_bound", aggfunc="sum")
+                   if "n_epochs_bound" in g else None)
         n = g.groupby("sample_size").n_train.mean()
         wide = wide.loc[n.sort_values().index]
         inc_cols = [m for m in incumbents if m in wide]
@@ -83,10 +87,11 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
             who = wide.loc[at, chal_cols].idxmax() if m == best_label else m
             against = wide.loc[at, inc_cols].idxmax()
             splits = min(n_ok.loc[at].get(who, 0), n_ok.loc[at].get(against, 0))
+            bound = bool(verdict == "never" and n_bound is not None and n_bound.loc[at].get(who, 0) > 0)
             rows.append({"dataset": dataset, "split_key": split_key, "model": m, "verdict": verdict,
                          "crossover_n": cross, "behind_at": behind, "before": before, "n_sizes": len(diff),
                          "ahead_everywhere": verdict == "ahead", "at_size": at, "at_n": float(sizes[at]),
-                         "challenger_at": who, "incumbent_at": against, "n_splits": int(splits)})
+                         "challenger_at": who, "incumbent_at": against, "n_splits": int(splits), "bound": bound})
     return pd.DataFrame(rows, columns=CROSSOVER_COLUMNS)
 
 

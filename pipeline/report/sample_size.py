@@ -17,7 +17,7 @@ from pipeline.report import significance as sig
 from pipeline.report import standing as standing_mod
 from pipeline.report import traits as traits_mod
 from pipeline.report.accuracy import bound_text
-from pipeline.report.answer import BOOSTING, crossover_text, families, family_of
+from pipeline.report.answer import BOOSTING, crossover_text, families, family_of, still_improving
 from pipeline.report.data import ReportData, dataset_anchor, size_label
 from pipeline.report.markup import Page, cell, esc, note, raw, table
 
@@ -76,7 +76,8 @@ def page_sample_size(data: ReportData) -> Page:
                                       *[m for m in networks if m not in attention]]))
         p.add(note("A dataset per row, a model per column: the training size from which the model beats the best "
                    "boosting model at that size and at every larger size run (green: ahead from the smallest "
-                   "size; red: behind at the largest, 'never'; grey: one size, not measured), and under it its "
+                   "size; red: behind at the largest, 'never'; amber: behind there while still improving when its "
+                   "epochs, rounds or time ran out, 'not converged'; grey: one size, not measured), and under it its "
                    f"95% interval over folds: the folds resampled with replacement {crossover_mod.N_BOOT} times, "
                    "the crossover found again on each resample's mean curves ('never up to N rows' where a "
                    "resample has the model behind at the largest size; one fold gives no interval). Hover a cell "
@@ -310,8 +311,8 @@ def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame,
             r = pd.Series({**r.to_dict(), "dataset": dataset, "split_key": split_key, "model": m})
             span = (crossover_mod.interval_text(spans.at[key, "cross_low"], spans.at[key, "cross_high"],
                                                 spans.at[key, "largest_n"]) if key in spans.index else "")
-            cls = ("missing" if r.verdict == "never" else "best" if r.ahead_everywhere
-                   else "notrun" if r.verdict == "one size" else "")
+            cls = ("partial" if r.verdict == "never" and still_improving(r) else "missing" if r.verdict == "never"
+                   else "best" if r.ahead_everywhere else "notrun" if r.verdict == "one size" else "")
             txt = crossover_text(r).replace(" — one split", "") if one_split else crossover_text(r)
             body = esc(txt) + (f'<br><span class="sub">{esc(span)}</span>' if span and not one_split else "")
             row.append(raw(body, cls, title=crossover_test(data, r)))

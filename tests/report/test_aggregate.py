@@ -316,3 +316,21 @@ def test_crossover_needs_two_sizes_and_calls_a_tie_level():
     assert texts["one"] == "not measured: one training size (364 rows)"
     assert texts["level"].startswith("level at 800 rows") and "behind" not in texts["level"]
     assert texts["tied"] == "800 rows (level at 128) — one split"
+
+
+def test_behind_at_the_largest_size_while_still_improving_is_not_converged_not_never():
+    """A 'never' whose challenger was still improving at the largest size when its budget ran out
+    (n_epochs_bound) is said as not converged; one that stopped on its own stays 'never'."""
+    from pipeline.report.answer import crossover_text
+
+    rows = curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.81, 0.83, 0.85])
+    for r in rows:
+        r["n_epochs_bound"] = int(r["model"] == "ft" and r["sample_size"] == "all")
+    bound = xo.crossover(pd.DataFrame(rows), ["ft"], ["xgb"]).iloc[0]
+    assert bound.verdict == "never" and bound.bound
+    assert crossover_text(bound) == "not converged (behind at 800 rows, still improving ⚑) — one split"
+    for r in rows:
+        r["n_epochs_bound"] = 0
+    settled = xo.crossover(pd.DataFrame(rows), ["ft"], ["xgb"]).iloc[0]
+    assert settled.verdict == "never" and not settled.bound
+    assert crossover_text(settled) == "never (behind at 800 rows) — one split"
