@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast lint tools clean
+.PHONY: setup run test test-fm test-fast lint tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,6 +36,13 @@ tools:
 test: setup tools lint
 	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
 
+# The in-context models' tests (TabICL, TabPFN v2: the optional extra `fm`), in a virtual environment of
+# their own, so that the extra's models are not registered in the one `make test` uses (CI leaves them out).
+test-fm:
+	$(MAKE) VENV=.venv-fm setup
+	.venv-fm/bin/python -m pip install -q -e '.[fm,test]'
+	.venv-fm/bin/python -m pytest tests/test_in_context.py
+
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow"
 
@@ -44,4 +51,4 @@ lint: setup
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) results.duckdb reports/*.html
+	rm -rf $(VENV) .venv-fm results.duckdb reports/*.html

@@ -58,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.data.sources import configure_openml
 
     suite = _suite(args.suite)
-    compress = _compress_problems(suite)
+    compress = _compress_problems(suite) + _weights_problems(suite)
     if compress:
         raise AttnbenchError(f"{suite.source_path or suite.name}: {compress[0]}")
     if not args.no_report:
@@ -242,7 +242,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     """Every model a run can name: the registered ones (this package's and installed packages'), and
     with a suite file, the models it declares by import path; each with its kind, where it comes from
     and what its Learner says it can do."""
-    from pipeline.models.registry import PROBLEMS, REGISTRY, ModelInfo, listing_order
+    from pipeline.models.registry import NOT_INSTALLED, PROBLEMS, REGISTRY, ModelInfo, listing_order
     from pipeline.spec import load_suite
 
     infos: list[tuple[ModelInfo, str]] = [(i, i.source) for i in REGISTRY.values()]
@@ -259,14 +259,19 @@ def cmd_models(args: argparse.Namespace) -> int:
             from pipeline.learners.compression import applicable
 
             methods = applicable(info)
+        learner = info.learner_class()
+        weights = (f"in-context; weights: {learner.weights_status(info.config_defaults())}"
+                   if hasattr(learner, "weights_status") else "")
         can = ", ".join(filter(None, ["GPU" if caps.gpu else "CPU only",
                                       f"ASHA on {caps.rungs}" if caps.rungs else "no rungs",
                                       "DDP" if caps.distributed else "",
-                                      f"compress ({', '.join(methods)})" if methods else ""]))
+                                      f"compress ({', '.join(methods)})" if methods else "", weights]))
         rows.append((info.name, info.family, source, can, info.description))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(f"{v:{w}s}" for v, w in zip(r, widths)) + "  " + r[4])
+    for name, packages in sorted(NOT_INSTALLED.items()):
+        print(f"not installed: {name} (needs {packages}: pip install -e '.[fm]')")
     for problem in PROBLEMS:
         print(f"not registered: {problem}", file=sys.stderr)
     return 0
@@ -278,6 +283,15 @@ def _compress_problems(suite: SuiteSpec) -> list[str]:
     from pipeline.learners.resolve import compress_problem, resolve
 
     return [f"model {m.key!r}: {problem}" for m in suite.models if m.compress and (problem := compress_problem(resolve(m)))]
+
+
+def _weights_problems(suite: SuiteSpec) -> list[str]:
+    """The in-context model entries with no weights to load (or without their package): a run refuses
+    them before it writes anything, rather than record a failed download in every cell."""
+    from pipeline.learners.resolve import build_problem, resolve
+
+    return [p for m in suite.models if hasattr(m.model_info().learner_class(), "weights_status")
+            and (p := build_problem(resolve(m)))]
 
 
 def suite_problems(suite: SuiteSpec) -> list[str]:

@@ -302,10 +302,13 @@ class ModelSpec(_Strict):
 
     @model_validator(mode="after")
     def _keys(self) -> ModelSpec:
-        from pipeline.models.registry import REGISTRY
+        from pipeline.models.registry import NOT_INSTALLED, REGISTRY
 
         own = self.builder is not None or self.learner is not None
         if not own:
+            if self.name in NOT_INSTALLED:
+                raise ValueError(f"model {self.name!r} needs the {NOT_INSTALLED[self.name]} package, an optional "
+                                 "extra: pip install -e '.[fm]'")
             if self.name not in REGISTRY:
                 raise ValueError(f"unknown model {self.name!r}; registered models: {', '.join(sorted(REGISTRY))} "
                                  "(or declare your own with 'builder' or 'learner')")

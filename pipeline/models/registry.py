@@ -305,6 +305,11 @@ def _declares_learner(path: Path) -> list[str]:
         for s in node.body)]
 
 
+# Models of this package whose optional packages are not installed (name → the packages): not
+# registered; `attnbench models` says how to add them.
+NOT_INSTALLED: dict[str, str] = {}
+
+
 def _discover() -> None:
     """Register the models of this package (the torch modules' INFO, the Learners' class attributes),
     then those of installed packages' entry points."""
@@ -316,7 +321,12 @@ def _discover() -> None:
     for path in sorted((root / "learners").glob("*.py")):
         for cls_name in _declares_learner(path):
             learner = f"pipeline.learners.{path.stem}:{cls_name}"
-            register(from_learner(load_path(learner), learner, source="attnbench"))
+            cls = load_path(learner)
+            requires = getattr(cls, "requires", ())
+            if requires and not all(importlib.util.find_spec(m) is not None for m in requires):
+                NOT_INSTALLED[cls.name] = ", ".join(requires)  # an optional extra's model, its package absent
+                continue
+            register(from_learner(cls, learner, source="attnbench"))
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINTS):
