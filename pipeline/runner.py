@@ -109,7 +109,9 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
     """Every cell of the suite. A sample size not below a fold's training rows is left out (``all``
     is the whole training part), with one notice per dataset."""
     p = suite.protocol
+    limits = {m.key: lim for m in suite.models if (lim := getattr(m.model_info().learner_class(), "limits", None))}
     for ds in datasets:
+        outside: dict[str, tuple[set[str], str]] = {}  # model → the sizes past its declared limits, and why
         dropped: set[int] = set()
         fewest = None
         folds = ds.fold_sizes()
@@ -134,10 +136,22 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                     dropped.add(int(s))
                     fewest = int(n_avail) if fewest is None else min(fewest, int(n_avail))
             for label, n, n_seeds in sizes:
+                applicable = []
+                for m in suite.models:
+                    why = (limits[m.key].problem(n, ds.dataset.features.shape[1], len(ds.dataset.classes or ()),
+                                                 m.resources.gpus > 0) if m.key in limits else None)
+                    if why:  # not applicable: left out of the plan, never a failure or a zero
+                        outside.setdefault(m.key, (set(), why))[0].add(label)
+                    else:
+                        applicable.append(m)
                 for seed in range(n_seeds):
-                    for m in suite.models:
+                    for m in applicable:
                         cid = cell_id(suite, ds.name, ds.split_key, int(r), int(f), label, seed, m.key)
                         yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid, ds.split_key), ds
+        for key, (labels, why) in outside.items():
+            notice(f"  notice: {ds.name}: {key} not applicable at size{'s' if len(labels) > 1 else ''} "
+                   f"{', '.join(sorted(labels, key=lambda x: (x == 'all', x.zfill(12))))} (at the first: {why}); those cells "
+                   "are left out of the plan, not failed")
         if dropped:
             notice(f"  notice: {ds.name}: sample size{'s' if len(dropped) > 1 else ''} "
                    f"{', '.join(map(str, sorted(dropped)))} not below the {fewest} training rows of a fold; "

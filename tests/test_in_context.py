@@ -64,14 +64,14 @@ def test_the_learner_fits_a_context_and_predicts_from_a_local_checkpoint(name, t
 
 
 @needs_extra
-def test_tabpfn_declares_its_cpu_limit_and_refuses_past_it(checkpoints):
+def test_tabpfn_declares_its_cpu_limit_and_its_learner_refuses_past_it(checkpoints):
     from pipeline.learners import make_learner
     from pipeline.learners.in_context import NotApplicable
     from pipeline.models.registry import get
 
     info = get("tabpfn")
     config = {**info.config_defaults(), "checkpoint": str(checkpoints[("tabpfn", "classification")])}
-    with pytest.raises(NotApplicable, match="not applicable: tabpfn: 1,200 training rows, above the 1,000"):
+    with pytest.raises(NotApplicable, match="not applicable: tabpfn: 1,200 training rows on a CPU, above its declared 1,000"):
         make_learner(info, config).fit(tiny_fold("binary", n=2400))
 
 
@@ -116,6 +116,32 @@ def test_a_run_with_tiny_checkpoints_finishes_its_cells_and_reports_them(tmp_pat
     assert n_pred > 0
     runs_page = (reports / "runs.html").read_text()
     assert ">tabicl<" in runs_page and ">tabpfn<" in runs_page and "attention network" in runs_page
+
+
+@needs_extra
+@pytest.mark.slow
+def test_cells_past_a_models_limits_are_left_out_of_the_plan_not_failed(tmp_path, checkpoints, ray_address):
+    """kr-vs-kp's whole training part (1,278 rows) is past TabPFN v2's 1,000 on a CPU: the run says so once,
+    plans no such cell (none failed, none missing), and runs the 128-row cells and XGBoost's."""
+    shared = REPO.parent / "shared" / "data" / "openml" / "3-kr-vs-kp.parquet"
+    s = {"name": "limits", "datasets": [{"name": "kr-vs-kp", "file": str(shared), "target": "class"}],
+         "protocol": {"folds": 2, "max_folds": 1, "sample_sizes": [128, "all"]},
+         "models": [{"name": "tabpfn", "trials": 1,
+                     "fixed": {"n_estimators": 1, "checkpoint": str(checkpoints[("tabpfn", "classification")])}},
+                    {"name": "xgboost", "trials": 1, "fixed": {"n_estimators": 10}}]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(s, sort_keys=False))
+    db = tmp_path / "r.duckdb"
+    out = subprocess.run([*CLI, "run", str(tmp_path / "s.yaml"), "--db", str(db), "--no-report", "--address",
+                          ray_address], capture_output=True, text=True, env=no_weights_env(), cwd=REPO, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert ("notice: kr-vs-kp: tabpfn not applicable at size all (at the first: 1,278 training rows on a CPU, above "
+            "its declared 1,000); those cells are left out of the plan, not failed") in out.stdout, out.stdout
+    with duckdb.connect(str(db), read_only=True) as con:
+        cells = con.execute("SELECT model, sample_size, status FROM results ORDER BY 1, 2").fetchall()
+        planned = con.execute("SELECT count(*) FROM suite_cells WHERE model = 'tabpfn'").fetchone()[0]
+        failures = con.execute("SELECT count(*) FROM failures").fetchone()[0]
+    assert cells == [("tabpfn", "128", "ok"), ("xgboost", "128", "ok"), ("xgboost", "all", "ok")], cells
+    assert planned == 1 and failures == 0
 
 
 @needs_extra

@@ -11,8 +11,9 @@ its cache. This project's machines cannot reach the weights' hosts: with no file
 ``suites check`` and ``run`` refuse the suite in one line saying where they looked (nothing is written),
 and a package is never left to try a download mid-trial (it would wait on the network, then fail).
 
-Limits: the rows, features and classes a model declares it was pre-trained for. A cell beyond them is
-refused by the learner with :class:`NotApplicable` (its message says which limit), never run past it.
+Limits: the rows, features and classes a model declares it takes. A run leaves a cell beyond them out
+of its plan, with a notice (the runner asks :attr:`InContextLearner.limits`), and the learner refuses one
+with :class:`NotApplicable` should it be asked anyway: never run past them, never a failure.
 
 The packages are an optional extra (``pip install -e '.[fm]'``); without them these models are not
 registered (``attnbench models`` says how to add them).
@@ -43,17 +44,21 @@ class NotApplicable(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
+    """What a model declares it takes: training rows (on a CPU, maybe fewer), features, classes."""
+
     max_train_rows: int | None = None
     max_features: int | None = None
     max_classes: int | None = None
+    max_train_rows_cpu: int | None = None
 
-    def problem(self, data: FoldData) -> str | None:
-        n_features = data.train.x_num.shape[1] + data.train.x_cat.shape[1]
-        for value, limit, what in ((len(data.train), self.max_train_rows, "training rows"),
-                                   (n_features, self.max_features, "features"),
-                                   (data.n_classes, self.max_classes, "classes")):
+    def problem(self, n_train: int, n_features: int, n_classes: int, gpu: bool) -> str | None:
+        """Why a cell of this shape is past the limits (None: within them)."""
+        rows = self.max_train_rows if gpu or self.max_train_rows_cpu is None else self.max_train_rows_cpu
+        where = "" if gpu or self.max_train_rows_cpu is None else " on a CPU"
+        for value, limit, what in ((n_train, rows, f"training rows{where}"), (n_features, self.max_features, "features"),
+                                   (n_classes, self.max_classes, "classes")):
             if limit is not None and value > limit:
-                return f"{value:,} {what}, above the {limit:,} it was pre-trained for"
+                return f"{value:,} {what}, above its declared {limit:,}"
         return None
 
 
@@ -125,7 +130,8 @@ class InContextLearner(Learner):
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         started = time.perf_counter()
-        problem = self.limits.problem(data)
+        problem = self.limits.problem(len(data.train), data.train.x_num.shape[1] + data.train.x_cat.shape[1],
+                                      data.n_classes, self.use_gpu)
         if problem:
             raise NotApplicable(f"not applicable: {self.info.name}: {problem}")
         task = task_of(data.task_type)

@@ -33,21 +33,13 @@ class TabPFNLearner(InContextLearner):
     protocol = "in-context: no training, no search; the validation part is unused; pre-trained limits declared."
     requires = ("tabpfn",)
     env = {"classification": "ATTNBENCH_TABPFN_CHECKPOINT", "regression": "ATTNBENCH_TABPFN_REGRESSOR_CHECKPOINT"}
-    limits = Limits(max_train_rows=10_000, max_features=500, max_classes=10)
+    limits = Limits(max_train_rows=10_000, max_features=500, max_classes=10, max_train_rows_cpu=CPU_ROWS)
 
     @classmethod
     def cached(cls, task: str) -> list[Path]:
         from tabpfn.model_loading import get_cache_dir
 
         return [Path(get_cache_dir()) / FILES[task]]
-
-    def fit(self, data: FoldData, on_step: Any = None) -> Any:
-        from pipeline.learners.in_context import NotApplicable
-
-        if not self.use_gpu and len(data.train) > CPU_ROWS:
-            raise NotApplicable(f"not applicable: {self.info.name}: {len(data.train):,} training rows, above the "
-                                f"{CPU_ROWS:,} TabPFN v2 takes on a CPU")
-        return super().fit(data, on_step)
 
     def estimator(self, regression: bool, path: Path, data: FoldData) -> Any:
         from tabpfn import TabPFNClassifier, TabPFNRegressor
