@@ -138,7 +138,8 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
             for label, n, n_seeds in sizes:
                 applicable = []
                 for m in suite.models:
-                    why = (limits[m.key].problem(n, ds.dataset.features.shape[1], len(ds.dataset.classes or ()),
+                    rows = min(n, int(m.fixed.get("context_rows") or n))  # a subsampled context's rows
+                    why = (limits[m.key].problem(rows, ds.dataset.features.shape[1], len(ds.dataset.classes or ()),
                                                  m.resources.gpus > 0) if m.key in limits else None)
                     if why:  # not applicable: left out of the plan, never a failure or a zero
                         outside.setdefault(m.key, (set(), why))[0].add(label)

@@ -321,6 +321,10 @@ class ModelSpec(_Strict):
                              "another name")
         info = self.model_info()
         info.check_keys(self.space, self.fixed)
+        if self.fixed.get("context_rows") and not self.label:
+            raise ValueError(f"model {self.name!r}: fixed.context_rows subsamples its training context, which is "
+                             f"not the model's own protocol: give the entry a label of its own (e.g. "
+                             f"'{self.name}-ctx{self.fixed['context_rows']}')")
         if own:
             from pipeline.models.registry import check_declared_kind
 

@@ -73,6 +73,12 @@ def test_tabpfn_declares_its_cpu_limit_and_its_learner_refuses_past_it(checkpoin
     config = {**info.config_defaults(), "checkpoint": str(checkpoints[("tabpfn", "classification")])}
     with pytest.raises(NotApplicable, match="not applicable: tabpfn: 1,200 training rows on a CPU, above its declared 1,000"):
         make_learner(info, config).fit(tiny_fold("binary", n=2400))
+    # The declared option past it: a context subsampled to 800 of the 1,200 rows, each class keeping its share.
+    sub = make_learner(info, {**config, "context_rows": 800, "n_estimators": 1})
+    data = tiny_fold("binary", n=2400)
+    assert sub.fit(data).stop_reason == "complete" and len(sub.context(data)) == 800
+    assert np.bincount(sub.context(data).y).tolist() == [400, 400]
+    assert sub.predict(data.test).shape == (len(data.test), 2)
 
 
 @needs_extra
@@ -128,6 +134,9 @@ def test_cells_past_a_models_limits_are_left_out_of_the_plan_not_failed(tmp_path
          "protocol": {"folds": 2, "max_folds": 1, "sample_sizes": [128, "all"]},
          "models": [{"name": "tabpfn", "trials": 1,
                      "fixed": {"n_estimators": 1, "checkpoint": str(checkpoints[("tabpfn", "classification")])}},
+                    {"name": "tabpfn", "label": "tabpfn-ctx1000", "trials": 1,  # the declared, labelled option
+                     "fixed": {"n_estimators": 1, "context_rows": 1000,
+                               "checkpoint": str(checkpoints[("tabpfn", "classification")])}},
                     {"name": "xgboost", "trials": 1, "fixed": {"n_estimators": 10}}]}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(s, sort_keys=False))
     db = tmp_path / "r.duckdb"
@@ -140,8 +149,15 @@ def test_cells_past_a_models_limits_are_left_out_of_the_plan_not_failed(tmp_path
         cells = con.execute("SELECT model, sample_size, status FROM results ORDER BY 1, 2").fetchall()
         planned = con.execute("SELECT count(*) FROM suite_cells WHERE model = 'tabpfn'").fetchone()[0]
         failures = con.execute("SELECT count(*) FROM failures").fetchone()[0]
-    assert cells == [("tabpfn", "128", "ok"), ("xgboost", "128", "ok"), ("xgboost", "all", "ok")], cells
+    assert cells == [("tabpfn", "128", "ok"), ("tabpfn-ctx1000", "128", "ok"), ("tabpfn-ctx1000", "all", "ok"),
+                     ("xgboost", "128", "ok"), ("xgboost", "all", "ok")], cells
     assert planned == 1 and failures == 0
+    # Without a label of its own, a subsampled context is refused before anything runs.
+    del s["models"][1]["label"]
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(s, sort_keys=False))
+    bad = subprocess.run([*CLI, "suites", "check", str(tmp_path / "bad.yaml")], capture_output=True, text=True,
+                         cwd=REPO, timeout=120)
+    assert bad.returncode == 2 and "fixed.context_rows subsamples its training context" in bad.stderr, bad.stderr
 
 
 @needs_extra

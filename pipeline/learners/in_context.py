@@ -74,7 +74,9 @@ class InContextLearner(Learner):
     requires: ClassVar[tuple[str, ...]] = ()  # modules the extra installs; without them: not registered
     env: ClassVar[dict[str, str]] = {}  # task → environment variable naming a checkpoint file
     limits: ClassVar[Limits] = Limits()
-    defaults = {"checkpoint": None, "regressor_checkpoint": None, "n_estimators": 8}
+    # context_rows: N subsamples the training context to N rows (seeded; stratified for classes), the
+    # declared option for a cell past the row limit; an entry that sets it must carry a label of its own.
+    defaults = {"checkpoint": None, "regressor_checkpoint": None, "n_estimators": 8, "context_rows": None}
     quick = {"n_estimators": 1}
     capabilities = Capabilities(gpu=True, rungs=None, budget=None, cost=1.0)
 
@@ -130,7 +132,8 @@ class InContextLearner(Learner):
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         started = time.perf_counter()
-        problem = self.limits.problem(len(data.train), data.train.x_num.shape[1] + data.train.x_cat.shape[1],
+        context = self.context(data)
+        problem = self.limits.problem(len(context), context.x_num.shape[1] + context.x_cat.shape[1],
                                       data.n_classes, self.use_gpu)
         if problem:
             raise NotApplicable(f"not applicable: {self.info.name}: {problem}")
@@ -140,9 +143,23 @@ class InContextLearner(Learner):
             raise FileNotFoundError(f"{self.info.name} ({task}): {self.missing_weights(self.config)}")
         self.data = data.without_parts()
         self.model = self.estimator(task == "regression", path, data)
-        self.model.fit(self.features(data.train), data.train.y)
+        self.model.fit(self.features(context), context.y)
         return FitReport(iterations=1, best_iteration=1, stop_reason="complete", n_params=self.n_params(),
                          device=self.device_name(), curve=[{"iteration": 1, "seconds": time.perf_counter() - started}])
+
+    def context(self, data: FoldData) -> Part:
+        """The training rows the model reads: all of them, or ``context_rows`` of them drawn with the
+        learner's seed (each class keeping its share)."""
+        n = self.config.get("context_rows")
+        if not n or len(data.train) <= int(n):
+            return data.train
+        from sklearn.model_selection import train_test_split
+
+        y = data.train.y
+        classes = data.task_type != "regression" and np.bincount(y).min() >= 2
+        keep, _ = train_test_split(np.arange(len(y)), train_size=int(n), random_state=self.seed,
+                                   stratify=y if classes else None)
+        return data.train.take(np.sort(keep))
 
     def features(self, part: Part) -> np.ndarray:
         """Numeric columns (NaN kept: the packages impute their own way) beside the categorical codes
