@@ -49,6 +49,7 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
         n_bound = (g.pivot_table(index="sample_size", columns="model", values="n_epochs_bound", aggfunc="sum")
                    if "n_epochs_bound" in g else None)
         n = g.groupby("sample_size").n_train.mean()
+        n = n[n.index.isin(wide.index)]  # a size planned but not run yet (a study in chunks) has no score
         wide = wide.loc[n.sort_values().index]
         inc_cols = [m for m in incumbents if m in wide]
         inc = wide[inc_cols].max(axis=1, skipna=True)

@@ -334,3 +334,14 @@ def test_behind_at_the_largest_size_while_still_improving_is_not_converged_not_n
     settled = xo.crossover(pd.DataFrame(rows), ["ft"], ["xgb"]).iloc[0]
     assert settled.verdict == "never" and not settled.bound
     assert crossover_text(settled) == "never (behind at 800 rows) — one split"
+
+
+def test_a_size_planned_but_not_run_yet_is_no_point_of_the_curve():
+    """A study run in chunks: its smaller sizes are planned (in the view, with n_train) but have no score
+    yet; the crossover reads the sizes that ran."""
+    rows = curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.82, 0.90])
+    for r in rows:
+        if r["sample_size"] == "32":
+            r["score_mean"] = float("nan")
+    r = xo.crossover(pd.DataFrame(rows), ["ft"], ["xgb"]).iloc[0]
+    assert r.verdict == "crossover" and r.crossover_n == 800 and r.n_sizes == 2
