@@ -124,9 +124,11 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
     cost = ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
     bound = cells.groupby("model")[["epochs_bound", "search_bound"]].sum()
     n_cells = cells.groupby("model").size()
+    has_result = set(cells.loc[cells.status != Status.MISSING, "model"])
     for family in families(kinds):
-        # a model with no score at this size (planned, not run yet: a study in chunks) leads nothing here
-        members = [m for m in scores.columns if family_of(kinds.get(m)) == family and scores[m].notna().any()]
+        # a model with no result at this size (planned, not run yet: a study in chunks) leads nothing here;
+        # one whose every cell failed is still there, at the bottom
+        members = [m for m in scores.columns if family_of(kinds.get(m)) == family and m in has_result]
         if not members:
             continue
         best = max(members, key=lambda m: (norm[m], m))
