@@ -21,6 +21,7 @@ registered (``attnbench models`` says how to add them).
 
 from __future__ import annotations
 
+import abc
 import importlib.util
 import os
 import time
@@ -127,8 +128,9 @@ class InContextLearner(Learner):
             return cls.missing_weights(config)
         return None
 
+    @abc.abstractmethod
     def estimator(self, regression: bool, path: Path, data: FoldData) -> Any:
-        raise NotImplementedError
+        """The package's estimator for the task, loading the checkpoint at ``path``."""
 
     def fit(self, data: FoldData, on_step: OnStep | None = None) -> FitReport:
         started = time.perf_counter()
