@@ -33,7 +33,7 @@ class Standing:
     matches: pd.DataFrame
     elo: agg.EloResult
     cd: agg.CriticalDifference
-    ran: pd.DataFrame  # task × model: True where the model was planned on the task
+    ran: pd.DataFrame  # task × model: True where the model ran the task (agg.task_ran)
     hardware_note: str = ""  # what † on a model's timings means (ReportData.hardware_note)
     other_hardware: frozenset[str] = frozenset()  # the models whose timings another machine took
 
@@ -77,8 +77,9 @@ def standing(data: ReportData, size: str) -> Standing:
 
 
 def coverage_text(r: pd.Series) -> str:
-    parts = [agg.ran_text(r.tasks, r.tasks_total), f"{r.tasks_ok}/{r.tasks} complete"]
-    for key, word in (("tasks_partial", "partly failed"), ("tasks_failed", "failed"), ("tasks_missing", "missing")):
+    parts = [agg.ran_text(r.tasks, r.tasks_total)] + ([f"{r.tasks_ok}/{r.tasks} complete"] if r.tasks else [])
+    for key, word in (("tasks_partial", "partly failed"), ("tasks_unfinished", "partly run"), ("tasks_failed", "failed"),
+                      ("tasks_missing", "not run yet")):
         if r[key]:
             parts.append(f"{r[key]} {word}")
     return ", ".join(parts)
@@ -108,7 +109,7 @@ def summary_table(st: Standing, table_id: str) -> str:
     for r in st.summary.itertuples(index=False):
         s = pd.Series(r._asdict())
         elo_txt = f"{num(r.elo, '.0f')} [{num(r.elo_low, '.0f')}, {num(r.elo_high, '.0f')}]"
-        incomplete = r.tasks_ok < r.tasks
+        incomplete = r.tasks_ok < r.tasks or bool(r.tasks_missing)
         gain = (f"{num(r.tuning_gain, '+.3f')} ({int(r.tuning_helped)}/{int(r.tuning_compared)} tasks)"
                 if r.tuning_compared else "—")
         bound = bound_text(r.epochs_bound, r.search_bound)
@@ -331,9 +332,10 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
     p.card("Test score of the best-on-validation configuration of each model: accuracy for classification, R² "
            "for regression; mean ± std over folds and subset seeds. A task is one dataset split one way at one "
            "training size, whichever suite ran it. Failed or missing cells are never dropped: the tables show "
-           "them, and in the aggregates a model planned on a task that has no score there ranks last, gets "
-           "normalised score 0 and loses to every model with a score. A model never planned on a task ('not "
-           "run') is left out of that task: each model's figures are over the tasks it ran (the coverage "
+           "them, and in the aggregates a model that ran a task and has no score there (every cell failed) "
+           "ranks last, gets normalised score 0 and loses to every model with a score. A model that did not "
+           "run a task (never planned on it, or planned with no record yet: 'not run yet') is left out of "
+           "that task: each model's figures are over the tasks it ran (the coverage "
            "column says how many), and every pairwise comparison counts only the tasks both ran. Normalised "
            "score: per task, 1 = the best model, 0 = the worst of those that ran it (Grinsztajn et al., 2022). "
            "Elo: Bradley–Terry ratings from pairwise task outcomes, as TabArena computes them (its tiny ridge "

@@ -3,13 +3,14 @@ crossover sizes and tuning curves. Pure pandas/numpy/scipy on frames read from t
 
 The unit of comparison is a *task*: one (dataset, split_key, sample_size), whichever suite ran it. A
 model's score on a task is its mean test score over the splits (folds × subset seeds) it finished.
-A model planned on a task that finished none of it has *failed* the task (or it is *missing*, when
-nothing was recorded): it is never dropped, it loses the task (ranked last among the task's models,
-normalised score 0, a loss against every model that has a score), and :func:`coverage` counts it.
-A model that was never planned on a task did not run it: it is left out of that task altogether
-(no rank, no normalised score, no win or loss, no Elo game), never scored as a loss. Every per-model
-figure is over the tasks the model ran, and says how many of the table's tasks that is; every
-comparison of two models counts only the tasks both ran.
+A model that ran a task and finished none of it has *failed* the task: it is never dropped, it loses
+the task (ranked last among the task's models, normalised score 0, a loss against every model that has
+a score), and :func:`coverage` counts it. A model that did not run a task is left out of that task
+altogether (no rank, no normalised score, no win or loss, no Elo game), never scored as a loss: one
+never planned on it, and one planned whose cells have no record yet (*missing*: a study still running
+in chunks, or stopped), which :func:`coverage` counts apart. Every per-model figure is over the tasks
+the model ran, and says how many of the table's tasks that is; every comparison of two models counts
+only the tasks both ran.
 """
 
 from __future__ import annotations
@@ -46,14 +47,16 @@ def task_scores(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def task_ran(cells: pd.DataFrame) -> pd.DataFrame:
-    """Task × model: True where the model was planned on the task (it has an expected cell there),
-    aligned with :func:`task_scores`."""
+    """Task × model: True where the model ran the task, i.e. at least one of its cells there has a
+    record (ok or failed), aligned with :func:`task_scores`. False where it was not planned, and where
+    every planned cell is still missing: not run yet is not a loss."""
     if cells.empty:
         return pd.DataFrame()
     tasks = pd.MultiIndex.from_frame(cells[TASK].drop_duplicates().sort_values(TASK))
     models = sorted(cells.model.unique())
-    planned = cells.assign(ran=True).pivot_table(index=TASK, columns="model", values="ran", aggfunc="any")
-    return planned.reindex(index=tasks, columns=models).fillna(False).astype(bool)
+    recorded = cells.assign(ran=cells.status != Status.MISSING)
+    ran = recorded.pivot_table(index=TASK, columns="model", values="ran", aggfunc="any")
+    return ran.reindex(index=tasks, columns=models).fillna(False).astype(bool)
 
 
 def _ran(scores: pd.DataFrame, ran: pd.DataFrame | None) -> pd.DataFrame:
@@ -69,21 +72,26 @@ def common_tasks(ran: pd.DataFrame) -> pd.Index:
 
 
 def coverage(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per model: cells ok/failed/missing; the tasks it ran (was planned on) of all ``tasks_total``, and
-    of those the tasks fully ok, partly ok, failed or missing."""
+    """Per model: cells ok/failed/missing; the tasks it ran (:func:`task_ran`) of all ``tasks_total``,
+    and of those the tasks fully ok, partly failed, partly run (ok so far, the rest missing) or failed;
+    and apart, ``tasks_missing``: tasks it is planned on with no record yet (not among ``tasks``)."""
     cols = ["model", "cells", "cells_ok", "cells_failed", "cells_missing", "tasks", "tasks_ok", "tasks_partial",
-            "tasks_failed", "tasks_missing", "tasks_total"]
+            "tasks_unfinished", "tasks_failed", "tasks_missing", "tasks_total"]
     if cells.empty:
         return pd.DataFrame(columns=cols)
     c = cells.assign(ok=cells.status == Status.OK, missing=cells.status == Status.MISSING)
     c["failed"] = ~c.ok & ~c.missing
-    per_task = c.groupby([*TASK, "model"]).agg(n=("ok", "size"), ok=("ok", "sum"), failed=("failed", "sum"))
+    per_task = c.groupby([*TASK, "model"]).agg(n=("ok", "size"), ok=("ok", "sum"), failed=("failed", "sum"),
+                                               missing=("missing", "sum"))
+    per_task["ran"] = per_task.missing < per_task.n
     per_task["full"] = per_task.ok == per_task.n
-    per_task["partial"] = (per_task.ok > 0) & ~per_task.full
+    per_task["partial"] = (per_task.ok > 0) & (per_task.failed > 0)
+    per_task["unfinished"] = (per_task.ok > 0) & (per_task.failed == 0) & (per_task.missing > 0)
     per_task["task_failed"] = (per_task.ok == 0) & (per_task.failed > 0)
-    per_task["task_missing"] = (per_task.ok == 0) & (per_task.failed == 0)
-    t = per_task.groupby("model").agg(tasks=("n", "size"), tasks_ok=("full", "sum"), tasks_partial=("partial", "sum"),
-                                      tasks_failed=("task_failed", "sum"), tasks_missing=("task_missing", "sum"))
+    per_task["task_missing"] = ~per_task.ran
+    t = per_task.groupby("model").agg(tasks=("ran", "sum"), tasks_ok=("full", "sum"), tasks_partial=("partial", "sum"),
+                                      tasks_unfinished=("unfinished", "sum"), tasks_failed=("task_failed", "sum"),
+                                      tasks_missing=("task_missing", "sum"))
     k = c.groupby("model").agg(cells=("ok", "size"), cells_ok=("ok", "sum"), cells_failed=("failed", "sum"),
                                cells_missing=("missing", "sum"))
     out = k.join(t).reset_index()

@@ -177,11 +177,35 @@ def test_task_scores_and_coverage():
     assert s.m1.tolist() == pytest.approx([0.7, 0.5]) and s.m2.isna().all()
     cov = agg.coverage(cells).set_index("model")
     assert cov.loc["m1"].to_dict() == {"cells": 4, "cells_ok": 3, "cells_failed": 1, "cells_missing": 0, "tasks": 2,
-                                       "tasks_ok": 1, "tasks_partial": 1, "tasks_failed": 0, "tasks_missing": 0,
-                                       "tasks_total": 2}
-    assert cov.loc["m2"].to_dict() == {"cells": 4, "cells_ok": 0, "cells_failed": 2, "cells_missing": 2, "tasks": 2,
-                                       "tasks_ok": 0, "tasks_partial": 0, "tasks_failed": 1, "tasks_missing": 1,
-                                       "tasks_total": 2}
+                                       "tasks_ok": 1, "tasks_partial": 1, "tasks_unfinished": 0, "tasks_failed": 0,
+                                       "tasks_missing": 0, "tasks_total": 2}
+    # m2 ran T1 (and failed it); on T2 nothing is recorded yet: not run, counted apart, not a task it ran.
+    assert cov.loc["m2"].to_dict() == {"cells": 4, "cells_ok": 0, "cells_failed": 2, "cells_missing": 2, "tasks": 1,
+                                       "tasks_ok": 0, "tasks_partial": 0, "tasks_unfinished": 0, "tasks_failed": 1,
+                                       "tasks_missing": 1, "tasks_total": 2}
+    assert agg.task_ran(cells).to_dict("list") == {"m1": [True, True], "m2": [True, False]}
+
+
+def test_a_study_in_chunks_scores_a_model_only_on_the_tasks_it_has_run():
+    """A model planned on 3 tasks whose cells on 2 of them have not run yet: its normalised score, rank,
+    improvability and record rest on the 1 task it ran (it was best there), not on 0s for the other 2;
+    a model that ran a task and failed every cell still loses it."""
+    rows = []
+    for task, a, b, c in [("T1", 0.9, 0.8, "error"), ("T2", "missing", 0.7, 0.6), ("T3", "missing", 0.5, 0.4)]:
+        for model, v in (("a", a), ("b", b), ("c", c)):
+            status = v if isinstance(v, str) else "ok"
+            rows.append(("s", task, "10000", 0, 0, 0, model, status, None if isinstance(v, str) else v))
+    cells = pd.DataFrame(rows, columns=[*agg.SPLIT, "model", "status", "score"])
+    scores, ran = agg.task_scores(cells), agg.task_ran(cells)
+    norm = agg.normalized_scores(scores, ran=ran)
+    assert norm.mean().to_dict() == pytest.approx({"a": 1.0, "b": 2 / 3, "c": 0.0})
+    assert agg.ranks(scores, ran).mean().to_dict() == pytest.approx({"a": 1.0, "b": 4 / 3, "c": 7 / 3})
+    assert agg.improvability(scores, ran)["a"] == 0.0
+    rec = agg.pairwise_record(scores, ran)
+    assert rec.text("a", "b") == "won 1, tied 0, lost 0 of 1 task"
+    assert rec.text("b", "c") == "won 3, tied 0, lost 0 of 3 tasks"
+    by_size = agg.normalized_by_size(cells, ["10000"]).set_index("model")
+    assert by_size.loc["a", ["n_ran", "n_tasks"]].tolist() == [1, 3]
 
 
 def test_tuning_summary_mean_and_band_over_orders():
