@@ -10,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import sigterm_as_interrupt
@@ -245,14 +245,16 @@ def cmd_models(args: argparse.Namespace) -> int:
     from pipeline.models.registry import NOT_INSTALLED, PROBLEMS, REGISTRY, ModelInfo, listing_order
     from pipeline.spec import load_suite
 
-    infos: list[tuple[ModelInfo, str]] = [(i, i.source) for i in REGISTRY.values()]
-    if args.suite:
+    infos: list[tuple[ModelInfo, str, dict[str, Any]]] = [(i, i.source, i.config_defaults()) for i in REGISTRY.values()]
+    if args.suite:  # the suite's own models; weights are looked for where its entries say (their fixed keys)
         suite = load_suite(args.suite)
-        infos += [(m.model_info(), f"{args.suite} ({m.builder or m.learner})") for m in suite.models
-                  if m.builder or m.learner]
+        fixed = {m.name: dict(m.fixed) for m in suite.models if not (m.builder or m.learner)}
+        infos = [(i, src, {**config, **fixed.get(i.name, {})}) for i, src, config in infos]
+        infos += [(m.model_info(), f"{args.suite} ({m.builder or m.learner})",
+                   {**m.model_info().config_defaults(), **m.fixed}) for m in suite.models if m.builder or m.learner]
     infos.sort(key=lambda t: listing_order(t[0]))
     rows = [("model", "kind", "from", "can", "description")]
-    for info, source in infos:
+    for info, source, config in infos:
         caps = info.capabilities
         methods: tuple[str, ...] = ()
         if caps.compress:  # the methods that change the model at its defaults (built on a tiny input; torch)
@@ -260,8 +262,8 @@ def cmd_models(args: argparse.Namespace) -> int:
 
             methods = applicable(info)
         learner = info.learner_class()
-        weights = (f"in-context; weights: {learner.weights_status(info.config_defaults())}"
-                   if hasattr(learner, "weights_status") else "")
+        weights = (f"in-context; weights: {learner.weights_status(config)}"
+                   if caps.in_context and hasattr(learner, "weights_status") else "in-context" if caps.in_context else "")
         can = ", ".join(filter(None, ["GPU" if caps.gpu else "CPU only",
                                       f"ASHA on {caps.rungs}" if caps.rungs else "no rungs",
                                       "DDP" if caps.distributed else "",

@@ -105,9 +105,11 @@ def model_version(suite: SuiteSpec, model: str) -> str:
 
 # ---------------------------------------------------------------------------------------- cells
 def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
-           notice: Callable[[str], None] = lambda _: None) -> Iterator[tuple[Cell, ingest_mod.Prepared]]:
+           notice: Callable[[str], None] = lambda _: None,
+           not_applicable: list[dict[str, Any]] | None = None) -> Iterator[tuple[Cell, ingest_mod.Prepared]]:
     """Every cell of the suite. A sample size not below a fold's training rows is left out (``all``
-    is the whole training part), with one notice per dataset."""
+    is the whole training part), with one notice per dataset; so is a model's cell past its declared
+    limits, with a notice and a row (dataset, model, sizes, why) added to ``not_applicable``."""
     p = suite.protocol
     limits = {m.key: lim for m in suite.models if (lim := getattr(m.model_info().learner_class(), "limits", None))}
     for ds in datasets:
@@ -150,6 +152,8 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                         cid = cell_id(suite, ds.name, ds.split_key, int(r), int(f), label, seed, m.key)
                         yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid, ds.split_key), ds
         for key, (labels, why) in outside.items():
+            if not_applicable is not None:
+                not_applicable.append({"dataset": ds.name, "model": key, "sizes": sorted(labels), "why": why})
             notice(f"  notice: {ds.name}: {key} not applicable at size{'s' if len(labels) > 1 else ''} "
                    f"{', '.join(sorted(labels, key=lambda x: (x == 'all', x.zfill(12))))} (at the first: {why}); those cells "
                    "are left out of the plan, not failed")
@@ -158,6 +162,13 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                    f"{', '.join(map(str, sorted(dropped)))} not below the {fewest} training rows of a fold; "
                    "those cells are left out" + (" ('all' runs the whole training part)" if "all" in p.sample_sizes
                                                  else ""))
+
+
+def plan_notes(suite: SuiteSpec, not_applicable: list[dict[str, Any]]) -> str:
+    """What the plan says beside its cells, kept with the run (the report reads it): the cells left out as
+    past a model's declared limits, and the in-context models."""
+    in_context = [m.key for m in suite.models if m.model_info().capabilities.in_context]
+    return json.dumps({"not_applicable": not_applicable, "in_context": in_context})
 
 
 def _adoptable(suite: SuiteSpec, cells: list[tuple[Cell, ingest_mod.Prepared]],
@@ -369,7 +380,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     for spec in sources.expand(suite.datasets):
         progress(f"  dataset {dataset_label(spec)}: loading")
         prepared.append(ingest_mod.prepare(store, spec, suite.protocol, suite.seed))
-    cells = list(expand(suite, prepared, notice=progress))
+    outside: list[dict[str, Any]] = []
+    cells = list(expand(suite, prepared, notice=progress, not_applicable=outside))
     if not cells:
         raise AttnbenchError(f"{suite.source_path or suite.name}: the suite expands to no cell at all (every "
                              "sample size is above the datasets' training rows, or max_folds/max_repeats leave "
@@ -399,7 +411,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     run_row: dict[str, Any] = {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
                "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(suite),
                "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
-               "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped, "model_code": suite.model_code}
+               "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped, "model_code": suite.model_code,
+               "plan_notes": plan_notes(suite, outside)}
     store.write_plan(suite.name, *plan(suite, run_id, cells), run=run_row)
     install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
     loader = FoldLoader(store, suite)

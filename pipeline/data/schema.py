@@ -13,7 +13,8 @@ from typing import Any
 # merges that built the file and the choice made for each cell two files both had (merges, merge_choices);
 # 6: a task is a split, not a suite: planned cells, results and reference scores carry their split key
 # (cell ids no longer hash the suite's name), planned cells their model entry's version (model_version),
-# and runs the digest of each model's own code (model_code)
+# and runs the digest of each model's own code (model_code); later in 6, added on open: runs' plan notes
+# (plan_notes: the cells left out as past a model's declared limits, and the in-context models)
 SCHEMA_VERSION = 6
 APP = "attnbench"
 
@@ -23,7 +24,7 @@ CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, suite VARCHAR, suite_yaml VARCHAR, started_at TIMESTAMP,
     finished_at TIMESTAMP, status VARCHAR, git_rev VARCHAR, versions JSON, hardware JSON,
     argv VARCHAR, n_cells INTEGER, n_done INTEGER, n_failed INTEGER, n_skipped INTEGER, error VARCHAR,
-    model_code JSON
+    model_code JSON, plan_notes JSON
 );
 CREATE TABLE IF NOT EXISTS datasets (
     dataset VARCHAR PRIMARY KEY, source VARCHAR, task_type VARCHAR, target VARCHAR, n_rows INTEGER,
@@ -80,7 +81,8 @@ REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed"
 # Columns later schemas added to tables that older files already have (the store adds them on upgrade).
 ADDED_COLUMNS = [("suite_cells", "model_kind", "VARCHAR"), ("suite_cells", "split_key", "VARCHAR"),
                  ("suite_cells", "model_version", "VARCHAR"), ("reference_scores", "split_key", "VARCHAR"),
-                 ("runs", "model_code", "JSON"), ("features", "high_cardinality", "BOOLEAN")]
+                 ("runs", "model_code", "JSON"), ("features", "high_cardinality", "BOOLEAN"),
+                 ("runs", "plan_notes", "JSON")]
 
 # Files before schema 6 kept no split key with a plan or a result: the upgrade takes it from the
 # dataset's stored training orders where the dataset has one split key (a file written under one

@@ -44,6 +44,7 @@ class Capabilities:
     compress: bool = False  # pruning, quantization and PCA variants apply
     cost: float = 1.0  # relative cost of a trial per training row and feature (scheduling order only)
     libraries: tuple[str, ...] = ()  # modules a worker imports before its first trial; their versions are recorded
+    in_context: bool = False  # no training loop: fit keeps the training rows as context, predict is a forward pass
 
 
 @dataclass

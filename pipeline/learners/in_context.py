@@ -79,7 +79,7 @@ class InContextLearner(Learner):
     # declared option for a cell past the row limit; an entry that sets it must carry a label of its own.
     defaults = {"checkpoint": None, "regressor_checkpoint": None, "n_estimators": 8, "context_rows": None}
     quick = {"n_estimators": 1}
-    capabilities = Capabilities(gpu=True, rungs=None, budget=None, cost=1.0)
+    capabilities = Capabilities(gpu=True, rungs=None, budget=None, cost=1.0, in_context=True)
 
     @classmethod
     def installed(cls) -> bool:

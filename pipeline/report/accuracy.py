@@ -36,6 +36,7 @@ class Standing:
     ran: pd.DataFrame  # task × model: True where the model ran the task (agg.task_ran)
     hardware_note: str = ""  # what † on a model's timings means (ReportData.hardware_note)
     other_hardware: frozenset[str] = frozenset()  # the models whose timings another machine took
+    in_context: frozenset[str] = frozenset()  # the in-context models (their family says so)
 
     @property
     def uneven(self) -> bool:
@@ -73,7 +74,7 @@ def standing(data: ReportData, size: str) -> Standing:
     summary[counts] = summary[counts].fillna(0).astype(int)
     return Standing(size, scores, summary.sort_values("avg_rank", ignore_index=True), wins / n.where(n > 0), n, elo,
                     agg.critical_difference(scores, ran=ran), ran, data.hardware_note(),
-                    frozenset(data.other_hardware))
+                    frozenset(data.other_hardware), data.in_context)
 
 
 def coverage_text(r: pd.Series) -> str:
@@ -113,7 +114,7 @@ def summary_table(st: Standing, table_id: str) -> str:
         gain = (f"{num(r.tuning_gain, '+.3f')} ({int(r.tuning_helped)}/{int(r.tuning_compared)} tasks)"
                 if r.tuning_compared else "—")
         bound = bound_text(r.epochs_bound, r.search_bound)
-        rows.append([cell(f"{r.model} †" if r.model in st.other_hardware else r.model), cell(family_of(r.kind)),
+        rows.append([cell(f"{r.model} †" if r.model in st.other_hardware else r.model), cell(family_of(r.kind) + (" · in-context" if r.model in st.in_context else "")),
                      cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
                      cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo else ""),
                      cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),
@@ -139,12 +140,26 @@ def summary_table(st: Standing, table_id: str) -> str:
                    + (" " + st.hardware_note if st.hardware_note else "")))
 
 
+def not_applicable_table(data: ReportData) -> str:
+    """One row per model and dataset whose cells were left out of the plan as past the model's limits."""
+    na = data.not_applicable
+    rows = [[cell(m), cell(d), cell(", ".join(agg.size_order(g.sample_size))), cell(g.why.iloc[0])]
+            for (m, d), g in na.groupby(["model", "dataset"], sort=True)]
+    return (table(["model", "dataset", "training sizes", "why (at the first size)"], rows, "table-not-applicable")
+            + note("A model that declares limits (training rows, features, classes; an in-context transformer's "
+                   "context) is not planned on a cell past them: such a cell is not applicable, never a failure and "
+                   "never a zero, and the model is left out of those tasks' aggregates. A subsampled context "
+                   "(the declared option context_rows, under a label of its own) can run them."))
+
+
 def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
     lb = data.leaderboard[data.leaderboard.sample_size == size]
     if lb.empty:
         return note("No results at this size.")
     models = data.models
     marks = sig.significance(data.cells[data.cells.sample_size == size]).set_index(["dataset", "split_key", "model"])
+    here = data.not_applicable[data.not_applicable.sample_size == size]
+    na = dict(zip(zip(here.dataset, here.model), here.why))  # (dataset, model) → why it is not applicable
     rows = []
     for (dataset, split_key, metric), g in lb.groupby(["dataset", "split_key", "metric"], sort=True):
         by = g.set_index("model")
@@ -152,6 +167,10 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
         verdicts = marks.loc[here] if here in marks.index.droplevel("model") else None
         row = [cell(data.task_label(dataset, split_key)), cell(metric)]
         for m in models:
+            if m not in by.index and (dataset, m) in na:
+                row.append(cell("not applicable", "notrun num", f"past the model's declared limits ({na[dataset, m]}): "
+                                "left out of the plan, never a failure or a zero"))
+                continue
             if m not in by.index:
                 row.append(cell("not run", "notrun num", "no suite planned this model on this dataset and size: "
                                 "it is left out of this task's ranks and aggregates, not scored 0"))
@@ -377,6 +396,9 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
                        f"{common}; Nemenyi CD = {num(cd.cd, '.2f')}. Models joined by a bar are not "
                        "significantly different."))
             p.figure(figs.cd_diagram(cd, style), f"fig-cd-{size}")
+    if len(data.not_applicable):
+        p.h2("Not applicable: past a model's declared limits", "not-applicable")
+        p.add(not_applicable_table(data))
     p.h2("Published figures beside ours (other protocols)", "published")
     p.add(published_table(data))
     return p

@@ -26,6 +26,9 @@ def dataset_anchor(dataset: str, split_key: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", str(dataset)).strip("-")[:40]
     return f"ds-{slug}-{hashlib.sha1(f'{dataset}|{split_key}'.encode()).hexdigest()[:6]}"
 
+NOT_APPLICABLE = ["dataset", "sample_size", "model", "why"]
+
+
 @dataclass
 class ReportData:
     """Everything the pages need, read once from the views."""
@@ -53,6 +56,9 @@ class ReportData:
     # Tuned + ensembled per ok cell (and per family and split) from stored predictions: report/ensembles.py
     ensembles: pd.DataFrame = field(default_factory=pd.DataFrame)
     traits: pd.DataFrame = field(default_factory=pd.DataFrame)  # each dataset's characteristics: report/traits.py
+    # (dataset, sample_size, model, why): cells left out of the plans as past a model's declared limits
+    not_applicable: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NOT_APPLICABLE))
+    in_context: frozenset[str] = frozenset()  # the in-context models (no training loop)
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
@@ -107,6 +113,7 @@ class ReportData:
         data.legacy_kinds = sorted(set(data.model_names) - set(stored))
         data.kinds = {m: stored.get(m) or legacy_kind(data.model_names[m]) for m in data.model_names}
         data.timed_runs, data.other_hardware = timed, other_hardware(data.runs, timed)
+        data.not_applicable, data.in_context = plan_notes(data.runs, data.cells)
         if has_predictions:
             from pipeline.report.ensembles import ensembles
 
@@ -149,6 +156,10 @@ class ReportData:
         """The model's family: its stored kind in words."""
         return family_of(self.kinds.get(model))
 
+    def family_text(self, model: str) -> str:
+        """The family as a table shows it: an in-context model's says so."""
+        return self.family(model) + (" · in-context" if model in self.in_context else "")
+
     def style(self) -> figs.Style:
         return figs.Style(self.models, self.kinds)
 
@@ -171,6 +182,26 @@ class ReportData:
         from pipeline.models.registry import REGISTRY
 
         return {m: getattr(REGISTRY.get(str(self.model_names.get(m))), "protocol", "") for m in self.models}
+
+
+def plan_notes(runs: pd.DataFrame, cells: pd.DataFrame) -> tuple[pd.DataFrame, frozenset[str]]:
+    """From each suite's latest run (its plan; runs newest first): the cells it left out as past a
+    model's declared limits, less any a plan holds after all (another suite's), and its in-context models."""
+    if "plan_notes" not in runs or cells.empty:  # files before plan notes
+        return pd.DataFrame(columns=NOT_APPLICABLE), frozenset()
+    suites = {s for label in cells.suite.dropna().unique() for s in str(label).split(", ")}
+    rows, in_context = [], set()
+    for r in runs.drop_duplicates("suite").itertuples(index=False):
+        if r.suite not in suites or not isinstance(r.plan_notes, str):
+            continue
+        notes = json.loads(r.plan_notes)
+        in_context |= set(notes.get("in_context", []))
+        rows += [{"dataset": na["dataset"], "sample_size": size, "model": na["model"], "why": na["why"]}
+                 for na in notes.get("not_applicable", []) for size in na["sizes"]]
+    out = pd.DataFrame(rows, columns=NOT_APPLICABLE).drop_duplicates(["dataset", "sample_size", "model"])
+    planned = set(zip(cells.dataset, cells.sample_size, cells.model))
+    keep = [k not in planned for k in zip(out.dataset, out.sample_size, out.model)]
+    return out[keep].reset_index(drop=True), frozenset(in_context)
 
 
 def machine(hardware: Any) -> tuple[str, str]:

@@ -52,7 +52,7 @@ def page_runs(data: ReportData) -> Page:
               + f"<h3>Suite</h3><pre>{esc(r.suite_yaml)}</pre><h3>Versions</h3>{json_table(r.versions)}"
               f"<h3>Hardware</h3>{json_table(r.hardware)}</details>")
     p.h2("Models", "models")
-    rows = [[cell(m), cell(data.model_names.get(m)), cell(data.kinds.get(m)), cell(data.family(m))]
+    rows = [[cell(m), cell(data.model_names.get(m)), cell(data.kinds.get(m)), cell(data.family_text(m))]
             for m in data.models]
     p.add(table(["model", "model name", "kind", "family"], rows, "table-models"))
     p.add(note("Each model's kind as its run stored it (a model of one's own declares its own)."
