@@ -164,6 +164,33 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                                                  else ""))
 
 
+def _cells(store: Store, suite: SuiteSpec, progress: Callable[[str], None]
+           ) -> tuple[list[ingest_mod.Prepared], list[tuple[Cell, ingest_mod.Prepared]], list[dict[str, Any]]]:
+    """Each dataset loaded and checked (nothing written yet), the suite's cells, and those left out as
+    not applicable; a suite with no cell at all is refused."""
+    prepared = []
+    for spec in sources.expand(suite.datasets):
+        progress(f"  dataset {dataset_label(spec)}: loading")
+        prepared.append(ingest_mod.prepare(store, spec, suite.protocol, suite.seed))
+    outside: list[dict[str, Any]] = []
+    cells = list(expand(suite, prepared, notice=progress, not_applicable=outside))
+    if not cells:
+        raise AttnbenchError(f"{suite.source_path or suite.name}: the suite expands to no cell at all (every "
+                             "sample size is above the datasets' training rows, or max_folds/max_repeats leave "
+                             "no fold); add 'all' to protocol.sample_sizes or lower the sizes")
+    return prepared, cells, outside
+
+
+def run_record(suite: SuiteSpec, run_id: str, totals: dict[str, float], argv: list[str] | None, summary: Summary,
+               notes: str) -> dict[str, Any]:
+    """The run's row of the ``runs`` table as it starts (the scheduler updates its counts)."""
+    return {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
+            "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(suite),
+            "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": summary.n_cells,
+            "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped, "model_code": suite.model_code,
+            "plan_notes": notes}
+
+
 def plan_notes(suite: SuiteSpec, not_applicable: list[dict[str, Any]]) -> str:
     """What the plan says beside its cells, kept with the run (the report reads it): the cells left out as
     past a model's declared limits, and the in-context models."""
@@ -376,16 +403,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         suite = against.adopt_protocol(suite)
     run_id = f"{now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     progress(f"attnbench: suite {suite.name!r} → {Path(db).resolve()} (run {run_id})")
-    prepared = []
-    for spec in sources.expand(suite.datasets):
-        progress(f"  dataset {dataset_label(spec)}: loading")
-        prepared.append(ingest_mod.prepare(store, spec, suite.protocol, suite.seed))
-    outside: list[dict[str, Any]] = []
-    cells = list(expand(suite, prepared, notice=progress, not_applicable=outside))
-    if not cells:
-        raise AttnbenchError(f"{suite.source_path or suite.name}: the suite expands to no cell at all (every "
-                             "sample size is above the datasets' training rows, or max_folds/max_repeats leave "
-                             "no fold); add 'all' to protocol.sample_sizes or lower the sizes")
+    prepared, cells, outside = _cells(store, suite, progress)
     splits = {(c.dataset, c.split_key, c.repeat, c.fold, c.sample_size, c.seed) for c, _ in cells}
     if against is not None:
         against.check(prepared, splits)
@@ -408,11 +426,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
                  f"({against.where})")
     if pending:
         suite = _fit_to_cluster(suite, totals, progress)
-    run_row: dict[str, Any] = {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
-               "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(suite),
-               "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": len(cells),
-               "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped, "model_code": suite.model_code,
-               "plan_notes": plan_notes(suite, outside)}
+    run_row = run_record(suite, run_id, totals, argv, summary, plan_notes(suite, outside))
     store.write_plan(suite.name, *plan(suite, run_id, cells), run=run_row)
     install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
     loader = FoldLoader(store, suite)

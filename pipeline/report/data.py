@@ -200,8 +200,9 @@ def plan_notes(runs: pd.DataFrame, cells: pd.DataFrame) -> tuple[pd.DataFrame, f
                  for na in notes.get("not_applicable", []) for size in na["sizes"]]
     out = pd.DataFrame(rows, columns=NOT_APPLICABLE).drop_duplicates(["dataset", "sample_size", "model"])
     planned = set(zip(cells.dataset, cells.sample_size, cells.model))
-    keep = [k not in planned for k in zip(out.dataset, out.sample_size, out.model)]
-    return out[keep].reset_index(drop=True), frozenset(in_context)
+    keep = pd.Series([k not in planned for k in zip(out.dataset, out.sample_size, out.model)], index=out.index,
+                     dtype=bool)
+    return out.loc[keep].reset_index(drop=True), frozenset(in_context)
 
 
 def machine(hardware: Any) -> tuple[str, str]:
