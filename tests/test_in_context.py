@@ -152,6 +152,16 @@ def test_cells_past_a_models_limits_are_left_out_of_the_plan_not_failed(tmp_path
     assert cells == [("tabpfn", "128", "ok"), ("tabpfn-ctx1000", "128", "ok"), ("tabpfn-ctx1000", "all", "ok"),
                      ("xgboost", "128", "ok"), ("xgboost", "all", "ok")], cells
     assert planned == 1 and failures == 0
+    # The report shows those cells as not applicable, and the models' family as in-context.
+    reports = tmp_path / "reports"
+    rep = subprocess.run([*CLI, "report", "--db", str(db), "--reports", str(reports)], capture_output=True, text=True,
+                         cwd=REPO, timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    acc = (reports / "accuracy.html").read_text()
+    listed = acc.split('id="table-not-applicable"')[1].split("</table>")[0]
+    assert ">tabpfn<" in listed and ">kr-vs-kp<" in listed and "1,278 training rows on a CPU" in listed, listed
+    assert "not applicable" in acc.split('id="table-datasets-all"')[1].split("</table>")[0]
+    assert "attention network · in-context" in (reports / "runs.html").read_text()
     # Without a label of its own, a subsampled context is refused before anything runs.
     del s["models"][1]["label"]
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(s, sort_keys=False))
