@@ -38,7 +38,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import table
 
-from pipeline import runner
+from pipeline import plan, runner
 from pipeline.data import ingest, sources
 from pipeline.data.store import Store
 from pipeline.engine.records import TrialRequest
@@ -107,7 +107,7 @@ def cells(suite: Any, store: Store) -> list[tuple[Any, Any, str]]:
     """Every cell of the suite with its stored dataset and split key, as the runner plans them."""
     prepared = [ingest.prepare(store, spec, suite.protocol, suite.seed) for spec in sources.expand(suite.datasets)]
     stored = {p.name: ingest.commit(store, p) for p in prepared}
-    return [(cell, stored[p.name], p.split_key) for cell, p in runner.expand(suite, prepared)]
+    return [(cell, stored[p.name], p.split_key) for cell, p in plan.expand(suite, prepared)]
 
 
 def data_loader(suite_file: Path, db: Path) -> runner.FoldLoader:

@@ -41,7 +41,8 @@ def _peak_mb() -> float:
 def rows_case(n: int, out: Any) -> None:
     from pipeline.data import ingest
     from pipeline.data.store import Store
-    from pipeline.runner import FoldLoader, expand
+    from pipeline.plan import expand
+    from pipeline.runner import FoldLoader
     from pipeline.spec import parse_suite
 
     base = _peak_mb()

@@ -407,7 +407,7 @@ class SuiteSpec(_Strict):
         fixed values, resources, compression) and of its code where it comes from outside attnbench:
         changing an entry, or editing its model's code, gives its cells new ids, so they run again and
         the old results become history. The protocol is not in it: what of the protocol a cell depends
-        on goes into its id with the split (:func:`pipeline.runner.cell_id`). Computed once, from the
+        on goes into its id with the split (:func:`pipeline.plan.cell_id`). Computed once, from the
         suite as written: a copy the runner adapts to its cluster (GPUs asked for but absent) keeps
         these, so a cell's id does not depend on the hardware it ran on."""
         return {m.key: self._entry_hash(m, code=True) for m in self.models}

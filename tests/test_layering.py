@@ -33,7 +33,7 @@ LAYERS = [
     ["pipeline.train", "pipeline.evaluation", "pipeline.ensemble"],
     ["pipeline.learners"],
     ["pipeline.engine"],
-    ["pipeline.runner", "pipeline.provenance"],
+    ["pipeline.plan", "pipeline.runner", "pipeline.provenance"],
     ["pipeline.report"],
     ["pipeline.query", "pipeline.pin", "pipeline.cli"],
 ]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import runner
+from pipeline import plan
 from pipeline.data import ingest, splits
 from pipeline.data.store import Store
 from pipeline.spec import parse_suite
@@ -92,13 +92,13 @@ def test_a_new_split_version_makes_new_splits_and_new_cells_and_version_1_keeps_
     today = hashlib.sha256(json.dumps({"folds": 3, "val": protocol.validation_fraction, "seed": 0,
                                        "data": first.dataset.checksum}, sort_keys=True).encode()).hexdigest()[:12]
     assert splits.SPLIT_VERSION == 1 and first.split_key == today and first.new_splits
-    cells = {c.cell_id for c, _ in runner.expand(suite, [first])}
+    cells = {c.cell_id for c, _ in plan.expand(suite, [first])}
 
     monkeypatch.setattr(splits, "SPLIT_VERSION", 2)
     second = prepared()
     assert second.split_key != first.split_key
     assert second.new_splits  # split anew by the new code, not read back from the file
-    new_cells = {c.cell_id for c, _ in runner.expand(suite, [second])}
+    new_cells = {c.cell_id for c, _ in plan.expand(suite, [second])}
     assert len(new_cells) == len(cells) and not new_cells & cells  # every cell is new: none is done yet
     held = store.query("SELECT DISTINCT split_key FROM train_order ORDER BY 1").split_key.tolist()
     assert held == sorted([first.split_key, second.split_key])  # the old splits stay, as history
@@ -106,7 +106,7 @@ def test_a_new_split_version_makes_new_splits_and_new_cells_and_version_1_keeps_
     monkeypatch.setattr(splits, "SPLIT_VERSION", 1)
     again = prepared()
     assert again.split_key == first.split_key and not again.new_splits
-    assert {c.cell_id for c, _ in runner.expand(suite, [again])} == cells
+    assert {c.cell_id for c, _ in plan.expand(suite, [again])} == cells
 
 
 @pytest.mark.parametrize("version", [2, 3])

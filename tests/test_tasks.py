@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pipeline import runner
+from pipeline import plan, runner
 from pipeline.data.merge import merge
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
@@ -171,7 +171,7 @@ def as_written_before_schema_6(path: Path, suite: dict) -> None:
     rows = con.execute("SELECT cell_id, dataset, split_key, repeat, fold, sample_size, seed, model FROM results"
                        ).fetchall()
     for cid, dataset, key, repeat, fold, size, seed, model in rows:
-        old = runner.legacy_cell_id(spec, dataset, key, repeat, fold, size, seed, model)
+        old = plan.legacy_cell_id(spec, dataset, key, repeat, fold, size, seed, model)
         for table in ("results", "trials", "predictions", "targets", "attention_maps", "suite_cells"):
             con.execute(f"UPDATE {table} SET cell_id = ? WHERE cell_id = ?", [old, cid])
     for table, col in (("results", "split_key"), ("suite_cells", "split_key"), ("suite_cells", "model_version"),
