@@ -35,7 +35,7 @@ LAYERS = [
     ["pipeline.engine"],
     ["pipeline.plan", "pipeline.runner", "pipeline.provenance"],
     ["pipeline.report"],
-    ["pipeline.query", "pipeline.pin", "pipeline.cli"],
+    ["pipeline.query", "pipeline.pin", "pipeline.catalog", "pipeline.cli"],
 ]
 
 
