@@ -80,6 +80,7 @@ class SizeAnswer:
     leaders: dict[str, Leader] = field(default_factory=dict)  # family → leader, in the families' order
     vs_boosting: dict[str, HeadToHead] = field(default_factory=dict)  # every other family → record
     attention_vs_network: HeadToHead | None = None  # the attention leader against the other-network leader
+    n_run: int = 0  # the tasks some model has run (fewer than n_tasks while a study runs in chunks)
 
     @property
     def leading(self) -> list[str]:
@@ -119,6 +120,7 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
     if scores.empty:
         return out
     ran = agg.task_ran(cells)
+    out.n_run = int(ran.any(axis=1).sum())
     norm = agg.normalized_scores(scores, ran=ran).mean()
     ok = cells[cells.status == Status.OK]
     cost = ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
@@ -219,7 +221,10 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
         parts = [f"{fam} ({lead.model}) {lead.normalized_score:.2f}" for fam, lead in a.leaders.items()]
         who = (f"{lead[0]} leads" if len(lead) == 1 else
                f"{' and '.join(lead) if len(lead) == 2 else ', '.join(lead[:-1]) + ' and ' + lead[-1]} tie")
-        text = (f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''}), {who} on mean "
+        tasks = f"{a.n_tasks} task{'s' if a.n_tasks != 1 else ''}"
+        if a.n_run < a.n_tasks:
+            tasks += f" planned, {a.n_run} run so far"
+        text = (f"At {_size(a.size)} ({tasks}), {who} on mean "
                 f"normalised score: {', '.join(parts)}.")
         uneven = [f"{lead.model} ran {lead.tasks_ran}" for lead in a.leaders.values() if lead.tasks_ran < a.n_tasks]
         if uneven:

@@ -369,3 +369,21 @@ def test_a_size_planned_but_not_run_yet_is_no_point_of_the_curve():
             r["score_mean"] = float("nan")
     r = xo.crossover(pd.DataFrame(rows), ["ft"], ["xgb"]).iloc[0]
     assert r.verdict == "crossover" and r.crossover_n == 800 and r.n_sizes == 2
+
+
+def test_the_answer_at_a_size_says_how_many_of_its_tasks_have_run_yet():
+    """A study in chunks: at 10,000 rows 3 tasks are planned and only T1 has run. The sentence says so, and
+    the leader's mean rests on T1 (it is 1.00 there, not 0.33 from two 0s)."""
+    from pipeline.report.answer import size_answer, summary_sentences
+
+    rows = []
+    for task, status in (("T1", "ok"), ("T2", "missing"), ("T3", "missing")):
+        for model, score in (("ft", 0.9), ("xgb", 0.8)):
+            rows.append(("s", task, "10000", 0, 0, 0, model, status, score if status == "ok" else None))
+    cells = pd.DataFrame(rows, columns=[*agg.SPLIT, "model", "status", "score"]).assign(
+        train_s_per_1k=1.0, predict_s_per_1k=0.1, epochs_bound=False, search_bound=False)
+    a = size_answer("10000", cells, {"ft": "attention", "xgb": "boosting"})
+    assert (a.n_tasks, a.n_run) == (3, 1)
+    assert a.leaders["attention network"].normalized_score == 1.0
+    text = summary_sentences([a], pd.DataFrame(columns=["family"]), {"datasets": 3, "sizes": 1, "splits": 1, "cells": 6, "cells_ok": 2})
+    assert any("At 10,000 training rows (3 tasks planned, 1 run so far), attention network leads" in t for t in text), text
