@@ -25,6 +25,7 @@ import argparse
 import functools
 import math
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fit-rows", type=int, default=0, help="training rows of the timed fits (0: 16384, quick 2048)")
     p.add_argument("--fit-epochs", type=int, default=2)
     p.add_argument("--no-profile", action="store_true", help="skip the breakdown of a bf16 step's time")
+    p.add_argument("--routes", action="store_true",
+                   help="also time two ways past autocast: torch.compile, and the model in bf16 with fp32 masters")
     args = p.parse_args(argv)
     args.steps = args.steps or (2 if args.quick else 4)
     args.rounds = args.rounds or (2 if args.quick else 5)
@@ -148,6 +151,58 @@ class Runner:
         with self.autocast():
             for i in range(0, self.args.infer_rows, b):
                 self.model(self.x_num[i:i + b], self.x_cat[i:i + b])
+
+
+class CompiledRunner(Runner):
+    """Ours in bf16 autocast with its forward compiled (inductor; the backward with it)."""
+
+    def __init__(self, *a: Any, **k: Any) -> None:
+        super().__init__(*a, **k)
+        self.model.forward = torch.compile(self.model.forward, dynamic=False)
+
+
+class PureBf16Runner(Runner):
+    """Ours with bf16 weights and activations (no autocast casts), fp32 master weights and optimiser state:
+    each step copies the gradients up and the updated weights down."""
+
+    def __init__(self, *a: Any, **k: Any) -> None:
+        super().__init__(*a, **k)
+        self.master = [q.detach().clone() for q in self.model.parameters()]
+        self.model.to(torch.bfloat16)
+        self.opt = torch.optim.AdamW(self.master, lr=1e-4, weight_decay=1e-5)
+        self.x_num = self.x_num.to(torch.bfloat16)
+
+    def train(self, steps: int | None = None) -> None:
+        self.model.train()
+        b = self.args.batch_size
+        for s in range(steps or self.args.steps):
+            sl = slice(s * b, (s + 1) * b)
+            loss = F.cross_entropy(self.model(self.x_num[sl], self.x_cat[sl]).float(), self.y[sl])
+            loss.backward()
+            for m, q in zip(self.master, self.model.parameters()):
+                assert q.grad is not None  # every parameter takes part in the loss
+                m.grad, q.grad = q.grad.float(), None
+            self.opt.step()
+            self.opt.zero_grad(set_to_none=True)
+            with torch.no_grad():
+                for m, q in zip(self.master, self.model.parameters()):
+                    q.copy_(m)
+
+
+def routes(args: argparse.Namespace, device: torch.device, tensors: Any, sync: Callable[[], None]) -> dict[str, float]:
+    """Training rows/s of ours in bf16 autocast and of the two routes past it, timed together; and the
+    seconds torch.compile took (its first steps)."""
+    base = Runner("ours", args, device, tensors, torch.bfloat16)
+    compiled = CompiledRunner("ours", args, device, tensors, torch.bfloat16)
+    pure = PureBf16Runner("ours", args, device, tensors, None)
+    started = time.perf_counter()
+    compiled.train(2)
+    compile_s = time.perf_counter() - started
+    for r in (base, pure):
+        r.train(1)
+    t = best_times({"autocast": base.train, "compiled": compiled.train, "pure": pure.train}, args.rounds, sync,
+                   args.clock)
+    return {**{k: args.batch_size * args.steps / v for k, v in t.items()}, "compile_s": compile_s}
 
 
 def fold(args: argparse.Namespace) -> Any:
@@ -321,6 +376,7 @@ def main(argv: list[str] | None = None) -> None:
     flops = flops_per_row(runners["ours"].model, tensors[0], tensors[1]) or float("nan")
     peak = {name: matmul_peak(args, device, dt, sync) for name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32))}
     parts = [] if args.no_profile or device.type != "cpu" else breakdown(runners["ours-bf16"])
+    ways = routes(args, device, tensors, sync) if args.routes else {}
     del runners
     if args.no_memory:
         mem = {}
@@ -356,6 +412,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{step_flops / 1e9:.2f} GFLOP (3 × forward): ours bf16 reaches {bf16_gflops:,.0f} GFLOP/s "
           f"({bf16_gflops / peak['bf16']:.0%} of the bf16 peak), ours fp32 {fp32_gflops:,.0f} "
           f"({fp32_gflops / peak['fp32']:.0%} of the fp32 peak).")
+    if ways:
+        print(f"ways past autocast, training rows/s ÷ ours bf16 autocast's, timed together: torch.compile "
+              f"{ways['compiled'] / ways['autocast']:.2f}× (after {ways['compile_s']:.0f} s compiling); bf16 weights "
+              f"with fp32 masters {ways['pure'] / ways['autocast']:.2f}×")
     if parts:
         total = sum(ms for _, ms in parts)
         print("where a bf16 training step's time goes (torch profiler, self time, ms per step): "
