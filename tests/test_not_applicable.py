@@ -36,7 +36,7 @@ class KnnContext(InContextLearner):
 
 
 @pytest.mark.slow
-def test_cells_past_declared_limits_are_not_applicable_on_the_report(tmp_path: Path):
+def test_cells_past_declared_limits_are_not_applicable_on_the_report(tmp_path: Path, ray_address: str):
     (tmp_path / "ctxknn.py").write_text(CTXKNN)
     (tmp_path / "k.ckpt").write_text("5")
     suite = {"name": "limits", "datasets": [{"sklearn": "breast_cancer"}],
@@ -53,7 +53,8 @@ def test_cells_past_declared_limits_are_not_applicable_on_the_report(tmp_path: P
     assert f"in-context; weights: classification: {tmp_path / 'k.ckpt'}" in line, line
 
     db, reports = tmp_path / "r.duckdb", tmp_path / "reports"
-    out = subprocess.run([*CLI, "run", "s.yaml", "--db", str(db), "--reports", str(reports), "--num-cpus", "2"],
+    out = subprocess.run([*CLI, "run", "s.yaml", "--db", str(db), "--reports", str(reports), "--address",
+                          ray_address],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert ("notice: breast_cancer: knn_ctx not applicable at size 128 (at the first: 128 training rows, above its "
