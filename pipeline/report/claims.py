@@ -352,4 +352,6 @@ def _effect(c: Claim) -> str:
         return "—"
     if c.share:
         return f"{c.effect:.0%} [{c.low:.0%}, {c.high:.0%}]"
+    if np.isnan(c.low) or np.isnan(c.high):  # one comparison: an effect, and no interval to give
+        return f"{c.effect:+.3f} (no interval from {c.n})"
     return f"{c.effect:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"

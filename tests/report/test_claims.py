@@ -152,3 +152,10 @@ def test_partner_focus_reads_a_cross_attention_map_by_its_keys():
     focus = claims.partner_focus(grid, [0, 2])
     assert focus == np.log2(0.9 / (1 / 2))  # two keys: uniform would give the partner 1/2
     assert claims.partner_focus(np.zeros((4, 4)), [0, 2]) is None
+
+
+def test_an_effect_from_one_comparison_shows_no_interval_rather_than_nan():
+    one = claims.Claim("k", "s", "m", effect=-0.019, n=1)
+    assert claims.effect_text(one) == "-0.019 (no interval from 1)"
+    two = claims.Claim("k", "s", "m", effect=-0.02, low=-0.03, high=-0.01, n=4)
+    assert claims.effect_text(two) == "-0.020 [-0.030, -0.010]"
