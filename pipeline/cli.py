@@ -119,10 +119,12 @@ def cmd_reference(args: argparse.Namespace) -> int:
 
     if args.reference_command == "add":
         added = references.add_chunk(args.db, args.name, suite=args.suite, root=Path(args.into) if args.into else None,
-                                     predictions=not args.no_predictions, note=args.note or "")
+                                     predictions=not args.no_predictions, note=args.note or "",
+                                     curve_points=None if args.full_curves else references.CURVE_POINTS)
         total = sum(mb for _, mb in added.files)
         print(f"reference {args.name}: {added.chunk} with {added.cells} cells → {added.folder} ({total:.1f} MB"
-              f"{'' if added.predictions else ', no predictions'})")
+              f"{'' if added.predictions else ', no predictions'}"
+              f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''})")
         return 0
     names = references.shipped()
     if not names:
@@ -341,6 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--suite", help="the suite to add, where the file holds several")
     add.add_argument("--into", help="where references live (default: the checkout's references/)")
     add.add_argument("--no-predictions", action="store_true", help="leave the trials' predictions out")
+    add.add_argument("--full-curves", action="store_true",
+                     help="keep every point of the trials' learning curves (default: at most 128 each)")
     add.add_argument("--note", help="a line on how the chunk was run")
     add.set_defaults(func=cmd_reference)
 

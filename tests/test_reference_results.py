@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 import pytest
 import yaml
@@ -144,6 +146,31 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
     # A results file is a reference too.
     direct = references.load(str(bigger))
     assert direct.df("SELECT count(*) AS n FROM ref_results").n[0] == 16 and direct.suite == "tinyref"
+
+
+def test_a_chunk_thins_learning_curves_and_keeps_the_best_point(reference, tmp_path: Path):
+    """A shipped chunk keeps at most N points of each trial's curve, the best validation loss among them; the
+    results file keeps every point."""
+    curve = [{"iteration": i + 1, "val_loss": 1.0 / (i + 1) + (0.5 if i == 40 else 0.0)} for i in range(100)]
+    curve[57]["val_loss"] = -1.0  # the best, off the even spacing
+    thin = references.thin_curve(curve, 8)
+    assert len(thin) <= 8 and thin[0] == curve[0] and thin[-1] == curve[-1] and curve[57] in thin
+    assert [c["iteration"] for c in thin] == sorted(c["iteration"] for c in thin)
+    assert references.thin_curve(curve[:8], 8) == curve[:8]
+
+    db, _ = reference
+    added = references.add_chunk(db, "thin", root=tmp_path, curve_points=5)
+    assert added.curve_points == 5
+    chunk = tmp_path / "thin" / added.chunk
+    assert json.loads((chunk / "chunk.json").read_text())["curve_points"] == 5
+    con = duckdb.connect()
+    shipped = [json.loads(c) for (c,) in con.execute(
+        f"SELECT curve FROM read_parquet('{chunk / 'trials.parquet'}') WHERE curve IS NOT NULL").fetchall()]
+    con.close()
+    kept = duckdb.connect(str(db), read_only=True)
+    full = [json.loads(c) for (c,) in kept.execute("SELECT curve FROM trials WHERE curve IS NOT NULL").fetchall()]
+    kept.close()
+    assert shipped and max(map(len, shipped)) <= 5 and max(map(len, full)) > 5
 
 
 def test_an_unknown_reference_is_one_line(tmp_path: Path):

@@ -36,6 +36,9 @@ CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
 TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "split_digests")
 SPLIT = ["dataset", "split_key", "repeat", "fold", "sample_size", "seed"]
 MAX_FILE_MB = 4.5  # no file of a chunk above this: git keeps them whole, and the project keeps files < 5 MB
+# A shipped trial's learning curve keeps at most this many points (add_chunk's curve_points): a boosting
+# library's curve has a point per round (CatBoost's 2,000), most of a study's trials table otherwise.
+CURVE_POINTS = 128
 DATASET_COLUMNS = ["dataset", "source", "task_type", "target", "n_rows", "n_features", "n_numeric", "n_categorical",
                    "n_classes", "classes", "openml_id", "openml_task_id", "checksum", "has_official_folds"]
 
@@ -326,13 +329,37 @@ class Added:
     cells: int
     files: list[tuple[str, float]]  # (file, MB)
     predictions: bool
+    curve_points: int | None = None  # the most points a trial's learning curve kept (None: all)
+
+
+def thin_curve(curve: list[dict[str, Any]], points: int) -> list[dict[str, Any]]:
+    """At most ``points`` of a learning curve, evenly spaced by position, the first and the last among
+    them, and the point of lowest validation loss (the one early stopping kept) added; each point keeps
+    its own epoch or iteration number."""
+    if len(curve) <= points:
+        return curve
+    keep = set(np.linspace(0, len(curve) - 1, max(2, points - 1)).round().astype(int).tolist())
+    losses = [(float(c["val_loss"]), i) for i, c in enumerate(curve) if isinstance(c.get("val_loss"), (int, float))]
+    if losses:
+        keep.add(min(losses)[1])
+    return [curve[i] for i in sorted(keep)]
+
+
+def _thin_curves(con: Any, table: str, points: int) -> None:
+    rows = con.execute(f"SELECT trial_id, curve FROM {table} WHERE curve IS NOT NULL").fetchall()
+    thinned = [(json.dumps(thin_curve(c, points)), t) for t, text in rows
+               if len(c := json.loads(text) if isinstance(text, str) else text) > points]
+    if thinned:
+        con.executemany(f"UPDATE {table} SET curve = ? WHERE trial_id = ?", thinned)
 
 
 def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path | None = None,
-              predictions: bool = True, note: str = "") -> Added:
+              predictions: bool = True, note: str = "", curve_points: int | None = CURVE_POINTS) -> Added:
     """Write the cells of ``db`` that the reference ``name`` does not hold yet as its next chunk
     (``<root>/<name>/chunk-NNNN``); the first chunk also writes ``reference.json``. Earlier chunks are
-    never touched. ``predictions=False`` leaves the trials' predictions out (their size)."""
+    never touched. ``predictions=False`` leaves the trials' predictions out (their size);
+    ``curve_points`` thins each trial's learning curve to that many points (:func:`thin_curve`; None
+    keeps them whole)."""
     import duckdb
 
     from pipeline.data.store import Store
@@ -363,6 +390,8 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         if not predictions:
             for table in ("predictions", "targets"):
                 con.execute(f"DELETE FROM out_{table}")
+        if curve_points:
+            _thin_curves(con, "out_trials", curve_points)
         chunk = f"chunk-{len(list(folder.glob('chunk-*'))) + 1:04d}"
         out = folder / chunk
         out.mkdir(parents=True, exist_ok=False)
@@ -376,13 +405,13 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "chunk": chunk, "cells": int(n), "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "runs": [r[0] for r in con.execute("SELECT run_id FROM out_runs ORDER BY started_at").fetchall()],
             "run_seconds": cost[2], "first_started": str(cost[0]), "last_finished": str(cost[1]), "hardware": hw,
-            "predictions": predictions, "note": note}, indent=2) + "\n")
+            "predictions": predictions, "curve_points": curve_points, "note": note}, indent=2) + "\n")
         if not meta_path.is_file():
             meta_path.write_text(json.dumps({
                 "name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
                 "description": spec.get("description", ""),
                 "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}, indent=2) + "\n")
-        return Added(folder, chunk, int(n), files, predictions)
+        return Added(folder, chunk, int(n), files, predictions, curve_points)
     finally:
         con.close()
 
