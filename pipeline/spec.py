@@ -265,7 +265,7 @@ class ModelSpec(_Strict):
     @field_validator("builder", "learner")
     @classmethod
     def _importable(cls, v: str | None, info: ValidationInfo) -> str | None:
-        from pipeline.models.registry import checked_class
+        from pipeline.models.import_paths import checked_class
 
         if v is not None:
             checked_class(str(info.field_name), v)  # ImportPathError (a ValueError) says what is wrong
@@ -396,8 +396,8 @@ class SuiteSpec(_Strict):
     @functools.cached_property
     def model_code(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Per model entry, the digest of each of its outside code's import paths
-        (:func:`pipeline.models.registry.code_digest`); the run records it with its provenance."""
-        from pipeline.models.registry import code_digest
+        (:func:`pipeline.models.import_paths.code_digest`); the run records it with its provenance."""
+        from pipeline.models.import_paths import code_digest
 
         return {m.key: {p: code_digest(p) for p in m.code_paths()} for m in self.models if m.code_paths()}
 

@@ -353,7 +353,7 @@ def test_the_estimators_take_import_paths_as_a_suite_does(own_nets: str, breast_
     from sklearn.base import clone
 
     from pipeline.learners.estimator import TabularClassifier
-    from pipeline.models.registry import ImportPathError
+    from pipeline.models.import_paths import ImportPathError
 
     X, y = breast_cancer
     knn = TabularClassifier("attnbench_gated.neighbours:NeighboursLearner", n_neighbors=5).fit(X, y)
