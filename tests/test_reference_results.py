@@ -157,6 +157,9 @@ def test_a_chunk_thins_learning_curves_and_keeps_the_best_point(reference, tmp_p
     assert len(thin) <= 8 and thin[0] == curve[0] and thin[-1] == curve[-1] and curve[57] in thin
     assert [c["iteration"] for c in thin] == sorted(c["iteration"] for c in thin)
     assert references.thin_curve(curve[:8], 8) == curve[:8]
+    kept = references.thin_curve(curve, 8, best=41)  # the round the trial kept, not the lowest loss
+    assert curve[40] in kept and curve[57] not in kept and len(kept) <= 8
+    assert len(references.thin_curve(curve, 2)) == 2
 
     db, _ = reference
     added = references.add_chunk(db, "thin", root=tmp_path, curve_points=5)

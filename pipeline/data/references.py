@@ -332,25 +332,34 @@ class Added:
     curve_points: int | None = None  # the most points a trial's learning curve kept (None: all)
 
 
-def thin_curve(curve: list[dict[str, Any]], points: int) -> list[dict[str, Any]]:
-    """At most ``points`` of a learning curve, evenly spaced by position, the first and the last among
-    them, and the point of lowest validation loss (the one early stopping kept) added; each point keeps
-    its own epoch or iteration number."""
+def thin_curve(curve: list[dict[str, Any]], points: int, best: int | None = None) -> list[dict[str, Any]]:
+    """At most ``points`` of a learning curve: evenly spaced by position, the first and the last among
+    them, and the point the trial kept (its ``best`` epoch or round; without one, the lowest validation
+    loss). Each point keeps its own epoch or iteration number."""
     if len(curve) <= points:
         return curve
-    keep = set(np.linspace(0, len(curve) - 1, max(2, points - 1)).round().astype(int).tolist())
-    losses = [(float(c["val_loss"]), i) for i, c in enumerate(curve) if isinstance(c.get("val_loss"), (int, float))]
-    if losses:
-        keep.add(min(losses)[1])
+    spaced = points - 1 if points >= 3 else points  # room for the kept point
+    keep = set(np.linspace(0, len(curve) - 1, max(1, spaced)).round().astype(int).tolist())
+    if points >= 3:
+        at = [i for i, c in enumerate(curve) if best is not None and c.get("epoch", c.get("iteration")) == best]
+        losses = [(float(c["val_loss"]), i) for i, c in enumerate(curve) if isinstance(c.get("val_loss"), (int, float))]
+        if at or losses:
+            keep.add(at[0] if at else min(losses)[1])
     return [curve[i] for i in sorted(keep)]
 
 
 def _thin_curves(con: Any, table: str, points: int) -> None:
-    rows = con.execute(f"SELECT trial_id, curve FROM {table} WHERE curve IS NOT NULL").fetchall()
-    thinned = [(json.dumps(thin_curve(c, points)), t) for t, text in rows
-               if len(c := json.loads(text) if isinstance(text, str) else text) > points]
+    """Every curve of ``table`` longer than ``points`` thinned (:func:`thin_curve`), in one update."""
+    rows = con.execute(f"SELECT trial_id, curve, best_epoch FROM {table} WHERE curve IS NOT NULL").fetchall()
+    thinned = []
+    for trial_id, text, best in rows:
+        curve = json.loads(text) if isinstance(text, str) else text
+        if len(curve) > points:
+            thinned.append((trial_id, json.dumps(thin_curve(curve, points, best))))
     if thinned:
-        con.executemany(f"UPDATE {table} SET curve = ? WHERE trial_id = ?", thinned)
+        con.register("thinned_curves", pd.DataFrame(thinned, columns=["trial_id", "curve"]))
+        con.execute(f"UPDATE {table} SET curve = t.curve::JSON FROM thinned_curves t WHERE {table}.trial_id = t.trial_id")
+        con.unregister("thinned_curves")
 
 
 def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path | None = None,

@@ -248,11 +248,17 @@ def elo(scores: pd.DataFrame, *, n_bootstrap: int = 200, level: float = 0.95, se
     """Bradley–Terry Elo ratings as TabArena computes them (mean 1000, 400 points = 10:1 odds, a tie
     half a win each way, one game per pair per task, only where both models ran it), with a
     percentile confidence interval from resampling tasks with replacement. ``n_tasks``: the tasks each
-    model ran."""
-    models = list(scores.columns)
-    if scores.empty or len(models) == 0:
+    model ran. A model that ran no task here played no game: no rating (NaN), and no part in the fit."""
+    if scores.empty or len(scores.columns) == 0:
         return EloResult(pd.DataFrame(columns=["model", "elo", "elo_low", "elo_high", "n_tasks"]), 0, level)
     mask = _ran(scores, ran)
+    idle = [m for m in scores.columns if not mask[m].any()]
+    if idle:
+        rated = elo(scores.drop(columns=idle), n_bootstrap=n_bootstrap, level=level, seed=seed,
+                    ran=mask.drop(columns=idle))
+        none = pd.DataFrame({"model": idle, "elo": np.nan, "elo_low": np.nan, "elo_high": np.nan, "n_tasks": 0})
+        return EloResult(pd.concat([rated.table, none], ignore_index=True), rated.n_bootstrap, level)
+    models = list(scores.columns)
     wins, _ = pairwise_wins(scores, mask)
     point = ELO_BASE + ELO_SCALE * bradley_terry(wins.to_numpy())
     rng = np.random.default_rng(seed)
@@ -293,9 +299,11 @@ def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
 def critical_difference(scores: pd.DataFrame, alpha: float = 0.05, ran: pd.DataFrame | None = None
                         ) -> CriticalDifference:
     """Friedman test over tasks and Nemenyi critical difference of the models' average ranks, over the
-    tasks every model ran (the test needs each task to rank every model)."""
+    tasks every model ran (the test needs each task to rank every model); a model that ran no task here
+    is left out, rather than leave no common task."""
     mask = _ran(scores, ran)
-    scores = scores.loc[common_tasks(mask)]
+    mask = mask.loc[:, mask.any()]
+    scores = scores.loc[common_tasks(mask), mask.columns]
     r = ranks(scores)
     avg = r.mean().sort_values()
     k, n = r.shape[1], r.shape[0]

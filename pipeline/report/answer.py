@@ -226,9 +226,9 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
             tasks += f" planned, {a.n_run} run so far"
         text = (f"At {_size(a.size)} ({tasks}), {who} on mean "
                 f"normalised score: {', '.join(parts)}.")
-        uneven = [f"{lead.model} ran {lead.tasks_ran}" for lead in a.leaders.values() if lead.tasks_ran < a.n_tasks]
+        uneven = [f"{lead.model} ran {lead.tasks_ran}" for lead in a.leaders.values() if lead.tasks_ran < a.n_run]
         if uneven:
-            text += (f" Each mean is over the tasks its model ran ({'; '.join(uneven)} of the {a.n_tasks}): "
+            text += (f" Each mean is over the tasks its model ran ({'; '.join(uneven)} of the {a.n_run}): "
                      "compare them with that in mind.")
         for fam, h in a.vs_boosting.items():
             if not h.n:

@@ -96,6 +96,7 @@ class ReportData:
                 kinds={}, model_names={},
             )
             timed = q("SELECT DISTINCT model, run_id FROM current_results WHERE status = 'ok'")
+            names = q("SELECT DISTINCT suite, model_key, model FROM plan")  # the report's name of each entry
             data.traits = dataset_traits(con, sorted(set(data.cells.dataset)) if len(data.cells) else [])
             has_predictions = q("SELECT count(*) AS n FROM information_schema.tables "
                                 "WHERE table_name = 'predictions'").n.iloc[0] > 0
@@ -113,7 +114,7 @@ class ReportData:
         data.legacy_kinds = sorted(set(data.model_names) - set(stored))
         data.kinds = {m: stored.get(m) or legacy_kind(data.model_names[m]) for m in data.model_names}
         data.timed_runs, data.other_hardware = timed, other_hardware(data.runs, timed)
-        data.not_applicable, data.in_context = plan_notes(data.runs, data.cells)
+        data.not_applicable, data.in_context = plan_notes(data.runs, data.cells, names)
         if has_predictions:
             from pipeline.report.ensembles import ensembles
 
@@ -184,25 +185,30 @@ class ReportData:
         return {m: getattr(REGISTRY.get(str(self.model_names.get(m))), "protocol", "") for m in self.models}
 
 
-def plan_notes(runs: pd.DataFrame, cells: pd.DataFrame) -> tuple[pd.DataFrame, frozenset[str]]:
+def plan_notes(runs: pd.DataFrame, cells: pd.DataFrame, names: pd.DataFrame) -> tuple[pd.DataFrame, frozenset[str]]:
     """From each suite's latest run (its plan; runs newest first): the cells it left out as past a
-    model's declared limits, less any a plan holds after all (another suite's), and its in-context models."""
+    model's declared limits, on this report's tasks, and its in-context models; each under the name
+    the report gives the model (``names``: the plan's suite label, model_key and model: ``mlp [suite-b]``
+    where two suites plan different entries under one key). A model left out on some folds of a task
+    and planned on others keeps its row, saying so."""
     if "plan_notes" not in runs or cells.empty:  # files before plan notes
         return pd.DataFrame(columns=NOT_APPLICABLE), frozenset()
     suites = {s for label in cells.suite.dropna().unique() for s in str(label).split(", ")}
+    named = {(s, k): m for label, k, m in zip(names.suite, names.model_key, names.model) for s in str(label).split(", ")}
     rows, in_context = [], set()
     for r in runs.drop_duplicates("suite").itertuples(index=False):
         if r.suite not in suites or not isinstance(r.plan_notes, str):
             continue
         notes = json.loads(r.plan_notes)
-        in_context |= set(notes.get("in_context", []))
-        rows += [{"dataset": na["dataset"], "sample_size": size, "model": na["model"], "why": na["why"]}
-                 for na in notes.get("not_applicable", []) for size in na["sizes"]]
+        in_context |= {named.get((r.suite, k), k) for k in notes.get("in_context", [])}
+        rows += [{"dataset": na["dataset"], "sample_size": size, "model": named.get((r.suite, na["model"]), na["model"]),
+                  "why": na["why"]} for na in notes.get("not_applicable", []) for size in na["sizes"]]
     out = pd.DataFrame(rows, columns=NOT_APPLICABLE).drop_duplicates(["dataset", "sample_size", "model"])
-    planned = set(zip(cells.dataset, cells.sample_size, cells.model))
-    keep = pd.Series([k not in planned for k in zip(out.dataset, out.sample_size, out.model)], index=out.index,
-                     dtype=bool)
-    return out.loc[keep].reset_index(drop=True), frozenset(in_context)
+    tasks, planned = set(zip(cells.dataset, cells.sample_size)), set(zip(cells.dataset, cells.sample_size, cells.model))
+    out = out.loc[pd.Series([k in tasks for k in zip(out.dataset, out.sample_size)], index=out.index, dtype=bool)]
+    some = pd.Series([k in planned for k in zip(out.dataset, out.sample_size, out.model)], index=out.index, dtype=bool)
+    out.loc[some, "why"] = out.loc[some, "why"] + " (on the folds left out; it ran the others)"
+    return out.reset_index(drop=True), frozenset(in_context)
 
 
 def machine(hardware: Any) -> tuple[str, str]:

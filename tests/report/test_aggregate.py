@@ -387,3 +387,18 @@ def test_the_answer_at_a_size_says_how_many_of_its_tasks_have_run_yet():
     assert a.leaders["attention network"].normalized_score == 1.0
     text = summary_sentences([a], pd.DataFrame(columns=["family"]), {"datasets": 3, "sizes": 1, "splits": 1, "cells": 6, "cells_ok": 2})
     assert any("At 10,000 training rows (3 tasks planned, 1 run so far), attention network leads" in t for t in text), text
+
+
+def test_a_model_with_nothing_run_yet_has_no_elo_and_does_not_empty_the_critical_difference():
+    rows = []
+    for task, (a, b) in zip(("T1", "T2", "T3"), ((0.9, 0.8), (0.7, 0.75), (0.6, 0.5))):
+        rows += [("s", task, "10000", 0, 0, 0, "a", "ok", a), ("s", task, "10000", 0, 0, 0, "b", "ok", b),
+                 ("s", task, "10000", 0, 0, 0, "c", "missing", None)]
+    cells = pd.DataFrame(rows, columns=[*agg.SPLIT, "model", "status", "score"])
+    scores, ran = agg.task_scores(cells), agg.task_ran(cells)
+    table = agg.elo(scores, n_bootstrap=20, ran=ran).table.set_index("model")
+    assert table.loc["c", ["elo", "elo_low", "elo_high"]].isna().all() and table.loc["c", "n_tasks"] == 0
+    assert table.loc["a", "elo"] > 1000 > table.loc["b", "elo"]  # a won 2 of 3: the two rated models centre on 1000
+    assert table.loc["a", "elo"] + table.loc["b", "elo"] == pytest.approx(2000)
+    cd = agg.critical_difference(scores, ran=ran)
+    assert cd.n_tasks == 3 and sorted(cd.avg_ranks.index) == ["a", "b"]

@@ -562,3 +562,25 @@ def test_each_run_shows_its_cost_wall_time_and_trial_hours(synth_db, synth_repor
             w = int(wall)
             assert cells[-2] == f"{w // 3600}:{w % 3600 // 60:02d}:{w % 60:02d}", cells
         assert cells[-1] == ("" if seconds is None else f"{seconds / 3600:.2f}"), cells
+
+
+def test_plan_notes_name_models_as_the_report_does_and_keep_to_its_tasks():
+    """A suite's not-applicable notes: under the report's name of its entry ('mlp [b]' where two suites plan
+    different entries under 'mlp'), only on the report's tasks (a reference's notes cover its whole plan),
+    and a model left out on some folds and run on the others says so."""
+    import json as _json
+
+    from pipeline.report.data import plan_notes
+
+    notes = {"in_context": ["mlp"], "not_applicable": [
+        {"dataset": "d1", "model": "mlp", "sizes": ["128", "all"], "why": "128 training rows, above its declared 100"},
+        {"dataset": "elsewhere", "model": "mlp", "sizes": ["128"], "why": "x"}]}
+    runs = pd.DataFrame({"suite": ["b", "a"], "plan_notes": [_json.dumps(notes), None]})
+    cells = pd.DataFrame({"suite": ["a, b", "b", "a"], "dataset": ["d1", "d1", "d1"], "sample_size": ["64", "all", "all"],
+                          "model": ["xgboost", "mlp [b]", "mlp [a]"]})
+    names = pd.DataFrame({"suite": ["a, b", "a", "b"], "model_key": ["xgboost", "mlp", "mlp"],
+                          "model": ["xgboost", "mlp [a]", "mlp [b]"]})
+    na, in_context = plan_notes(runs, cells, names)
+    assert in_context == {"mlp [b]"}
+    assert na[["dataset", "sample_size", "model"]].values.tolist() == [["d1", "all", "mlp [b]"]]  # no task at 128 here
+    assert na.why[0].endswith("(on the folds left out; it ran the others)")
