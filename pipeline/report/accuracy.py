@@ -14,6 +14,8 @@ from pipeline.report import figures as figs
 from pipeline.report import significance as sig
 from pipeline.report.answer import family_of
 from pipeline.report.data import ReportData, size_label
+from pipeline.report.elo import EloResult
+from pipeline.report.elo import elo as elo_ratings
 from pipeline.report.markup import Page, cell, esc, note, num, table
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
@@ -31,7 +33,7 @@ class Standing:
     summary: pd.DataFrame  # one row per model
     win_rates: pd.DataFrame
     matches: pd.DataFrame
-    elo: agg.EloResult
+    elo: EloResult
     cd: agg.CriticalDifference
     ran: pd.DataFrame  # task × model: True where the model ran the task (agg.task_ran)
     hardware_note: str = ""  # what † on a model's timings means (ReportData.hardware_note)
@@ -52,7 +54,7 @@ def standing(data: ReportData, size: str) -> Standing:
     r = agg.ranks(scores, ran)
     norm = agg.normalized_scores(scores, ran=ran)
     wins, n = agg.pairwise_wins(scores, ran)
-    elo = agg.elo(scores, n_bootstrap=ELO_BOOTSTRAP, ran=ran)
+    elo = elo_ratings(scores, n_bootstrap=ELO_BOOTSTRAP, ran=ran)
     summary = pd.DataFrame({"model": scores.columns, "avg_rank": r.mean().to_numpy(),
                             "normalized_score": norm.mean().to_numpy(),
                             "tasks_scored": scores.notna().sum().to_numpy()})

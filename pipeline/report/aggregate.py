@@ -1,5 +1,5 @@
-"""Aggregates behind the report: ranks, normalised scores, win rates, Elo, critical differences,
-crossover sizes and tuning curves. Pure pandas/numpy/scipy on frames read from the SQL views.
+"""Aggregates behind the report: ranks, normalised scores, win rates, critical differences, crossover
+sizes and tuning curves (Elo ratings: :mod:`pipeline.report.elo`). Pure pandas/numpy/scipy on frames read from the SQL views.
 
 The unit of comparison is a *task*: one (dataset, split_key, sample_size), whichever suite ran it. A
 model's score on a task is its mean test score over the splits (folds × subset seeds) it finished.
@@ -25,8 +25,6 @@ from pipeline.records import Status
 
 TASK = ["dataset", "split_key", "sample_size"]
 SPLIT = [*TASK, "repeat", "fold", "seed"]
-ELO_BASE = 1000.0
-ELO_SCALE = 400.0 / np.log(10.0)  # Elo points per unit of log-strength
 
 
 # ---------------------------------------------------------------------------------------- tasks
@@ -59,7 +57,7 @@ def task_ran(cells: pd.DataFrame) -> pd.DataFrame:
     return ran.reindex(index=tasks, columns=models).fillna(False).astype(bool)
 
 
-def _ran(scores: pd.DataFrame, ran: pd.DataFrame | None) -> pd.DataFrame:
+def ran_mask(scores: pd.DataFrame, ran: pd.DataFrame | None) -> pd.DataFrame:
     """``ran`` aligned with ``scores``; every model ran every task when it is None."""
     if ran is None:
         return pd.DataFrame(True, index=scores.index, columns=scores.columns)
@@ -112,7 +110,7 @@ def ranks(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.DataFrame
     >>> ranks(pd.DataFrame({"a": [0.9, 0.7], "b": [0.8, 0.7], "c": [np.nan, 0.6]})).values.tolist()
     [[1.0, 2.0, 3.0], [1.5, 1.5, 3.0]]
     """
-    r_mask = _ran(scores, ran).to_numpy()
+    r_mask = ran_mask(scores, ran).to_numpy()
     # Rounded so that sums equal on paper (0.75 + 0.06 and 0.74 + 0.07) tie, as they do in SQL.
     filled = np.where(r_mask, scores.round(12).fillna(-np.inf).to_numpy(), np.nan)
     r = stats.rankdata(-filled, method="average", axis=1, nan_policy="omit")
@@ -128,7 +126,7 @@ def normalized_scores(scores: pd.DataFrame, baseline: str | None = None,
     did not run it NaN (left out of its mean). A task where the best equals the baseline gives 1 to
     every model with a score.
     """
-    mask = _ran(scores, ran)
+    mask = ran_mask(scores, ran)
     s = scores.where(mask)
     best = s.max(axis=1)
     base = s.min(axis=1) if baseline is None else s[baseline]
@@ -163,7 +161,7 @@ def pairwise_record(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> Re
     """Won / tied / lost of each model against each other over the tasks both ran. A model with a score
     beats one that ran the task without one; tasks where neither has a score are not counted."""
     x = scores.round(12).to_numpy(dtype=float)  # as in ranks(): equal sums tie
-    r = _ran(scores, ran).to_numpy()
+    r = ran_mask(scores, ran).to_numpy()
     has = ~np.isnan(x)
     filled = np.where(has, x, -np.inf)
     a, b = filled[:, :, None], filled[:, None, :]
@@ -188,89 +186,6 @@ def win_rates(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.DataF
     """Share of the tasks two models met that the row model won (ties ½); NaN on the diagonal."""
     wins, n = pairwise_wins(scores, ran)
     return wins / n.where(n > 0)
-
-
-# ------------------------------------------------------------------------------------------- Elo
-# TabArena's penalty on the log-strengths (bencheval's ``BT_RIDGE``: the L2 term of its logistic regression
-# at C = 1e6): negligible on a real field, it keeps ratings finite where one model beats another on
-# every task, and centres them (mean log-strength 0).
-BT_RIDGE = 0.5 / (1e6 * np.log(10.0) ** 2)
-
-
-def bradley_terry(wins: np.ndarray, ridge: float = BT_RIDGE, tol: float = 1e-10) -> np.ndarray:
-    """Log-strengths θ (mean 0) maximising the Bradley–Terry likelihood of ``wins[i, j]`` less
-    ``ridge · ‖θ‖²``: the estimate TabArena's Elo makes (bencheval; ``tests/report/test_elo_tabarena.py``
-    checks the two agree within a point). The objective is strictly concave, so damped Newton steps
-    converge in a few iterations; the bootstrap calls this hundreds of times, where a general
-    optimiser is slower.
-    """
-    w = np.asarray(wins, dtype=float)
-    k = len(w)
-    if k < 2:
-        return np.zeros(k)
-    n = w + w.T
-
-    def objective(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        d = theta[:, None] - theta[None, :]
-        log_p = -np.logaddexp(0.0, -d)  # log P(i beats j)
-        p = np.exp(log_p)
-        value = float((w * log_p).sum()) - ridge * float(theta @ theta)
-        grad = (w - n * p).sum(axis=1) - 2 * ridge * theta
-        h = n * p * (1 - p)
-        return value, grad, np.diag(h.sum(axis=1)) - h + 2 * ridge * np.eye(k)  # the last: minus the Hessian
-
-    theta = np.zeros(k)
-    value, grad, neg_hess = objective(theta)
-    for _ in range(200):
-        step = np.linalg.solve(neg_hess, grad)
-        t = 1.0
-        while True:  # halve the step until the objective does not drop
-            new = theta + t * step
-            new_value, new_grad, new_hess = objective(new)
-            if new_value >= value - 1e-12 or t < 1e-6:
-                break
-            t /= 2
-        theta, value, grad, neg_hess = new, new_value, new_grad, new_hess
-        if np.abs(t * step).max() < tol:
-            break
-    return theta - theta.mean()
-
-
-@dataclass(frozen=True)
-class EloResult:
-    table: pd.DataFrame  # model, elo, elo_low, elo_high, n_tasks
-    n_bootstrap: int
-    level: float
-
-
-def elo(scores: pd.DataFrame, *, n_bootstrap: int = 200, level: float = 0.95, seed: int = 0,
-        ran: pd.DataFrame | None = None) -> EloResult:
-    """Bradley–Terry Elo ratings as TabArena computes them (mean 1000, 400 points = 10:1 odds, a tie
-    half a win each way, one game per pair per task, only where both models ran it), with a
-    percentile confidence interval from resampling tasks with replacement. ``n_tasks``: the tasks each
-    model ran. A model that ran no task here played no game: no rating (NaN), and no part in the fit."""
-    if scores.empty or len(scores.columns) == 0:
-        return EloResult(pd.DataFrame(columns=["model", "elo", "elo_low", "elo_high", "n_tasks"]), 0, level)
-    mask = _ran(scores, ran)
-    idle = [m for m in scores.columns if not mask[m].any()]
-    if idle:
-        rated = elo(scores.drop(columns=idle), n_bootstrap=n_bootstrap, level=level, seed=seed,
-                    ran=mask.drop(columns=idle))
-        none = pd.DataFrame({"model": idle, "elo": np.nan, "elo_low": np.nan, "elo_high": np.nan, "n_tasks": 0})
-        return EloResult(pd.concat([rated.table, none], ignore_index=True), rated.n_bootstrap, level)
-    models = list(scores.columns)
-    wins, _ = pairwise_wins(scores, mask)
-    point = ELO_BASE + ELO_SCALE * bradley_terry(wins.to_numpy())
-    rng = np.random.default_rng(seed)
-    boot = np.empty((n_bootstrap, len(models)))
-    for b in range(n_bootstrap):
-        pick = rng.integers(0, len(scores), len(scores))
-        boot[b] = ELO_BASE + ELO_SCALE * bradley_terry(pairwise_wins(scores.iloc[pick], mask.iloc[pick])[0].to_numpy())
-    alpha = (1 - level) / 2
-    low, high = (np.quantile(boot, [alpha, 1 - alpha], axis=0) if n_bootstrap else (point * np.nan, point * np.nan))
-    table = pd.DataFrame({"model": models, "elo": point, "elo_low": low, "elo_high": high,
-                          "n_tasks": mask.sum().to_numpy()})
-    return EloResult(table.sort_values("elo", ascending=False, ignore_index=True), n_bootstrap, level)
 
 
 # --------------------------------------------------------------------------- critical difference
@@ -301,7 +216,7 @@ def critical_difference(scores: pd.DataFrame, alpha: float = 0.05, ran: pd.DataF
     """Friedman test over tasks and Nemenyi critical difference of the models' average ranks, over the
     tasks every model ran (the test needs each task to rank every model); a model that ran no task here
     is left out, rather than leave no common task."""
-    mask = _ran(scores, ran)
+    mask = ran_mask(scores, ran)
     mask = mask.loc[:, mask.any()]
     scores = scores.loc[common_tasks(mask), mask.columns]
     r = ranks(scores)
@@ -350,7 +265,7 @@ def improvability(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.S
     """Per model, the mean over the tasks it ran of how much lower the best model's error is than its
     own, as a share of its own (TabArena's improvability; error = 1 − accuracy, or 1 − R²). 0 = best
     on every task; a failed or missing task counts 1."""
-    mask = _ran(scores, ran)
+    mask = ran_mask(scores, ran)
     err = 1.0 - scores.where(mask)
     best = err.min(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

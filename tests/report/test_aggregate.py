@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.report import aggregate as agg
 from pipeline.report import crossover as xo
+from pipeline.report import elo
 
 NAN = float("nan")
 
@@ -53,29 +54,29 @@ def test_win_rates_count_ties_half_and_skip_double_failures():
 
 
 def test_bradley_terry_three_wins_in_four_is_400_log10_3_points():
-    theta = agg.bradley_terry(np.array([[0, 3], [1, 0]]))
-    assert agg.ELO_SCALE * (theta[0] - theta[1]) == pytest.approx(400 * math.log10(3), abs=1e-3)  # 190.85
+    theta = elo.bradley_terry(np.array([[0, 3], [1, 0]]))
+    assert elo.ELO_SCALE * (theta[0] - theta[1]) == pytest.approx(400 * math.log10(3), abs=1e-3)  # 190.85
     # A sweep stays finite (TabArena's ridge), far apart: thousands of points, not infinity.
-    theta = agg.bradley_terry(np.array([[0, 5], [0, 0]]))
-    assert np.isfinite(theta).all() and agg.ELO_SCALE * (theta[0] - theta[1]) > 2000
+    theta = elo.bradley_terry(np.array([[0, 5], [0, 0]]))
+    assert np.isfinite(theta).all() and elo.ELO_SCALE * (theta[0] - theta[1]) > 2000
     assert theta.sum() == pytest.approx(0.0, abs=1e-9)
 
 
 def test_elo_from_scores_and_bootstrap_interval():
     scores = matrix([[0.9, 0.5], [0.9, 0.5], [0.9, 0.5], [0.1, 0.5]], "AB")
-    res = agg.elo(scores, n_bootstrap=0)
+    res = elo.elo(scores, n_bootstrap=0)
     e = res.table.set_index("model").elo
     assert e["A"] == pytest.approx(1000 + 200 * math.log10(3), abs=1e-3)  # 1095.42
     assert e["B"] == pytest.approx(1000 - 200 * math.log10(3), abs=1e-3)  # 904.58
-    boot = agg.elo(scores, n_bootstrap=100, seed=3).table.set_index("model")
+    boot = elo.elo(scores, n_bootstrap=100, seed=3).table.set_index("model")
     assert (boot.elo_low <= boot.elo).all() and (boot.elo <= boot.elo_high).all()
-    assert boot.equals(agg.elo(scores, n_bootstrap=100, seed=3).table.set_index("model"))  # seeded
+    assert boot.equals(elo.elo(scores, n_bootstrap=100, seed=3).table.set_index("model"))  # seeded
     assert boot.elo.mean() == pytest.approx(1000)
 
 
 def test_elo_of_a_cycle_is_flat():
     cycle = matrix([[0.9, 0.5, 0.1], [0.1, 0.9, 0.5], [0.5, 0.1, 0.9]])  # a>b>c, b>c>a, c>a>b
-    e = agg.elo(cycle, n_bootstrap=0).table.elo
+    e = elo.elo(cycle, n_bootstrap=0).table.elo
     assert e.tolist() == pytest.approx([1000, 1000, 1000], abs=1e-6)
 
 
@@ -292,11 +293,11 @@ def test_elo_plays_only_the_games_of_tasks_both_ran():
     scores = matrix([[0.9, 0.8, 0.95], [0.9, 0.8, NAN], [0.9, 0.8, NAN]])
     ran = pd.DataFrame([[True] * 3, [True, True, False], [True, True, False]], index=scores.index,
                        columns=scores.columns)
-    with_mask = agg.elo(scores, n_bootstrap=0, ran=ran).table.set_index("model")
+    with_mask = elo.elo(scores, n_bootstrap=0, ran=ran).table.set_index("model")
     assert with_mask.n_tasks.to_dict() == {"a": 3, "b": 3, "c": 1}
     # c won its one game against each: ahead of both; without the mask it would lose two more to each.
     assert with_mask.elo["c"] > with_mask.elo["a"] > with_mask.elo["b"]
-    without = agg.elo(scores, n_bootstrap=0).table.set_index("model")
+    without = elo.elo(scores, n_bootstrap=0).table.set_index("model")
     assert without.elo["c"] < without.elo["a"]
 
 
@@ -396,7 +397,7 @@ def test_a_model_with_nothing_run_yet_has_no_elo_and_does_not_empty_the_critical
                  ("s", task, "10000", 0, 0, 0, "c", "missing", None)]
     cells = pd.DataFrame(rows, columns=[*agg.SPLIT, "model", "status", "score"])
     scores, ran = agg.task_scores(cells), agg.task_ran(cells)
-    table = agg.elo(scores, n_bootstrap=20, ran=ran).table.set_index("model")
+    table = elo.elo(scores, n_bootstrap=20, ran=ran).table.set_index("model")
     assert table.loc["c", ["elo", "elo_low", "elo_high"]].isna().all() and table.loc["c", "n_tasks"] == 0
     assert table.loc["a", "elo"] > 1000 > table.loc["b", "elo"]  # a won 2 of 3: the two rated models centre on 1000
     assert table.loc["a", "elo"] + table.loc["b", "elo"] == pytest.approx(2000)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.report import aggregate as agg
+from pipeline.report import elo
 
 
 def tabarena_elo(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.Series:
@@ -25,7 +25,7 @@ def tabarena_elo(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.Se
 
 
 def ours(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.Series:
-    return agg.elo(scores, n_bootstrap=0, ran=ran).table.set_index("model").elo
+    return elo.elo(scores, n_bootstrap=0, ran=ran).table.set_index("model").elo
 
 
 @pytest.mark.parametrize("seed", range(4))
