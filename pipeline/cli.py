@@ -133,7 +133,7 @@ def cmd_reference(args: argparse.Namespace) -> int:
         ref = references.load(name)
         n = ref.df("SELECT count(*) AS n, count(DISTINCT dataset) AS d, count(DISTINCT model) AS m, "
                    "(SELECT count(*) FROM ref_suite_cells) AS planned FROM ref_results")
-        print(f"{name}: suite {ref.suite!r}, {n.n[0]} of {n.planned[0]} planned cells, {n.d[0]} dataset"
+        print(f"{name}: suite {ref.suite!r}, {n.n[0]:,} of {n.planned[0]:,} planned cells, {n.d[0]} dataset"
               f"{'s' if n.d[0] != 1 else ''}, {n.m[0]} models — attnbench run YOUR_SUITE.yaml --against {name}")
         ref.close()
     return 0
