@@ -387,6 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"attnbench: {getattr(args, 'interrupted', 'interrupted')}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (`attnbench reference list | head -1`): stop, as
+        # Unix tools do, without a traceback; a run it stopped has recorded so in its runs row
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush at exit
+        return 141
 
 
 if __name__ == "__main__":

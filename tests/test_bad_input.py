@@ -435,3 +435,14 @@ def test_refused_report_commands_create_no_folder(argv: list[str], tmp_path: Pat
     out = in_process([a.replace("{tmp}", str(tmp_path)) for a in argv], capsys)
     assert out.returncode == 2 and out.stderr.startswith("attnbench: error:"), out.stderr
     assert snapshot(tmp_path) == before
+
+
+def test_a_reader_that_goes_away_early_gets_no_traceback():
+    """`attnbench models | head -1`: the command stops at the closed pipe, as Unix tools do (exit 141, 128 +
+    SIGPIPE), with nothing on stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "models"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before the command's first line (it takes a second to start)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141 and "Traceback" not in err, err
