@@ -126,6 +126,8 @@ def cmd_reference(args: argparse.Namespace) -> int:
               f"{'' if added.predictions else ', no predictions'}"
               f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''})")
         return 0
+    if args.reference_command == "export":
+        return _export_reference(args.name, args.db)
     names = references.shipped()
     if not names:
         print(f"no reference results in {references.shipped_root()}")
@@ -136,6 +138,25 @@ def cmd_reference(args: argparse.Namespace) -> int:
         print(f"{name}: suite {ref.suite!r}, {n.n[0]:,} of {n.planned[0]:,} planned cells, {n.d[0]} dataset"
               f"{'s' if n.d[0] != 1 else ''}, {n.m[0]} models — attnbench run YOUR_SUITE.yaml --against {name}")
         ref.close()
+    return 0
+
+
+def _export_reference(name: str, db: str) -> int:
+    """A shipped reference (or a reference folder) as a results file of its own, to report or query."""
+    from pipeline.data import references
+    from pipeline.data.store import Store
+    from pipeline.data.views import install as install_views
+
+    if Path(db).exists():
+        raise AttnbenchError(f"{db} exists: export a reference into a new file (it would mix with what is there)")
+    ref = references.load(name)
+    try:
+        store = Store(db)
+        n = ref.export(store)
+        install_views(store)
+    finally:
+        ref.close()
+    print(f"reference {name}: {n:,} cells → {db}; its report: attnbench report{_db_option(db)}")
     return 0
 
 
@@ -347,6 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep every point of the trials' learning curves (default: at most 128 each)")
     add.add_argument("--note", help="a line on how the chunk was run")
     add.set_defaults(func=cmd_reference)
+    export = refs.add_parser("export", help="a reference's results as a results file of its own (to report or query)")
+    export.add_argument("name", help="a shipped reference's name, or a reference folder")
+    export.add_argument("--db", required=True, help="the results file to write (a new one)")
+    export.set_defaults(func=cmd_reference)
 
     p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")
     p.add_argument("suite", nargs="?", help="also list the models this suite file declares by import path")

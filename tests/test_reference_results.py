@@ -176,6 +176,28 @@ def test_a_chunk_thins_learning_curves_and_keeps_the_best_point(reference, tmp_p
     assert shipped and max(map(len, shipped)) <= 5 and max(map(len, full)) > 5
 
 
+def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_run(reference, tmp_path: Path):
+    """`attnbench reference export NAME --db FILE`: the shipped results without a run; a file that exists is
+    refused and left as it was."""
+    _, root = reference
+    out_db, reports = tmp_path / "ref.duckdb", tmp_path / "reports"
+    cli = [sys.executable, "-m", "pipeline.cli"]
+    out = subprocess.run([*cli, "reference", "export", str(root / "tinyref"), "--db", str(out_db)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and "8 cells" in out.stdout, out.stderr
+    with duckdb.connect(str(out_db), read_only=True) as con:  # the views are there for duckdb itself
+        board = con.execute("SELECT dataset, sample_size, model, n_ok FROM leaderboard ORDER BY 1, 2, 3").fetchall()
+    assert len(board) == 8 and all(n == 1 for *_, n in board)
+    rep = subprocess.run([*cli, "report", "--db", str(out_db), "--reports", str(reports)], capture_output=True,
+                         text=True, timeout=300)
+    assert rep.returncode == 0 and "breast_cancer" in (reports / "accuracy.html").read_text(), rep.stderr
+    before = out_db.read_bytes()
+    again = subprocess.run([*cli, "reference", "export", str(root / "tinyref"), "--db", str(out_db)],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 2 and "exists" in again.stderr and again.stderr.count("\n") == 1
+    assert out_db.read_bytes() == before
+
+
 def test_an_unknown_reference_is_one_line(tmp_path: Path):
     out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--against", "no-such-ref", "--db",
                           str(tmp_path / "x.duckdb")], capture_output=True, text=True, timeout=120)

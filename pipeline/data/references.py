@@ -220,6 +220,20 @@ class Reference:
                 con.unregister("ref_df")
         return added
 
+    def export(self, store: Any) -> int:
+        """The whole reference written into a results file (``attnbench reference export``): its datasets'
+        metadata and every cell of its plan, as :meth:`copy_into` writes them, so that ``report`` and
+        DuckDB read it like a run's file. Returns the cells written."""
+        splits = {tuple(r) for r in self.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_suite_cells")
+                  .itertuples(index=False)}
+        with store.transaction() as con:
+            for table in ("datasets", "features"):
+                if self._has(table):
+                    con.register("ref_df", self.df(f"SELECT * FROM ref_{table}"))
+                    con.execute(f"INSERT OR IGNORE INTO {table} BY NAME SELECT * FROM ref_df")
+                    con.unregister("ref_df")
+        return self.copy_into(store, splits)
+
     def _has(self, table: str) -> bool:
         return bool(self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
                                      [f"ref_{table}"]).fetchone()[0])
