@@ -120,11 +120,14 @@ def cmd_reference(args: argparse.Namespace) -> int:
     if args.reference_command == "add":
         added = references.add_chunk(args.db, args.name, suite=args.suite, root=Path(args.into) if args.into else None,
                                      predictions=not args.no_predictions, note=args.note or "",
-                                     curve_points=None if args.full_curves else references.CURVE_POINTS)
+                                     curve_points=None if args.full_curves else references.CURVE_POINTS,
+                                     map_features=None if args.all_maps else references.MAP_FEATURES)
         total = sum(mb for _, mb in added.files)
+        left = (f", {added.maps_left_out} attention maps of datasets over {added.map_features} features left out"
+                if added.maps_left_out else "")
         print(f"reference {args.name}: {added.chunk} with {added.cells} cells → {added.folder} ({total:.1f} MB"
               f"{'' if added.predictions else ', no predictions'}"
-              f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''})")
+              f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''}{left})")
         return 0
     if args.reference_command == "export":
         return _export_reference(args.name, args.db)
@@ -366,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--no-predictions", action="store_true", help="leave the trials' predictions out")
     add.add_argument("--full-curves", action="store_true",
                      help="keep every point of the trials' learning curves (default: at most 128 each)")
+    add.add_argument("--all-maps", action="store_true",
+                     help="keep the attention maps of every dataset (default: of those with at most 64 features)")
     add.add_argument("--note", help="a line on how the chunk was run")
     add.set_defaults(func=cmd_reference)
     export = refs.add_parser("export", help="a reference's results as a results file of its own (to report or query)")

@@ -148,6 +148,29 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
     assert direct.df("SELECT count(*) AS n FROM ref_results").n[0] == 16 and direct.suite == "tinyref"
 
 
+def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_path: Path):
+    """A study's first chunk carries its whole plan and the cells finished so far; the next chunk, from the
+    same file later, adds the cells finished since, and no plan row, floor, run or dataset twice."""
+    db, _ = reference
+    early = tmp_path / "early.duckdb"
+    early.write_bytes(db.read_bytes())
+    with duckdb.connect(str(early)) as con:  # as the file stood mid-study: 3 of 8 cells not run yet
+        later = [r[0] for r in con.execute("SELECT cell_id FROM results ORDER BY cell_id LIMIT 3").fetchall()]
+        for table in ("predictions", "targets", "attention_maps", "trials", "results"):
+            con.execute(f"DELETE FROM {table} WHERE list_contains(?, cell_id)", [later])
+    root = tmp_path / "refs"
+    first = references.add_chunk(early, "study", root=root)
+    second = references.add_chunk(db, "study", root=root)
+    assert (first.cells, second.cells) == (5, 3)
+    ref = references.load(str(root / "study"))
+    counts = {t: ref.df(f"SELECT count(*) AS n, count(DISTINCT {k}) AS d FROM ref_{t}").iloc[0].tolist()
+              for t, k in (("suite_cells", "cell_id"), ("results", "cell_id"), ("runs", "run_id"),
+                           ("datasets", "dataset"),
+                           ("reference_scores", "(dataset, split_key, repeat, fold, sample_size, seed)"))}
+    assert counts["suite_cells"] == [8, 8] and counts["results"] == [8, 8], counts
+    assert all(n == d for n, d in counts.values()), counts  # nothing twice
+
+
 def test_a_chunk_thins_learning_curves_and_keeps_the_best_point(reference, tmp_path: Path):
     """A shipped chunk keeps at most N points of each trial's curve, the best validation loss among them; the
     results file keeps every point."""
@@ -174,6 +197,26 @@ def test_a_chunk_thins_learning_curves_and_keeps_the_best_point(reference, tmp_p
     full = [json.loads(c) for (c,) in kept.execute("SELECT curve FROM trials WHERE curve IS NOT NULL").fetchall()]
     kept.close()
     assert shipped and max(map(len, shipped)) <= 5 and max(map(len, full)) > 5
+
+
+def test_a_chunk_leaves_out_the_attention_maps_of_wide_datasets(reference, tmp_path: Path):
+    """A map is (features + 1)² numbers: a chunk keeps those of datasets up to N features, says how many it
+    left out, and the results file keeps them all."""
+    db, _ = reference
+    maps = tmp_path / "maps.duckdb"
+    maps.write_bytes(db.read_bytes())
+    with duckdb.connect(str(maps)) as con:
+        (narrow, wide), = [tuple(r[0] for r in con.execute("SELECT cell_id FROM results ORDER BY cell_id LIMIT 2").fetchall())]
+        for cell, n in ((narrow, 4), (wide, 40)):
+            con.execute("INSERT INTO attention_maps VALUES (?, 'x', 'm', ?, ?)",
+                        [cell, json.dumps([f"f{i}" for i in range(n)]), json.dumps([[0.0] * (n + 1)] * (n + 1))])
+    added = references.add_chunk(maps, "maps", root=tmp_path, map_features=10)
+    assert (added.map_features, added.maps_left_out) == (10, 1)
+    con = duckdb.connect()
+    kept = con.execute(f"SELECT cell_id FROM read_parquet('{tmp_path / 'maps' / added.chunk / 'attention_maps.parquet'}')"
+                       ).fetchall()
+    con.close()
+    assert kept == [(narrow,)]
 
 
 def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_run(reference, tmp_path: Path):

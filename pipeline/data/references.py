@@ -39,6 +39,9 @@ MAX_FILE_MB = 4.5  # no file of a chunk above this: git keeps them whole, and th
 # A shipped trial's learning curve keeps at most this many points (add_chunk's curve_points): a boosting
 # library's curve has a point per round (CatBoost's 2,000), most of a study's trials table otherwise.
 CURVE_POINTS = 128
+# A shipped attention map is kept for a dataset of at most this many features (add_chunk's map_features):
+# a map is (features + 1)² numbers, and one dataset of 359 features made 3.5 of a chunk's 3.6 MB.
+MAP_FEATURES = 64
 DATASET_COLUMNS = ["dataset", "source", "task_type", "target", "n_rows", "n_features", "n_numeric", "n_categorical",
                    "n_classes", "classes", "openml_id", "openml_task_id", "checksum", "has_official_folds"]
 
@@ -299,25 +302,60 @@ def _suite_yaml(con: Any, suite: str) -> dict[str, Any]:
     return yaml.safe_load(text or "") or {}
 
 
-def export_tables(con: Any, src: str, suite: str, prefix: str, exclude: set[str] | None = None) -> None:
+@dataclass
+class Held:
+    """What a reference's earlier chunks hold, so that a new chunk writes each row once: the planned cells
+    (a chunk of a study carries the whole plan, every chunk after it the new plan rows only), the cells
+    with results, the runs, the datasets, and the constant predictor's splits."""
+
+    plan: set[str] = field(default_factory=set)
+    results: set[str] = field(default_factory=set)
+    runs: set[str] = field(default_factory=set)
+    datasets: set[str] = field(default_factory=set)
+    scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SPLIT))
+
+    @classmethod
+    def of(cls, ref: Reference) -> Held:
+        def ids(sql: str) -> set[str]:
+            return set(ref.df(sql).iloc[:, 0])
+
+        return cls(ids("SELECT cell_id FROM ref_suite_cells"), ids("SELECT cell_id FROM ref_results"),
+                   ids("SELECT run_id FROM ref_runs"), ids("SELECT dataset FROM ref_datasets"),
+                   ref.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_reference_scores"))
+
+
+def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None = None) -> None:
     """The reference tables of ``suite`` from the results file attached as ``src``, as tables
-    ``<prefix>_<table>`` on ``con``; cells in ``exclude`` (an earlier chunk's) are left out."""
-    con.execute("CREATE OR REPLACE TEMP TABLE skip_ids (cell_id VARCHAR)")
-    if exclude:
-        con.executemany("INSERT INTO skip_ids VALUES (?)", [[c] for c in sorted(exclude)])
+    ``<prefix>_<table>`` on ``con``, less what an earlier chunk ``held`` holds: the plan rows, the cells'
+    results (with their trials, maps and predictions), the runs, the datasets and the floor it has."""
+    held = held or Held()
+    for name, values in (("skip_plan", held.plan), ("skip_results", held.results), ("skip_runs", held.runs),
+                         ("skip_datasets", held.datasets)):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} (id VARCHAR)")
+        if values:
+            con.executemany(f"INSERT INTO {name} VALUES (?)", [[v] for v in sorted(values)])
+    con.register("held_scores", held.scores.astype({"repeat": "int64", "fold": "int64", "seed": "int64",
+                                                     "sample_size": str}) if len(held.scores) else
+                 pd.DataFrame({c: pd.Series(dtype="int64" if c in ("repeat", "fold", "seed") else str) for c in SPLIT}))
     con.execute(f"CREATE TABLE {prefix}_suite_cells AS SELECT * FROM {src}.suite_cells WHERE suite = ? "
-                "AND cell_id NOT IN (SELECT cell_id FROM skip_ids)", [suite])
-    ids = f"(SELECT cell_id FROM {prefix}_suite_cells)"
+                "AND cell_id NOT IN (SELECT id FROM skip_plan)", [suite])
+    new_cells = (f"(SELECT cell_id FROM {src}.suite_cells WHERE suite = ? "
+                 "AND cell_id NOT IN (SELECT id FROM skip_results))")
     for table in CELL_TABLES:
-        con.execute(f"CREATE TABLE {prefix}_{table} AS SELECT * FROM {src}.{table} WHERE cell_id IN {ids}")
-    con.execute(f"CREATE TABLE {prefix}_reference_scores AS SELECT * FROM {src}.reference_scores WHERE suite = ?",
+        con.execute(f"CREATE TABLE {prefix}_{table} AS SELECT * FROM {src}.{table} WHERE cell_id IN {new_cells}",
+                    [suite])
+    con.execute(f"CREATE TABLE {prefix}_reference_scores AS SELECT k.* FROM {src}.reference_scores k WHERE suite = ? "
+                f"AND NOT EXISTS (SELECT 1 FROM held_scores h WHERE {' AND '.join(f'h.{c} = k.{c}' for c in SPLIT)})",
                 [suite])
+    con.unregister("held_scores")
     con.execute(f"CREATE TABLE {prefix}_runs AS SELECT * FROM {src}.runs WHERE run_id IN "
-                f"(SELECT run_id FROM {prefix}_results UNION SELECT run_id FROM {prefix}_suite_cells)")
+                f"(SELECT run_id FROM {prefix}_results UNION SELECT run_id FROM {prefix}_suite_cells) "
+                "AND run_id NOT IN (SELECT id FROM skip_runs)")
+    datasets = (f"(SELECT dataset FROM {prefix}_suite_cells UNION SELECT dataset FROM {prefix}_results "
+                "EXCEPT SELECT id FROM skip_datasets)")
     con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "
-                f"WHERE dataset IN (SELECT dataset FROM {prefix}_suite_cells)")
-    con.execute(f"CREATE TABLE {prefix}_features AS SELECT * FROM {src}.features "
-                f"WHERE dataset IN (SELECT dataset FROM {prefix}_suite_cells)")
+                f"WHERE dataset IN {datasets}")
+    con.execute(f"CREATE TABLE {prefix}_features AS SELECT * FROM {src}.features WHERE dataset IN {datasets}")
     keys = con.execute(f"SELECT DISTINCT dataset, split_key FROM {prefix}_suite_cells").fetchall()
     frames = []
     for dataset, key in keys:
@@ -344,6 +382,8 @@ class Added:
     files: list[tuple[str, float]]  # (file, MB)
     predictions: bool
     curve_points: int | None = None  # the most points a trial's learning curve kept (None: all)
+    map_features: int | None = None  # attention maps kept for datasets of at most this many features (None: all)
+    maps_left_out: int = 0
 
 
 def thin_curve(curve: list[dict[str, Any]], points: int, best: int | None = None) -> list[dict[str, Any]]:
@@ -377,12 +417,14 @@ def _thin_curves(con: Any, table: str, points: int) -> None:
 
 
 def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path | None = None,
-              predictions: bool = True, note: str = "", curve_points: int | None = CURVE_POINTS) -> Added:
+              predictions: bool = True, note: str = "", curve_points: int | None = CURVE_POINTS,
+              map_features: int | None = MAP_FEATURES) -> Added:
     """Write the cells of ``db`` that the reference ``name`` does not hold yet as its next chunk
     (``<root>/<name>/chunk-NNNN``); the first chunk also writes ``reference.json``. Earlier chunks are
     never touched. ``predictions=False`` leaves the trials' predictions out (their size);
     ``curve_points`` thins each trial's learning curve to that many points (:func:`thin_curve`; None
-    keeps them whole)."""
+    keeps them whole); ``map_features`` leaves out the attention maps of datasets with more features
+    (None keeps them all). The results file keeps everything."""
     import duckdb
 
     from pipeline.data.store import Store
@@ -397,16 +439,16 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         if suite is None or suite not in suites:
             raise ReferenceError(f"{db}: name the suite to add (--suite; the file plans {', '.join(suites)})")
         meta_path = folder / "reference.json"
-        held: set[str] = set()
+        held = Held()
         if meta_path.is_file():
             meta = json.loads(meta_path.read_text())
             if meta["suite"] != suite:
                 raise ReferenceError(f"{folder}: the reference holds suite {meta['suite']!r}, not {suite!r}")
             old = load(str(folder))
-            held = set(old.df("SELECT cell_id FROM ref_suite_cells").cell_id)
+            held = Held.of(old)
             old.close()
         spec = _suite_yaml(con, suite)
-        export_tables(con, "src", suite, "out", exclude=held)
+        export_tables(con, "src", suite, "out", held)
         n = _one(con, "SELECT count(*) FROM out_results")
         if not n:
             raise ReferenceError(f"{db}: no finished cell of suite {suite!r} that {folder} does not hold already")
@@ -415,6 +457,11 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
                 con.execute(f"DELETE FROM out_{table}")
         if curve_points:
             _thin_curves(con, "out_trials", curve_points)
+        maps_left_out = 0
+        if map_features:
+            maps_left_out = _one(con, "SELECT count(*) FROM out_attention_maps WHERE json_array_length(features::JSON) > ?",
+                                 [map_features])
+            con.execute("DELETE FROM out_attention_maps WHERE json_array_length(features::JSON) > ?", [map_features])
         chunk = f"chunk-{len(list(folder.glob('chunk-*'))) + 1:04d}"
         out = folder / chunk
         out.mkdir(parents=True, exist_ok=False)
@@ -428,13 +475,14 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "chunk": chunk, "cells": int(n), "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "runs": [r[0] for r in con.execute("SELECT run_id FROM out_runs ORDER BY started_at").fetchall()],
             "run_seconds": cost[2], "first_started": str(cost[0]), "last_finished": str(cost[1]), "hardware": hw,
-            "predictions": predictions, "curve_points": curve_points, "note": note}, indent=2) + "\n")
+            "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
+            "maps_left_out": maps_left_out, "note": note}, indent=2) + "\n")
         if not meta_path.is_file():
             meta_path.write_text(json.dumps({
                 "name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
                 "description": spec.get("description", ""),
                 "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}, indent=2) + "\n")
-        return Added(folder, chunk, int(n), files, predictions, curve_points)
+        return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out)
     finally:
         con.close()
 
