@@ -206,8 +206,8 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
     ``coverage`` has datasets, sizes, splits (per dataset and size, most), cells, cells_ok."""
     out = [f"Based on {coverage['datasets']} dataset{'s' if coverage['datasets'] != 1 else ''} at "
            f"{coverage['sizes']} training size{'s' if coverage['sizes'] != 1 else ''}, up to {coverage['splits']} "
-           f"split{'s' if coverage['splits'] != 1 else ''} (folds × seeds) each; {coverage['cells_ok']} of "
-           f"{coverage['cells']} cells finished."]
+           f"split{'s' if coverage['splits'] != 1 else ''} (folds × seeds) each; {coverage['cells_ok']:,} of "
+           f"{coverage['cells']:,} cells finished."]
     if answers and max(a.n_tasks for a in answers) < FEW_TASKS:
         out.append(f"With fewer than {FEW_TASKS} datasets per size the answer below describes these datasets, "
                    "not tabular data in general: the intervals are wide.")
