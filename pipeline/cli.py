@@ -115,13 +115,13 @@ def _cluster_lost(err: ClusterLost) -> NoReturn:
 
 
 def cmd_reference(args: argparse.Namespace) -> int:
-    from pipeline.data import references
+    from pipeline.data import chunks, references
 
     if args.reference_command == "add":
-        added = references.add_chunk(args.db, args.name, suite=args.suite, root=Path(args.into) if args.into else None,
-                                     predictions=not args.no_predictions, note=args.note or "",
-                                     curve_points=None if args.full_curves else references.CURVE_POINTS,
-                                     map_features=None if args.all_maps else references.MAP_FEATURES)
+        added = chunks.add_chunk(args.db, args.name, suite=args.suite, root=Path(args.into) if args.into else None,
+                                 predictions=not args.no_predictions, note=args.note or "",
+                                 curve_points=None if args.full_curves else chunks.CURVE_POINTS,
+                                 map_features=None if args.all_maps else chunks.MAP_FEATURES)
         total = sum(mb for _, mb in added.files)
         left = (f", {added.maps_left_out} attention maps of datasets over {added.map_features} features left out"
                 if added.maps_left_out else "")

@@ -18,7 +18,7 @@ import yaml
 from sklearn.datasets import load_breast_cancer
 
 from pipeline import runner
-from pipeline.data import references
+from pipeline.data import chunks, references
 from pipeline.data.store import Store
 from pipeline.report.data import ReportData
 from pipeline.spec import load_suite, parse_suite
@@ -44,7 +44,7 @@ def reference(ray_local, tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("refs")
     db = root / "ref.duckdb"
     runner.run(parse_suite(copy.deepcopy(REF_SUITE)), db, progress=lambda _: None)
-    added = references.add_chunk(db, "tinyref", root=root / "references", note="test")
+    added = chunks.add_chunk(db, "tinyref", root=root / "references", note="test")
     assert added.chunk == "chunk-0001" and added.cells == 8 and added.predictions
     return db, root / "references"
 
@@ -129,15 +129,15 @@ def test_another_protocol_or_other_data_is_refused_in_one_line_and_writes_nothin
 def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_path: Path):
     db, _ = reference
     root = tmp_path / "references"
-    references.add_chunk(db, "grow", root=root)
+    chunks.add_chunk(db, "grow", root=root)
     first = digest(root / "grow" / "chunk-0001")
     with pytest.raises(references.ReferenceError, match="does not hold already"):
-        references.add_chunk(db, "grow", root=root)  # nothing new: no empty chunk
+        chunks.add_chunk(db, "grow", root=root)  # nothing new: no empty chunk
     bigger = tmp_path / "bigger.duckdb"
     bigger.write_bytes(db.read_bytes())
     runner.run(parse_suite({**copy.deepcopy(REF_SUITE), "protocol": {**REF_SUITE["protocol"], "max_folds": 2}}),
                bigger, progress=lambda _: None)
-    added = references.add_chunk(bigger, "grow", root=root, predictions=False)
+    added = chunks.add_chunk(bigger, "grow", root=root, predictions=False)
     assert added.chunk == "chunk-0002" and added.cells == 8 and not added.predictions  # fold 1's cells only
     assert digest(root / "grow" / "chunk-0001") == first
     ref = references.load(str(root / "grow"))
@@ -159,8 +159,8 @@ def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_pat
         for table in ("predictions", "targets", "attention_maps", "trials", "results"):
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, cell_id)", [later])
     root = tmp_path / "refs"
-    first = references.add_chunk(early, "study", root=root)
-    second = references.add_chunk(db, "study", root=root)
+    first = chunks.add_chunk(early, "study", root=root)
+    second = chunks.add_chunk(db, "study", root=root)
     assert (first.cells, second.cells) == (5, 3)
     ref = references.load(str(root / "study"))
     counts = {t: ref.df(f"SELECT count(*) AS n, count(DISTINCT {k}) AS d FROM ref_{t}").iloc[0].tolist()
@@ -176,16 +176,16 @@ def test_a_chunk_thins_learning_curves_and_keeps_the_best_point(reference, tmp_p
     results file keeps every point."""
     curve = [{"iteration": i + 1, "val_loss": 1.0 / (i + 1) + (0.5 if i == 40 else 0.0)} for i in range(100)]
     curve[57]["val_loss"] = -1.0  # the best, off the even spacing
-    thin = references.thin_curve(curve, 8)
+    thin = chunks.thin_curve(curve, 8)
     assert len(thin) <= 8 and thin[0] == curve[0] and thin[-1] == curve[-1] and curve[57] in thin
     assert [c["iteration"] for c in thin] == sorted(c["iteration"] for c in thin)
-    assert references.thin_curve(curve[:8], 8) == curve[:8]
-    kept = references.thin_curve(curve, 8, best=41)  # the round the trial kept, not the lowest loss
+    assert chunks.thin_curve(curve[:8], 8) == curve[:8]
+    kept = chunks.thin_curve(curve, 8, best=41)  # the round the trial kept, not the lowest loss
     assert curve[40] in kept and curve[57] not in kept and len(kept) <= 8
-    assert len(references.thin_curve(curve, 2)) == 2
+    assert len(chunks.thin_curve(curve, 2)) == 2
 
     db, _ = reference
-    added = references.add_chunk(db, "thin", root=tmp_path, curve_points=5)
+    added = chunks.add_chunk(db, "thin", root=tmp_path, curve_points=5)
     assert added.curve_points == 5
     chunk = tmp_path / "thin" / added.chunk
     assert json.loads((chunk / "chunk.json").read_text())["curve_points"] == 5
@@ -210,7 +210,7 @@ def test_a_chunk_leaves_out_the_attention_maps_of_wide_datasets(reference, tmp_p
         for cell, n in ((narrow, 4), (wide, 40)):
             con.execute("INSERT INTO attention_maps VALUES (?, 'x', 'm', ?, ?)",
                         [cell, json.dumps([f"f{i}" for i in range(n)]), json.dumps([[0.0] * (n + 1)] * (n + 1))])
-    added = references.add_chunk(maps, "maps", root=tmp_path, map_features=10)
+    added = chunks.add_chunk(maps, "maps", root=tmp_path, map_features=10)
     assert (added.map_features, added.maps_left_out) == (10, 1)
     con = duckdb.connect()
     kept = con.execute(f"SELECT cell_id FROM read_parquet('{tmp_path / 'maps' / added.chunk / 'attention_maps.parquet'}')"

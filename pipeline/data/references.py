@@ -22,7 +22,6 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +34,6 @@ from pipeline.errors import AttnbenchError
 CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
 TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "split_digests")
 SPLIT = ["dataset", "split_key", "repeat", "fold", "sample_size", "seed"]
-MAX_FILE_MB = 4.5  # no file of a chunk above this: git keeps them whole, and the project keeps files < 5 MB
-# A shipped trial's learning curve keeps at most this many points (add_chunk's curve_points): a boosting
-# library's curve has a point per round (CatBoost's 2,000), most of a study's trials table otherwise.
-CURVE_POINTS = 128
-# A shipped attention map is kept for a dataset of at most this many features (add_chunk's map_features):
-# a map is (features + 1)² numbers, and one dataset of 359 features made 3.5 of a chunk's 3.6 MB.
-MAP_FEATURES = 64
 DATASET_COLUMNS = ["dataset", "source", "task_type", "target", "n_rows", "n_features", "n_numeric", "n_categorical",
                    "n_classes", "classes", "openml_id", "openml_task_id", "checksum", "has_official_folds"]
 
@@ -371,137 +363,3 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
                 f"(SELECT DISTINCT dataset, split_key, repeat, fold, seed FROM {prefix}_suite_cells) c "
                 "USING (dataset, split_key, repeat, fold, seed)")
     con.unregister("digests_df")
-
-
-# -------------------------------------------------------------------------------------- exporting
-@dataclass
-class Added:
-    folder: Path
-    chunk: str
-    cells: int
-    files: list[tuple[str, float]]  # (file, MB)
-    predictions: bool
-    curve_points: int | None = None  # the most points a trial's learning curve kept (None: all)
-    map_features: int | None = None  # attention maps kept for datasets of at most this many features (None: all)
-    maps_left_out: int = 0
-
-
-def thin_curve(curve: list[dict[str, Any]], points: int, best: int | None = None) -> list[dict[str, Any]]:
-    """At most ``points`` of a learning curve: evenly spaced by position, the first and the last among
-    them, and the point the trial kept (its ``best`` epoch or round; without one, the lowest validation
-    loss). Each point keeps its own epoch or iteration number."""
-    if len(curve) <= points:
-        return curve
-    spaced = points - 1 if points >= 3 else points  # room for the kept point
-    keep = set(np.linspace(0, len(curve) - 1, max(1, spaced)).round().astype(int).tolist())
-    if points >= 3:
-        at = [i for i, c in enumerate(curve) if best is not None and c.get("epoch", c.get("iteration")) == best]
-        losses = [(float(c["val_loss"]), i) for i, c in enumerate(curve) if isinstance(c.get("val_loss"), (int, float))]
-        if at or losses:
-            keep.add(at[0] if at else min(losses)[1])
-    return [curve[i] for i in sorted(keep)]
-
-
-def _thin_curves(con: Any, table: str, points: int) -> None:
-    """Every curve of ``table`` longer than ``points`` thinned (:func:`thin_curve`), in one update."""
-    rows = con.execute(f"SELECT trial_id, curve, best_epoch FROM {table} WHERE curve IS NOT NULL").fetchall()
-    thinned = []
-    for trial_id, text, best in rows:
-        curve = json.loads(text) if isinstance(text, str) else text
-        if len(curve) > points:
-            thinned.append((trial_id, json.dumps(thin_curve(curve, points, best))))
-    if thinned:
-        con.register("thinned_curves", pd.DataFrame(thinned, columns=["trial_id", "curve"]))
-        con.execute(f"UPDATE {table} SET curve = t.curve::JSON FROM thinned_curves t WHERE {table}.trial_id = t.trial_id")
-        con.unregister("thinned_curves")
-
-
-def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path | None = None,
-              predictions: bool = True, note: str = "", curve_points: int | None = CURVE_POINTS,
-              map_features: int | None = MAP_FEATURES) -> Added:
-    """Write the cells of ``db`` that the reference ``name`` does not hold yet as its next chunk
-    (``<root>/<name>/chunk-NNNN``); the first chunk also writes ``reference.json``. Earlier chunks are
-    never touched. ``predictions=False`` leaves the trials' predictions out (their size);
-    ``curve_points`` thins each trial's learning curve to that many points (:func:`thin_curve`; None
-    keeps them whole); ``map_features`` leaves out the attention maps of datasets with more features
-    (None keeps them all). The results file keeps everything."""
-    import duckdb
-
-    from pipeline.data.store import Store
-
-    folder = (root or shipped_root()) / name
-    Store(db, create=False).query("SELECT 1")
-    con = duckdb.connect()
-    try:
-        con.execute(f"ATTACH '{Path(db).resolve()!s}' AS src (READ_ONLY)")
-        suites = [r[0] for r in con.execute("SELECT DISTINCT suite FROM src.suite_cells ORDER BY 1").fetchall()]
-        suite = suite or (suites[0] if len(suites) == 1 else None)
-        if suite is None or suite not in suites:
-            raise ReferenceError(f"{db}: name the suite to add (--suite; the file plans {', '.join(suites)})")
-        meta_path = folder / "reference.json"
-        held = Held()
-        if meta_path.is_file():
-            meta = json.loads(meta_path.read_text())
-            if meta["suite"] != suite:
-                raise ReferenceError(f"{folder}: the reference holds suite {meta['suite']!r}, not {suite!r}")
-            old = load(str(folder))
-            held = Held.of(old)
-            old.close()
-        spec = _suite_yaml(con, suite)
-        export_tables(con, "src", suite, "out", held)
-        n = _one(con, "SELECT count(*) FROM out_results")
-        if not n:
-            raise ReferenceError(f"{db}: no finished cell of suite {suite!r} that {folder} does not hold already")
-        if not predictions:
-            for table in ("predictions", "targets"):
-                con.execute(f"DELETE FROM out_{table}")
-        if curve_points:
-            _thin_curves(con, "out_trials", curve_points)
-        maps_left_out = 0
-        if map_features:
-            maps_left_out = _one(con, "SELECT count(*) FROM out_attention_maps WHERE json_array_length(features::JSON) > ?",
-                                 [map_features])
-            con.execute("DELETE FROM out_attention_maps WHERE json_array_length(features::JSON) > ?", [map_features])
-        chunk = f"chunk-{len(list(folder.glob('chunk-*'))) + 1:04d}"
-        out = folder / chunk
-        out.mkdir(parents=True, exist_ok=False)
-        files = []
-        for table in TABLES:
-            files += _write_parquet(con, f"out_{table}", out, table)
-        cost = con.execute("SELECT min(started_at), max(finished_at), sum(epoch(finished_at - started_at)) "
-                           "FROM out_runs").fetchall()[0]
-        hw = [json.loads(h) for (h,) in con.execute("SELECT DISTINCT hardware FROM out_runs").fetchall() if h]
-        (out / "chunk.json").write_text(json.dumps({
-            "chunk": chunk, "cells": int(n), "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "runs": [r[0] for r in con.execute("SELECT run_id FROM out_runs ORDER BY started_at").fetchall()],
-            "run_seconds": cost[2], "first_started": str(cost[0]), "last_finished": str(cost[1]), "hardware": hw,
-            "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
-            "maps_left_out": maps_left_out, "note": note}, indent=2) + "\n")
-        if not meta_path.is_file():
-            meta_path.write_text(json.dumps({
-                "name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
-                "description": spec.get("description", ""),
-                "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}, indent=2) + "\n")
-        return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out)
-    finally:
-        con.close()
-
-
-def _write_parquet(con: Any, table: str, out: Path, name: str) -> list[tuple[str, float]]:
-    """The table as one Parquet file, or several when one would pass ``MAX_FILE_MB``."""
-    n = _one(con, f"SELECT count(*) FROM {table}")
-    path = out / f"{name}.parquet"
-    con.execute(f"COPY (SELECT * FROM {table}) TO '{path}' (FORMAT parquet, COMPRESSION zstd)")
-    size = path.stat().st_size / 2**20
-    if size <= MAX_FILE_MB or n < 2:
-        return [(path.name, size)]
-    path.unlink()
-    pieces = int(np.ceil(size / MAX_FILE_MB)) + 1
-    step = int(np.ceil(n / pieces))
-    files = []
-    for i in range(pieces):
-        p = out / f"{name}-{i:02d}.parquet"
-        con.execute(f"COPY (SELECT * FROM {table} LIMIT {step} OFFSET {i * step}) TO '{p}' "
-                    "(FORMAT parquet, COMPRESSION zstd)")
-        files.append((p.name, p.stat().st_size / 2**20))
-    return files
