@@ -98,6 +98,8 @@ def prepare(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, r
         raw = None
     else:
         raw = raw or sources.load(spec)
+        if name and held and not refresh:
+            _check_rows_only(store, raw)
         other = store.query("SELECT source FROM datasets WHERE dataset = ?", [raw.name]) if held else pd.DataFrame()
         if len(other) and other.source.iloc[0] != raw.source and isinstance(spec, OpenMLTask) and not spec.name:
             raw.name = f"{raw.name}-task{spec.openml_task}"
@@ -208,6 +210,17 @@ def _columns(path: Path) -> list[str] | None:
         return None
 
 
+def _check_rows_only(store: Store, raw: sources.RawDataset) -> None:
+    """A file exported from a reference holds a dataset's description and results but not its rows; the
+    rows loaded from the source take their place only if they are the rows those results were run on."""
+    held = store.query("SELECT checksum FROM datasets WHERE dataset = ? AND data_table IS NULL", [raw.name])
+    if len(held) and held.checksum.iloc[0] != raw.checksum():
+        raise DataError(
+            f"dataset {raw.name!r}: {store.path} holds results on rows with checksum {held.checksum.iloc[0]}, "
+            f"but {raw.source} now gives checksum {raw.checksum()}; results on other rows would be compared "
+            f"with these, so use another --db or give this entry another 'name:'")
+
+
 def _check_name(store: Store, spec: DatasetSpec, name: str) -> sources.RawDataset | None:
     """Refuse a name the database already holds for other rows: results are keyed by dataset name, so
     reusing it would score one dataset's cells on another's data.
@@ -278,6 +291,8 @@ def read(store: Store, name: str) -> StoredDataset | None:
     if not len(meta):
         return None
     m = meta.iloc[0]
+    if m.data_table is None or pd.isna(m.data_table):
+        return None  # described but its rows are not here (a file exported from a reference)
     feats = store.query("SELECT name, kind FROM features WHERE dataset = ? ORDER BY position", [name])
     frame = store.query(f'SELECT * FROM "{m.data_table}" ORDER BY "{ROW_ID}"')
     y = frame.pop(TARGET)
