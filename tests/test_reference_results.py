@@ -18,8 +18,9 @@ import yaml
 from sklearn.datasets import load_breast_cancer
 
 from pipeline import runner
-from pipeline.data import chunks, references
+from pipeline.data import characteristics, chunks, references
 from pipeline.data.store import Store
+from pipeline.report import traits
 from pipeline.report.data import ReportData
 from pipeline.spec import load_suite, parse_suite
 
@@ -140,6 +141,11 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
     added = chunks.add_chunk(bigger, "grow", root=root, predictions=False)
     assert added.chunk == "chunk-0002" and added.cells == 8 and not added.predictions  # fold 1's cells only
     assert digest(root / "grow" / "chunk-0001") == first
+    shipped = duckdb.sql(f"SELECT count(*) FROM read_parquet('{root / 'grow' / 'chunk-0001' / 'dataset_traits.parquet'}')"
+                         ).fetchall()[0][0]
+    again = duckdb.sql(f"SELECT count(*) FROM read_parquet('{root / 'grow' / 'chunk-0002' / 'dataset_traits.parquet'}')"
+                       ).fetchall()[0][0]
+    assert (shipped, again) == (2, 0)  # each dataset's characteristics once, with its first chunk
     ref = references.load(str(root / "grow"))
     assert ref.df("SELECT count(*) AS n FROM ref_results").n[0] == 16
     assert ref.df("SELECT count(DISTINCT fold) AS n FROM ref_split_digests").n[0] == 2
@@ -160,14 +166,18 @@ def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_pat
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, cell_id)", [later])
     root = tmp_path / "refs"
     first = chunks.add_chunk(early, "study", root=root)
+    # as a chunk written before references carried their datasets' characteristics: the next one adds them
+    for path in (root / "study" / first.chunk).glob("dataset_traits*.parquet"):
+        path.unlink()
     second = chunks.add_chunk(db, "study", root=root)
     assert (first.cells, second.cells) == (5, 3)
     ref = references.load(str(root / "study"))
     counts = {t: ref.df(f"SELECT count(*) AS n, count(DISTINCT {k}) AS d FROM ref_{t}").iloc[0].tolist()
               for t, k in (("suite_cells", "cell_id"), ("results", "cell_id"), ("runs", "run_id"),
-                           ("datasets", "dataset"),
+                           ("datasets", "dataset"), ("dataset_traits", "dataset"),
                            ("reference_scores", "(dataset, split_key, repeat, fold, sample_size, seed)"))}
     assert counts["suite_cells"] == [8, 8] and counts["results"] == [8, 8], counts
+    assert counts["dataset_traits"] == [2, 2], counts
     assert all(n == d for n, d in counts.values()), counts  # nothing twice
 
 
@@ -231,6 +241,13 @@ def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_r
     with duckdb.connect(str(out_db), read_only=True) as con:  # the views are there for duckdb itself
         board = con.execute("SELECT dataset, sample_size, model, n_ok FROM leaderboard ORDER BY 1, 2, 3").fetchall()
     assert len(board) == 8 and all(n == 1 for *_, n in board)
+    # the characteristics that need rows come with it, as computed on the rows of the run's own file
+    db, _ = reference
+    with duckdb.connect(str(db), read_only=True) as run_file, duckdb.connect(str(out_db), read_only=True) as exported:
+        from_rows = characteristics.from_rows(run_file, ["breast_cancer", "wine"]).set_index("dataset")
+        shipped = traits.dataset_traits(exported, ["breast_cancer", "wine"]).set_index("dataset")
+    assert from_rows.notna().all().all() and len(from_rows) == 2
+    assert shipped[list(characteristics.FROM_ROWS)].equals(from_rows)
     rep = subprocess.run([*cli, "report", "--db", str(out_db), "--reports", str(reports)], capture_output=True,
                          text=True, timeout=300)
     assert rep.returncode == 0 and "breast_cancer" in (reports / "accuracy.html").read_text(), rep.stderr
@@ -239,6 +256,39 @@ def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_r
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and "exists" in again.stderr and again.stderr.count("\n") == 1
     assert out_db.read_bytes() == before
+
+
+def test_a_run_into_an_exported_file_loads_the_rows_it_lacks_and_checks_they_are_the_references(
+        reference, tmp_path: Path):
+    """An exported file describes the reference's datasets without their rows. A run into it loads the rows
+    from the source, if they are the rows the shipped results were run on; otherwise it is refused, in one
+    line, and the file is left as it was."""
+    _, root = reference
+    cli = [sys.executable, "-m", "pipeline.cli"]
+    exported = tmp_path / "ref.duckdb"
+    subprocess.run([*cli, "reference", "export", str(root / "tinyref"), "--db", str(exported)], check=True,
+                   capture_output=True, timeout=300)
+    mine = write(tmp_path / "mine.yaml", MINE)
+    tampered = tmp_path / "tampered.duckdb"
+    tampered.write_bytes(exported.read_bytes())
+    with duckdb.connect(str(tampered)) as con:
+        con.execute("UPDATE datasets SET checksum = 'not-these-rows' WHERE dataset = 'breast_cancer'")
+    before = tampered.read_bytes()
+    refused = subprocess.run([*cli, "run", str(mine), "--db", str(tampered), "--no-report"], capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "breast_cancer" in refused.stderr and "not-these-rows" in refused.stderr
+    assert tampered.read_bytes() == before
+    ran = subprocess.run([*cli, "run", str(mine), "--db", str(exported), "--no-report"], capture_output=True,
+                         text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    with duckdb.connect(str(exported), read_only=True) as con:
+        held = con.execute("SELECT data_table FROM datasets WHERE dataset = 'breast_cancer'").fetchone()[0]
+        n = con.execute(f'SELECT count(*) FROM "{held}"').fetchone()[0]
+        suites = con.execute("SELECT suite, count(*) FROM results WHERE status = 'ok' GROUP BY 1 ORDER BY 1").fetchall()
+        planned = con.execute("SELECT count(*) FROM plan WHERE suite = 'mine'").fetchone()[0]
+    assert n == len(load_breast_cancer().target)
+    assert planned > 0 and suites == [("mine", planned), ("tinyref", 8)]  # the shipped results are still there beside the run's
 
 
 def test_an_unknown_reference_is_one_line(tmp_path: Path):

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline.data import characteristics
 from pipeline.data.references import (
     TABLES,
     Held,
@@ -107,6 +108,7 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             old.close()
         spec = _suite_yaml(con, suite)
         export_tables(con, "src", suite, "out", held)
+        _add_traits(con, suite, held)
         n = _one(con, "SELECT count(*) FROM out_results")
         if not n:
             raise ReferenceError(f"{db}: no finished cell of suite {suite!r} that {folder} does not hold already")
@@ -143,6 +145,18 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out)
     finally:
         con.close()
+
+
+def _add_traits(con: Any, suite: str, held: Held) -> None:
+    """The characteristics of each planned dataset's rows that the reference does not hold yet, computed
+    here where the rows are: a reference ships no rows, and its report would otherwise not know them."""
+    planned = [r[0] for r in con.execute("SELECT DISTINCT dataset FROM src.suite_cells WHERE suite = ? EXCEPT "
+                                         "SELECT dataset FROM out_dataset_traits ORDER BY 1", [suite]).fetchall()]
+    frame = characteristics.from_rows(con, [d for d in planned if d not in held.traits], catalog="src")
+    if len(frame):
+        con.register("traits_df", frame)
+        con.execute("INSERT INTO out_dataset_traits BY NAME SELECT * FROM traits_df")
+        con.unregister("traits_df")
 
 
 def _write_parquet(con: Any, table: str, out: Path, name: str) -> list[tuple[str, float]]:

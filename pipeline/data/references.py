@@ -32,7 +32,8 @@ from pipeline.errors import AttnbenchError
 
 # The tables a reference holds, with what selects a chunk's rows of each (its cells, its runs, ...).
 CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
-TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "split_digests")
+TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "dataset_traits",
+          "split_digests")
 SPLIT = ["dataset", "split_key", "repeat", "fold", "sample_size", "seed"]
 DATASET_COLUMNS = ["dataset", "source", "task_type", "target", "n_rows", "n_features", "n_numeric", "n_categorical",
                    "n_classes", "classes", "openml_id", "openml_task_id", "checksum", "has_official_folds"]
@@ -222,7 +223,7 @@ class Reference:
         splits = {tuple(r) for r in self.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_suite_cells")
                   .itertuples(index=False)}
         with store.transaction() as con:
-            for table in ("datasets", "features"):
+            for table in ("datasets", "features", "dataset_traits"):
                 if self._has(table):
                     con.register("ref_df", self.df(f"SELECT * FROM ref_{table}"))
                     con.execute(f"INSERT OR IGNORE INTO {table} BY NAME SELECT * FROM ref_df")
@@ -298,13 +299,15 @@ def _suite_yaml(con: Any, suite: str) -> dict[str, Any]:
 class Held:
     """What a reference's earlier chunks hold, so that a new chunk writes each row once: the planned cells
     (a chunk of a study carries the whole plan, every chunk after it the new plan rows only), the cells
-    with results, the runs, the datasets, and the constant predictor's splits."""
+    with results, the runs, the datasets, the datasets' characteristics from their rows, and the constant
+    predictor's splits."""
 
     plan: set[str] = field(default_factory=set)
     results: set[str] = field(default_factory=set)
     runs: set[str] = field(default_factory=set)
     datasets: set[str] = field(default_factory=set)
     scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SPLIT))
+    traits: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, ref: Reference) -> Held:
@@ -313,16 +316,18 @@ class Held:
 
         return cls(ids("SELECT cell_id FROM ref_suite_cells"), ids("SELECT cell_id FROM ref_results"),
                    ids("SELECT run_id FROM ref_runs"), ids("SELECT dataset FROM ref_datasets"),
-                   ref.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_reference_scores"))
+                   ref.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_reference_scores"),
+                   ids("SELECT dataset FROM ref_dataset_traits") if ref._has("dataset_traits") else set())
 
 
 def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None = None) -> None:
     """The reference tables of ``suite`` from the results file attached as ``src``, as tables
     ``<prefix>_<table>`` on ``con``, less what an earlier chunk ``held`` holds: the plan rows, the cells'
-    results (with their trials, maps and predictions), the runs, the datasets and the floor it has."""
+    results (with their trials, maps and predictions), the runs, the datasets (and the characteristics of their
+    rows the file holds) and the floor it has."""
     held = held or Held()
     for name, values in (("skip_plan", held.plan), ("skip_results", held.results), ("skip_runs", held.runs),
-                         ("skip_datasets", held.datasets)):
+                         ("skip_datasets", held.datasets), ("skip_traits", held.traits)):
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name} (id VARCHAR)")
         if values:
             con.executemany(f"INSERT INTO {name} VALUES (?)", [[v] for v in sorted(values)])
@@ -348,6 +353,8 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
     con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "
                 f"WHERE dataset IN {datasets}")
     con.execute(f"CREATE TABLE {prefix}_features AS SELECT * FROM {src}.features WHERE dataset IN {datasets}")
+    con.execute(f"CREATE TABLE {prefix}_dataset_traits AS SELECT * FROM {src}.dataset_traits WHERE dataset IN "
+                f"(SELECT dataset FROM {src}.suite_cells WHERE suite = ? EXCEPT SELECT id FROM skip_traits)", [suite])
     keys = con.execute(f"SELECT DISTINCT dataset, split_key FROM {prefix}_suite_cells").fetchall()
     frames = []
     for dataset, key in keys:

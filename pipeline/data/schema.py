@@ -32,6 +32,9 @@ CREATE TABLE IF NOT EXISTS datasets (
     classes JSON, openml_id INTEGER, openml_task_id INTEGER, checksum VARCHAR, data_table VARCHAR,
     has_official_folds BOOLEAN, description VARCHAR, notes VARCHAR, fetched_at TIMESTAMP
 );
+CREATE TABLE IF NOT EXISTS dataset_traits (
+    dataset VARCHAR PRIMARY KEY, target_imbalance DOUBLE, uninformative_share DOUBLE, irregularity DOUBLE
+);
 CREATE TABLE IF NOT EXISTS features (
     dataset VARCHAR, position INTEGER, name VARCHAR, kind VARCHAR, n_missing INTEGER, n_levels INTEGER,
     high_cardinality BOOLEAN, PRIMARY KEY (dataset, position)

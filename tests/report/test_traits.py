@@ -7,6 +7,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from pipeline.data import characteristics
 from pipeline.data.ingest import TARGET
 from pipeline.data.schema import SCHEMA
 from pipeline.report import traits
@@ -18,12 +19,12 @@ def test_a_forest_finds_the_noise_features_uninformative():
     frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(10)])
     frame[TARGET] = (x[:, 0] + x[:, 1] > 0).astype(int).astype(str)
     kinds = {f"f{i}": "numeric" for i in range(10)}
-    noisy = traits.uninformative_share(frame, TARGET, kinds, "binary")
+    noisy = characteristics.uninformative_share(frame, TARGET, kinds, "binary")
     frame[TARGET] = (x.sum(axis=1) > 0).astype(int).astype(str)  # every feature carries signal
-    spread = traits.uninformative_share(frame, TARGET, kinds, "binary")
+    spread = characteristics.uninformative_share(frame, TARGET, kinds, "binary")
     assert noisy >= 0.5 and spread <= 0.2, (noisy, spread)
     frame.loc[:9, "f3"] = np.inf  # an infinite value reads as missing, not as a forest's error
-    assert traits.uninformative_share(frame, TARGET, kinds, "binary") <= 0.2
+    assert characteristics.uninformative_share(frame, TARGET, kinds, "binary") <= 0.2
 
 
 def test_irregularity_is_high_for_a_jagged_target_and_low_for_a_smooth_one():
@@ -34,23 +35,23 @@ def test_irregularity_is_high_for_a_jagged_target_and_low_for_a_smooth_one():
     frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(4)])
     kinds = {f"f{i}": "numeric" for i in range(4)}
     frame[TARGET] = x[:, 0] + 0.5 * x[:, 1]  # smooth
-    smooth = traits.irregularity(frame, TARGET, kinds, "regression")
+    smooth = characteristics.irregularity(frame, TARGET, kinds, "regression")
     frame[TARGET] = np.sign(np.sin(12 * x[:, 0]))  # flips every quarter of a standard deviation
-    jagged = traits.irregularity(frame, TARGET, kinds, "regression")
+    jagged = characteristics.irregularity(frame, TARGET, kinds, "regression")
     assert smooth < 0.1 < 0.5 < jagged, (smooth, jagged)
     frame[TARGET] = np.where(np.sin(12 * x[:, 0]) > 0, "a", "b")  # the same, as classes
-    assert traits.irregularity(frame, TARGET, kinds, "binary") > 0.2
+    assert characteristics.irregularity(frame, TARGET, kinds, "binary") > 0.2
     only_categorical = {"f0": "categorical"}
-    assert np.isnan(traits.irregularity(frame, TARGET, only_categorical, "binary"))
+    assert np.isnan(characteristics.irregularity(frame, TARGET, only_categorical, "binary"))
     # Among 16 features, 15 of them noise, the same: the measure follows the target, not the feature count
     # (a kernel over all 16, or one that kept a row's own value, read 0.0 for the jagged target here).
     x = rng.normal(size=(1500, 16))
     wide = pd.DataFrame(x, columns=[f"g{i}" for i in range(16)])
     kinds = {f"g{i}": "numeric" for i in range(16)}
     wide[TARGET] = x[:, 0] + 0.5 * x[:, 1]
-    smooth = traits.irregularity(wide, TARGET, kinds, "regression")
+    smooth = characteristics.irregularity(wide, TARGET, kinds, "regression")
     wide[TARGET] = np.sign(np.sin(12 * x[:, 0]))
-    jagged = traits.irregularity(wide, TARGET, kinds, "regression")
+    jagged = characteristics.irregularity(wide, TARGET, kinds, "regression")
     assert smooth < 0.1 < 0.25 < jagged, (smooth, jagged)
 
 
@@ -76,6 +77,11 @@ def test_traits_are_read_from_a_results_file(tmp_path):
     # a reference's dataset whose rows the file does not hold: what the tables say, NaN for the rest
     assert np.isnan(got.loc["gone", "target_imbalance"]) and np.isnan(got.loc["gone", "uninformative_share"])
     assert np.isnan(got.loc["gone", "irregularity"])
+    # what a reference shipped for it serves instead; where the rows are here, they win
+    con.execute("INSERT INTO dataset_traits VALUES ('gone', 1.5, 0.25, 0.125), ('d', 9.0, 9.0, 9.0)")
+    shipped = traits.dataset_traits(con, ["d", "gone"]).set_index("dataset")
+    assert tuple(shipped.loc["gone", list(characteristics.FROM_ROWS)]) == (1.5, 0.25, 0.125)
+    assert shipped.loc["gone", "features"] == 1 and shipped.loc["d"].equals(d)
 
 
 def test_each_characteristic_is_tested_against_the_gap_with_bh():
