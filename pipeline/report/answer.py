@@ -283,6 +283,9 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
     return out
 
 
+FLOOR_PARTS = 6  # past this many (model, size) pairs the floor sentence counts per model
+
+
 def floor_sentence(cells: pd.DataFrame) -> str | None:
     """The cells (rows of ``expected_cells``) that scored no better than the constant predictor, by model
     and size, in one sentence; None when every finished cell cleared it."""
@@ -291,7 +294,14 @@ def floor_sentence(cells: pd.DataFrame) -> str | None:
         return None
     g = ok.groupby(["model", "sample_size"], sort=True).no_better_than_constant.agg(["sum", "size"])
     g = g[g["sum"] > 0]
-    parts = [f"{m} in {int(r['sum'])} of {int(r['size'])} finished cells at {_size(size)}" for (m, size), r in g.iterrows()]
+    if len(g) <= FLOOR_PARTS:
+        parts = [f"{m} in {int(r['sum'])} of {int(r['size'])} finished cells at {_size(size)}"
+                 for (m, size), r in g.iterrows()]
+    else:  # a study's many (model, size) pairs: a total per model; the Accuracy page counts them per size (⊘)
+        per = ok.groupby("model", sort=True).no_better_than_constant.agg(["sum", "size"])
+        parts = [f"{m} in {int(r['sum'])} of {int(r['size'])} finished cells, most at "
+                 f"{_size(g.loc[m]['sum'].astype(int).idxmax())}" for m, r in per[per["sum"] > 0].iterrows()]
+        parts[-1] += " (the Accuracy page's summary tables count them per size, ⊘)"
     return ("No better than a constant predictor (the majority class, or the training mean): " + "; ".join(parts)
             + ". There the model learned nothing, so its score says nothing about its kind of model: look at its "
             "budget (epochs, learning rate) before reading these cells as a loss.")

@@ -3,6 +3,7 @@ boosting model, and how often each family beat it below the reference size."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ def crossover_test(data: ReportData, r: Any) -> str:
 
 
 GRID_FROM = 6  # more datasets than this: their curves as one grid of small panels, not a figure each
+FALLS_SHOWN = 10  # the ill-behaved curve points named one by one, largest drop first; the rest counted
 
 
 def page_sample_size(data: ReportData) -> Page:
@@ -87,10 +89,7 @@ def page_sample_size(data: ReportData) -> Page:
         p.add(note(reference_check(curves, networks, incumbents, data.kinds)))
         falls = crossover_mod.ill_behaved(curves)
         if len(falls):
-            said = "; ".join(f"{data.task_label(f.dataset, f.split_key)} {f.model}: {f.drop:.3f} lower at "
-                             f"{f.at_n:,.0f} rows than at {f.from_n:,.0f}" for f in falls.itertuples(index=False))
-            p.add(note(f"{len(falls)} curve points fall below a smaller size's with the two 95% intervals apart "
-                       f"(ill-behaved learning curves; LCDB 1.1 finds about 15% of curves so): {said}."))
+            p.add(note(falls_note(falls, data.task_label)))
 
     if attention and incumbents:
         projection_section(p, data, attention, incumbents)
@@ -123,6 +122,18 @@ def page_sample_size(data: ReportData) -> Page:
         if n_split < 2:
             p.add(note(f"{label}: one split per size, so no confidence band."))
     return p
+
+
+def falls_note(falls: pd.DataFrame, label: Callable[[str, str], str]) -> str:
+    """The ill-behaved curve points (:func:`crossover.ill_behaved`), the ``FALLS_SHOWN`` largest drops
+    named and the rest counted: a study's 35 datasets × 8 models would otherwise make it a page of text."""
+    shown = falls.sort_values("drop", ascending=False, kind="stable").head(FALLS_SHOWN)
+    said = "; ".join(f"{label(f.dataset, f.split_key)} {f.model}: {f.drop:.3f} lower at {f.at_n:,.0f} rows than at "
+                     f"{f.from_n:,.0f}" for f in shown.itertuples(index=False))
+    more = f"; and {len(falls) - len(shown)} smaller drops" if len(falls) > len(shown) else ""
+    return (f"{len(falls)} curve points fall below a smaller size's with the two 95% intervals apart (ill-behaved "
+            f"learning curves; LCDB 1.1 finds about 15% of curves so){', the largest drops' if more else ''}: "
+            f"{said}{more}.")
 
 
 def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:

@@ -55,8 +55,11 @@ def dataset_traits(con: Any, datasets: list[str], seed: int = 0) -> pd.DataFrame
     out = pd.DataFrame(rows, columns=["dataset", "log10_rows", "features", "categorical_share", "categorical_levels",
                                       "missing_share"])
     computed = characteristics.from_rows(con, list(out.dataset), seed)
-    shipped = con.execute("SELECT * FROM dataset_traits WHERE NOT list_contains(?, dataset)",
-                          [list(computed.dataset)]).df()
+    has_shipped = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'dataset_traits' "
+                              "AND table_catalog = current_database()").fetchall()[0][0]
+    shipped = (con.execute("SELECT * FROM dataset_traits WHERE NOT list_contains(?, dataset)",
+                           [list(computed.dataset)]).df() if has_shipped  # a file from before: none
+               else pd.DataFrame(columns=computed.columns))
     both = pd.concat([d for d in (computed, shipped[computed.columns]) if len(d)]) if len(computed) or len(shipped) \
         else computed
     return out.merge(both, on="dataset", how="left")[["dataset", *TRAITS]]

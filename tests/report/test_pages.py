@@ -419,6 +419,22 @@ def test_the_constant_predictor_is_the_floor_of_every_table(tmp_path):
             "4 finished cells at 32 training rows; mlp in 2 of 4 finished cells at 32 training rows.") in index
 
 
+def test_a_study_s_floor_sentence_counts_per_model_not_per_size():
+    """At a study's size (8 models × 6 sizes flagged) the overview's floor sentence is a total per model and
+    the size where most fell, not 48 clauses; the per-size counts stay on the Accuracy page."""
+    from pipeline.report.answer import FLOOR_PARTS, floor_sentence
+
+    sizes, models = ["128", "256", "1024", "4096", "10000", "12288"], [f"m{i}" for i in range(8)]
+    rows = [{"model": m, "sample_size": s, "status": "ok", "no_better_than_constant": k < (3 if s == "128" else 1)}
+            for m in models for s in sizes for k in range(5)]
+    said = floor_sentence(pd.DataFrame(rows))
+    assert len(models) * len(sizes) > FLOOR_PARTS and said is not None
+    assert said.count("finished cells") == len(models) and "m0 in 8 of 30 finished cells, most at 128 training rows" in said
+    assert "count them per size" in said
+    few = floor_sentence(pd.DataFrame([r for r in rows if r["model"] == "m0" and r["sample_size"] in ("128", "256")]))
+    assert few is not None and "m0 in 3 of 5 finished cells at 128 training rows; m0 in 1 of 5 finished cells at 256" in few
+
+
 def test_superseded_results_are_history_not_averaged_in(synth_db, tmp_path):
     """The synthetic file holds an earlier version of (alpha, all, fold 0, xgboost) that scored 0.5: it
     is listed as superseded and read by no other view. A file from before plans were recorded (no

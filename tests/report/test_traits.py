@@ -77,6 +77,10 @@ def test_traits_are_read_from_a_results_file(tmp_path):
     # a reference's dataset whose rows the file does not hold: what the tables say, NaN for the rest
     assert np.isnan(got.loc["gone", "target_imbalance"]) and np.isnan(got.loc["gone", "uninformative_share"])
     assert np.isnan(got.loc["gone", "irregularity"])
+    # a file from before references shipped characteristics has no table of them: the same
+    con.execute("DROP TABLE dataset_traits")
+    assert traits.dataset_traits(con, ["d", "gone", "never-run"]).set_index("dataset").equals(got)
+    con.execute(SCHEMA)
     # what a reference shipped for it serves instead; where the rows are here, they win
     con.execute("INSERT INTO dataset_traits VALUES ('gone', 1.5, 0.25, 0.125), ('d', 9.0, 9.0, 9.0)")
     shipped = traits.dataset_traits(con, ["d", "gone"]).set_index("dataset")
