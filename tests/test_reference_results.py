@@ -154,6 +154,31 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
     assert direct.df("SELECT count(*) AS n FROM ref_results").n[0] == 16 and direct.suite == "tinyref"
 
 
+def test_a_reference_from_before_characteristics_were_shipped_gets_them_in_a_chunk_of_their_own(reference,
+                                                                                                 tmp_path: Path):
+    ran, _ = reference
+    db = tmp_path / "old.duckdb"  # a results file from before the table, as it stands: opened read-only
+    db.write_bytes(ran.read_bytes())
+    with duckdb.connect(str(db)) as con:
+        con.execute("DROP TABLE dataset_traits")
+    root = tmp_path / "references"
+    chunks.add_chunk(db, "old", root=root)
+    for path in (root / "old" / "chunk-0001").glob("dataset_traits*.parquet"):
+        path.unlink()  # as chunks written before they were
+    first = digest(root / "old" / "chunk-0001")
+    cli = [sys.executable, "-m", "pipeline.cli", "reference", "add", str(db), "old", "--into", str(root)]
+    out = subprocess.run(cli, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "chunk-0002 with 0 cells and the characteristics of 2 datasets' rows" in out.stdout, \
+        out.stderr
+    assert digest(root / "old" / "chunk-0001") == first
+    ref = references.load(str(root / "old"))
+    assert ref.df("SELECT count(*) AS n FROM ref_results").n[0] == 8
+    assert sorted(ref.df("SELECT dataset FROM ref_dataset_traits").dataset) == ["breast_cancer", "wine"]
+    again = subprocess.run(cli, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 2 and "does not hold already" in again.stderr and again.stderr.count("\n") == 1
+    assert not (root / "old" / "chunk-0003").exists()
+
+
 def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_path: Path):
     """A study's first chunk carries its whole plan and the cells finished so far; the next chunk, from the
     same file later, adds the cells finished since, and no plan row, floor, run or dataset twice."""

@@ -43,6 +43,7 @@ class Added:
     curve_points: int | None = None  # the most points a trial's learning curve kept (None: all)
     map_features: int | None = None  # attention maps kept for datasets of at most this many features (None: all)
     maps_left_out: int = 0
+    traits: int = 0  # datasets whose characteristics from their rows this chunk ships
 
 
 def thin_curve(curve: list[dict[str, Any]], points: int, best: int | None = None) -> list[dict[str, Any]]:
@@ -110,7 +111,8 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         export_tables(con, "src", suite, "out", held)
         _add_traits(con, suite, held)
         n = _one(con, "SELECT count(*) FROM out_results")
-        if not n:
+        traits = _one(con, "SELECT count(*) FROM out_dataset_traits")
+        if not n and not traits:  # a chunk of characteristics alone: a reference from before they were shipped
             raise ReferenceError(f"{db}: no finished cell of suite {suite!r} that {folder} does not hold already")
         if not predictions:
             for table in ("predictions", "targets"):
@@ -134,7 +136,8 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         (out / "chunk.json").write_text(json.dumps({
             "chunk": chunk, "cells": int(n), "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "runs": [r[0] for r in con.execute("SELECT run_id FROM out_runs ORDER BY started_at").fetchall()],
-            "run_seconds": cost[2], "first_started": str(cost[0]), "last_finished": str(cost[1]), "hardware": hw,
+            "run_seconds": cost[2], "first_started": str(cost[0]) if cost[0] else None,
+            "last_finished": str(cost[1]) if cost[1] else None, "hardware": hw,
             "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
             "maps_left_out": maps_left_out, "note": note}, indent=2) + "\n")
         if not meta_path.is_file():
@@ -142,7 +145,7 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
                 "name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
                 "description": spec.get("description", ""),
                 "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}, indent=2) + "\n")
-        return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out)
+        return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits))
     finally:
         con.close()
 

@@ -353,8 +353,13 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
     con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "
                 f"WHERE dataset IN {datasets}")
     con.execute(f"CREATE TABLE {prefix}_features AS SELECT * FROM {src}.features WHERE dataset IN {datasets}")
-    con.execute(f"CREATE TABLE {prefix}_dataset_traits AS SELECT * FROM {src}.dataset_traits WHERE dataset IN "
-                f"(SELECT dataset FROM {src}.suite_cells WHERE suite = ? EXCEPT SELECT id FROM skip_traits)", [suite])
+    if _one(con, "SELECT count(*) FROM information_schema.tables WHERE table_catalog = ? AND table_name = "
+                 "'dataset_traits'", [src]):
+        con.execute(f"CREATE TABLE {prefix}_dataset_traits AS SELECT * FROM {src}.dataset_traits WHERE dataset IN "
+                    f"(SELECT dataset FROM {src}.suite_cells WHERE suite = ? EXCEPT SELECT id FROM skip_traits)", [suite])
+    else:  # a results file from before the table (opened read-only, so not upgraded)
+        con.execute(f"CREATE TABLE {prefix}_dataset_traits (dataset VARCHAR, target_imbalance DOUBLE, "
+                    "uninformative_share DOUBLE, irregularity DOUBLE)")
     keys = con.execute(f"SELECT DISTINCT dataset, split_key FROM {prefix}_suite_cells").fetchall()
     frames = []
     for dataset, key in keys:
