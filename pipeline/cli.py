@@ -121,14 +121,16 @@ def cmd_reference(args: argparse.Namespace) -> int:
         added = chunks.add_chunk(args.db, args.name, suite=args.suite, root=Path(args.into) if args.into else None,
                                  predictions=not args.no_predictions, note=args.note or "",
                                  curve_points=None if args.full_curves else chunks.CURVE_POINTS,
-                                 map_features=None if args.all_maps else chunks.MAP_FEATURES)
+                                 map_features=None if args.all_maps else chunks.MAP_FEATURES,
+                                 digits=None if args.full_precision else chunks.DIGITS)
         total = sum(mb for _, mb in added.files)
         left = (f", {added.maps_left_out} attention maps of datasets over {added.map_features} features left out"
                 if added.maps_left_out else "")
         traits = f" and the characteristics of {added.traits} datasets' rows" if added.traits else ""
         print(f"reference {args.name}: {added.chunk} with {added.cells} cells{traits} → {added.folder} ({total:.1f} MB"
               f"{'' if added.predictions else ', no predictions'}"
-              f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''}{left})")
+              f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''}"
+              f"{f', curves and maps to {added.digits} significant digits' if added.digits else ''}{left})")
         return 0
     if args.reference_command == "export":
         return _export_reference(args.name, args.db)
@@ -372,6 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep every point of the trials' learning curves (default: at most 128 each)")
     add.add_argument("--all-maps", action="store_true",
                      help="keep the attention maps of every dataset (default: of those with at most 64 features)")
+    add.add_argument("--full-precision", action="store_true",
+                     help="keep every digit of the curves' and attention maps' numbers (default: 4 significant)")
     add.add_argument("--note", help="a line on how the chunk was run")
     add.set_defaults(func=cmd_reference)
     export = refs.add_parser("export", help="a reference's results as a results file of its own (to report or query)")

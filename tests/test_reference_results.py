@@ -254,6 +254,43 @@ def test_a_chunk_leaves_out_the_attention_maps_of_wide_datasets(reference, tmp_p
     assert kept == [(narrow,)]
 
 
+def test_a_chunk_keeps_curves_and_maps_to_four_significant_digits_and_scores_whole(reference, tmp_path: Path):
+    """A float's 17 digits are most of a curve's or a map's bytes and none of what its chart shows: a chunk
+    keeps 4 significant digits there (--full-precision: all), and never rounds a result or a score."""
+    assert chunks.significant({"a": [1 / 3, 12345.678, 7, None, float("nan")], "b": "x"}, 4)["a"][:4] == \
+        [0.3333, 12350.0, 7, None]
+    db, _ = reference
+    maps = tmp_path / "maps.duckdb"
+    maps.write_bytes(db.read_bytes())
+    with duckdb.connect(str(maps)) as con:
+        cell = con.execute("SELECT cell_id FROM results ORDER BY cell_id LIMIT 1").fetchall()[0][0]
+        con.execute("INSERT INTO attention_maps VALUES (?, 'x', 'm', '[\"f0\"]', ?)",
+                    [cell, json.dumps([[1 / 3, 2 / 3], [1 / 7, 6 / 7]])])
+        scores = dict(con.execute("SELECT cell_id, val_score FROM results").fetchall())
+
+    def shipped(chunk: Path) -> tuple[list, list, dict]:
+        con = duckdb.connect()
+        try:
+            read = lambda t, c: [json.loads(v) for (v,) in con.execute(  # noqa: E731
+                f"SELECT {c} FROM read_parquet('{chunk / t}.parquet') WHERE {c} IS NOT NULL").fetchall()]
+            return (read("attention_maps", "map"), read("trials", "curve"),
+                    dict(con.execute(f"SELECT cell_id, val_score FROM read_parquet('{chunk / 'results.parquet'}')"
+                                     ).fetchall()))
+        finally:
+            con.close()
+
+    rounded = chunks.add_chunk(maps, "rounded", root=tmp_path)
+    assert rounded.digits == 4
+    got_maps, curves, got_scores = shipped(tmp_path / "rounded" / rounded.chunk)
+    assert got_maps == [[[0.3333, 0.6667], [0.1429, 0.8571]]] and got_scores == scores
+    numbers = [v for c in curves for point in c for v in point.values() if isinstance(v, float)]
+    assert numbers and all(v == float(f"{v:.4g}") for v in numbers)
+    whole = chunks.add_chunk(maps, "whole", root=tmp_path, digits=None)
+    got_maps, curves, _ = shipped(tmp_path / "whole" / whole.chunk)
+    assert got_maps == [[[1 / 3, 2 / 3], [1 / 7, 6 / 7]]]
+    assert any(v != float(f"{v:.4g}") for c in curves for point in c for v in point.values() if isinstance(v, float))
+
+
 def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_run(reference, tmp_path: Path):
     """`attnbench reference export NAME --db FILE`: the shipped results without a run; a file that exists is
     refused and left as it was."""

@@ -29,6 +29,9 @@ MAX_FILE_MB = 4.5  # no file of a chunk above this: git keeps them whole, and th
 # A shipped trial's learning curve keeps at most this many points (add_chunk's curve_points): a boosting
 # library's curve has a point per round (CatBoost's 2,000), most of a study's trials table otherwise.
 CURVE_POINTS = 128
+# A shipped chunk's curves and attention maps keep this many significant digits (add_chunk's digits): a
+# float's 17 digits of noise are most of their bytes, and a heat map or a curve shows none of them.
+DIGITS = 4
 # A shipped attention map is kept for a dataset of at most this many features (add_chunk's map_features):
 # a map is (features + 1)² numbers, and one dataset of 359 features made 3.5 of a chunk's 3.6 MB.
 MAP_FEATURES = 64
@@ -44,6 +47,7 @@ class Added:
     map_features: int | None = None  # attention maps kept for datasets of at most this many features (None: all)
     maps_left_out: int = 0
     traits: int = 0  # datasets whose characteristics from their rows this chunk ships
+    digits: int | None = None  # significant digits the curves and maps kept (None: all)
 
 
 def thin_curve(curve: list[dict[str, Any]], points: int, best: int | None = None) -> list[dict[str, Any]]:
@@ -76,15 +80,39 @@ def _thin_curves(con: Any, table: str, points: int) -> None:
         con.unregister("thinned_curves")
 
 
+def significant(value: Any, digits: int) -> Any:
+    """``value`` (a number, or lists and dicts of them, as JSON holds them) with every float rounded to
+    ``digits`` significant digits; integers, strings and None as they are."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}") if np.isfinite(value) else value
+    if isinstance(value, list):
+        return [significant(v, digits) for v in value]
+    if isinstance(value, dict):
+        return {k: significant(v, digits) for k, v in value.items()}
+    return value
+
+
+def _round_json(con: Any, table: str, key: str, column: str, digits: int) -> None:
+    """Every float inside the JSON ``column`` of ``table`` rounded to ``digits`` significant digits."""
+    rows = con.execute(f"SELECT {key}, {column} FROM {table} WHERE {column} IS NOT NULL").fetchall()
+    if not rows:
+        return
+    rounded = [(k, json.dumps(significant(json.loads(v) if isinstance(v, str) else v, digits))) for k, v in rows]
+    con.register("rounded_df", pd.DataFrame(rounded, columns=["k", "v"]))
+    con.execute(f"UPDATE {table} SET {column} = r.v::JSON FROM rounded_df r WHERE {table}.{key} = r.k")
+    con.unregister("rounded_df")
+
+
 def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path | None = None,
               predictions: bool = True, note: str = "", curve_points: int | None = CURVE_POINTS,
-              map_features: int | None = MAP_FEATURES) -> Added:
+              map_features: int | None = MAP_FEATURES, digits: int | None = DIGITS) -> Added:
     """Write the cells of ``db`` that the reference ``name`` does not hold yet as its next chunk
     (``<root>/<name>/chunk-NNNN``); the first chunk also writes ``reference.json``. Earlier chunks are
     never touched. ``predictions=False`` leaves the trials' predictions out (their size);
     ``curve_points`` thins each trial's learning curve to that many points (:func:`thin_curve`; None
     keeps them whole); ``map_features`` leaves out the attention maps of datasets with more features
-    (None keeps them all). The results file keeps everything."""
+    (None keeps them all); ``digits`` rounds the curves' and maps' numbers to that many significant digits
+    (None keeps them whole; results and scores are never rounded). The results file keeps everything."""
     import duckdb
 
     from pipeline.data.store import Store
@@ -124,6 +152,9 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             maps_left_out = _one(con, "SELECT count(*) FROM out_attention_maps WHERE json_array_length(features::JSON) > ?",
                                  [map_features])
             con.execute("DELETE FROM out_attention_maps WHERE json_array_length(features::JSON) > ?", [map_features])
+        if digits:
+            _round_json(con, "out_trials", "trial_id", "curve", digits)
+            _round_json(con, "out_attention_maps", "cell_id", "map", digits)
         chunk = f"chunk-{len(list(folder.glob('chunk-*'))) + 1:04d}"
         out = folder / chunk
         out.mkdir(parents=True, exist_ok=False)
@@ -139,13 +170,14 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "run_seconds": cost[2], "first_started": str(cost[0]) if cost[0] else None,
             "last_finished": str(cost[1]) if cost[1] else None, "hardware": hw,
             "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
-            "maps_left_out": maps_left_out, "note": note}, indent=2) + "\n")
+            "maps_left_out": maps_left_out, "digits": digits, "note": note}, indent=2) + "\n")
         if not meta_path.is_file():
             meta_path.write_text(json.dumps({
                 "name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
                 "description": spec.get("description", ""),
                 "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}, indent=2) + "\n")
-        return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits))
+        return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits),
+                     digits)
     finally:
         con.close()
 
