@@ -230,3 +230,34 @@ def test_a_synthetic_task_is_stored_like_any_dataset(tmp_path: Path):
     other = SyntheticDataset(synthetic="num_cat_interaction", n_rows=400, name=ds.name)
     with pytest.raises(DataError, match="already used"):
         ingest.ingest(store, other, Protocol(folds=3), seed=0)
+
+
+def test_an_exported_openml_task_renamed_for_a_clash_is_checked_against_its_own_rows(tmp_path, monkeypatch):
+    """In a file exported from a reference (descriptions, no rows), an unnamed OpenML task stored as
+    'credit-g-task31' beside another dataset called 'credit-g' is checked against its own checksum: the
+    reference's rows pass, other rows are refused, and re-ingesting drops the characteristics of the rows
+    it replaces."""
+    from pipeline.spec import OpenMLTask
+
+    def raw(source: str, task: int | None, seed: int) -> sources.RawDataset:
+        r = np.random.default_rng(seed)
+        return sources.RawDataset(name="credit-g", source=source, features=pd.DataFrame({"a": r.normal(size=60)}),
+                                  y=pd.Series(r.choice(["p", "q"], 60)), task_type="binary", target="t",
+                                  openml_task_id=task)
+
+    task_rows, other = raw("openml-task:31", 31, 1), raw("file:/x/credit-g.csv", None, 2)
+    monkeypatch.setattr(sources, "load", lambda spec: raw("openml-task:31", 31, 1))
+    for held, refused in ((task_rows.checksum(), False), ("not-these-rows", True)):
+        store = Store(tmp_path / f"{held}.duckdb")
+        with store.transaction() as con:
+            con.execute("INSERT INTO datasets (dataset, source, task_type, openml_task_id, checksum, data_table) "
+                        "VALUES ('credit-g', 'file:/x/credit-g.csv', 'binary', NULL, ?, NULL), "
+                        "('credit-g-task31', 'openml-task:31', 'binary', 31, ?, NULL)", [other.checksum(), held])
+            con.execute("INSERT INTO dataset_traits VALUES ('credit-g-task31', 0.5, 0.5, 0.5)")
+        if refused:
+            with pytest.raises(DataError, match=r"'credit-g-task31'.*not-these-rows"):
+                ingest.prepare(store, OpenMLTask(openml_task=31), Protocol(folds=2, repeats=1), 0)
+            continue
+        stored = ingest.ingest(store, OpenMLTask(openml_task=31), Protocol(folds=2, repeats=1), 0)
+        assert stored.name == "credit-g-task31" and stored.checksum == task_rows.checksum()
+        assert store.query("SELECT count(*) AS n FROM dataset_traits").n[0] == 0  # of the rows it replaced

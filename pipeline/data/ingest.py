@@ -98,11 +98,11 @@ def prepare(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, r
         raw = None
     else:
         raw = raw or sources.load(spec)
-        if name and held and not refresh:
-            _check_rows_only(store, raw)
         other = store.query("SELECT source FROM datasets WHERE dataset = ?", [raw.name]) if held else pd.DataFrame()
         if len(other) and other.source.iloc[0] != raw.source and isinstance(spec, OpenMLTask) and not spec.name:
             raw.name = f"{raw.name}-task{spec.openml_task}"
+        if name and held and not refresh:  # by the name it is stored under (an OpenML task's may carry -taskN)
+            _check_rows_only(store, raw)
         if raw.folds is None:  # the protocol's folds must be possible before anything is stored
             y = raw.y.astype(str) if raw.task_type != "regression" else raw.y.astype(float)
             try:

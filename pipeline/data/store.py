@@ -294,6 +294,7 @@ class Store:
         with self.transaction() as con:
             con.execute("DELETE FROM datasets WHERE dataset = ?", [meta["dataset"]])
             con.execute("DELETE FROM features WHERE dataset = ?", [meta["dataset"]])
+            con.execute("DELETE FROM dataset_traits WHERE dataset = ?", [meta["dataset"]])  # of the rows replaced
             cols = list(meta)
             con.execute(f"INSERT INTO datasets ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                         [meta[c] for c in cols])
