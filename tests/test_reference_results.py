@@ -179,6 +179,19 @@ def test_a_reference_from_before_characteristics_were_shipped_gets_them_in_a_chu
     assert not (root / "old" / "chunk-0003").exists()
 
 
+def test_a_chunk_ships_the_characteristics_of_the_rows_over_a_stale_table(reference, tmp_path: Path):
+    db, _ = reference
+    stale = tmp_path / "stale.duckdb"
+    stale.write_bytes(db.read_bytes())
+    with duckdb.connect(str(stale)) as con:
+        con.execute("INSERT OR REPLACE INTO dataset_traits VALUES ('wine', 9.0, 9.0, 9.0)")
+        expected = characteristics.from_rows(con, ["wine"]).iloc[0]
+    added = chunks.add_chunk(stale, "rows", root=tmp_path)
+    shipped = duckdb.sql(f"SELECT * FROM read_parquet('{tmp_path / 'rows' / added.chunk / 'dataset_traits.parquet'}') "
+                         "WHERE dataset = 'wine'").df()
+    assert len(shipped) == 1 and shipped.iloc[0].equals(expected) and shipped.target_imbalance[0] != 9.0
+
+
 def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_path: Path):
     """A study's first chunk carries its whole plan and the cells finished so far; the next chunk, from the
     same file later, adds the cells finished since, and no plan row, floor, run or dataset twice."""
@@ -310,6 +323,12 @@ def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_r
         shipped = traits.dataset_traits(exported, ["breast_cancer", "wine"]).set_index("dataset")
     assert from_rows.notna().all().all() and len(from_rows) == 2
     assert shipped[list(characteristics.FROM_ROWS)].equals(from_rows)
+    merged = tmp_path / "merged.duckdb"  # and a merge of the exported file keeps them
+    from pipeline.data.merge import merge
+    merge([str(out_db)], str(merged))
+    with duckdb.connect(str(merged), read_only=True) as con:
+        assert traits.dataset_traits(con, ["breast_cancer", "wine"]).set_index("dataset")[
+            list(characteristics.FROM_ROWS)].equals(from_rows)
     rep = subprocess.run([*cli, "report", "--db", str(out_db), "--reports", str(reports)], capture_output=True,
                          text=True, timeout=300)
     assert rep.returncode == 0 and "breast_cancer" in (reports / "accuracy.html").read_text(), rep.stderr

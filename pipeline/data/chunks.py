@@ -185,11 +185,13 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
 def _add_traits(con: Any, suite: str, held: Held) -> None:
     """The characteristics of each planned dataset's rows that the reference does not hold yet, computed
     here where the rows are: a reference ships no rows, and its report would otherwise not know them."""
-    planned = [r[0] for r in con.execute("SELECT DISTINCT dataset FROM src.suite_cells WHERE suite = ? EXCEPT "
-                                         "SELECT dataset FROM out_dataset_traits ORDER BY 1", [suite]).fetchall()]
+    planned = [r[0] for r in con.execute("SELECT DISTINCT dataset FROM src.suite_cells WHERE suite = ? ORDER BY 1",
+                                         [suite]).fetchall()]
     frame = characteristics.from_rows(con, [d for d in planned if d not in held.traits], catalog="src")
-    if len(frame):
+    frame = frame[frame[list(characteristics.FROM_ROWS)].notna().any(axis=1)]  # all NaN: it failed (logged); retried
+    if len(frame):  # the rows win over what the file's own table says (as in the report)
         con.register("traits_df", frame)
+        con.execute("DELETE FROM out_dataset_traits WHERE dataset IN (SELECT dataset FROM traits_df)")
         con.execute("INSERT INTO out_dataset_traits BY NAME SELECT * FROM traits_df")
         con.unregister("traits_df")
 

@@ -267,6 +267,8 @@ def _write(files: list[Path], target: Path, keep: dict[str, str], report: MergeR
                                 f"WHERE {key} NOT IN (SELECT {key} FROM {table})")
                 con.execute(f"INSERT INTO features BY NAME SELECT * FROM {a}.features "
                             "WHERE dataset NOT IN (SELECT DISTINCT dataset FROM features)")
+                if "dataset_traits" in src:  # a reference's shipped characteristics (a file from before has none)
+                    con.execute(f"INSERT OR IGNORE INTO dataset_traits BY NAME SELECT * FROM {a}.dataset_traits")
                 for table in ("splits", "train_order"):
                     con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {a}.{table} s WHERE NOT EXISTS "
                                 f"(SELECT 1 FROM {table} o WHERE o.dataset = s.dataset AND o.split_key = s.split_key)")
