@@ -14,8 +14,8 @@ temporary folder (or ``--keep``'s).
     python benchmarks/study_scale.py --keep /tmp/full      # keep the full-size file and its report
 
 Three builds are timed, each in a fresh ``attnbench report`` process: the cells run so far as shipped (the
-reference), all planned cells as shipped (no rows: the characteristics that need rows read "—"), and all
-planned cells in a run's own file, with the suite's rows fetched in, so that every characteristic (a forest
+reference), all planned cells as shipped (no rows: the characteristics that need them are the ones the
+reference ships), and all planned cells in a run's own file, with the suite's rows fetched in, so that every characteristic (a forest
 on up to 2,000 rows per dataset) is computed as in the study's own report.
 """
 

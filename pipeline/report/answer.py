@@ -292,19 +292,29 @@ def floor_sentence(cells: pd.DataFrame) -> str | None:
     ok = cells[cells.status == Status.OK]
     if ok.empty or not ok.no_better_than_constant.any():
         return None
-    g = ok.groupby(["model", "sample_size"], sort=True).no_better_than_constant.agg(["sum", "size"])
-    g = g[g["sum"] > 0]
+    g = ok.groupby(["model", "sample_size"], sort=True).no_better_than_constant.agg(["sum", "size"]).reset_index()
+    g = g[g["sum"] > 0].assign(order=lambda f: f.sample_size.map(_size_order))
+    g = g.sort_values(["model", "order"], kind="stable")
     if len(g) <= FLOOR_PARTS:
-        parts = [f"{m} in {int(r['sum'])} of {int(r['size'])} finished cells at {_size(size)}"
-                 for (m, size), r in g.iterrows()]
+        parts = [f"{r.model} in {int(r['sum'])} of {int(r['size'])} finished cells at {_size(r.sample_size)}"
+                 for _, r in g.iterrows()]
     else:  # a study's many (model, size) pairs: a total per model; the Accuracy page counts them per size (⊘)
         per = ok.groupby("model", sort=True).no_better_than_constant.agg(["sum", "size"])
-        parts = [f"{m} in {int(r['sum'])} of {int(r['size'])} finished cells, most at "
-                 f"{_size(g.loc[m]['sum'].astype(int).idxmax())}" for m, r in per[per["sum"] > 0].iterrows()]
+        parts = []
+        for m, r in per[per["sum"] > 0].iterrows():
+            at = g[g.model == m]
+            most = at[at["sum"] == at["sum"].max()].sample_size.tolist()  # every size tied for the most
+            parts.append(f"{m} in {int(r['sum'])} of {int(r['size'])} finished cells, most at "
+                         + (_size(most[0]) if len(most) == 1 else
+                            f"{', '.join(_size(x).split(' ')[0] for x in most[:-1])} and {_size(most[-1])} (tied)"))
         parts[-1] += " (the Accuracy page's summary tables count them per size, ⊘)"
     return ("No better than a constant predictor (the majority class, or the training mean): " + "; ".join(parts)
             + ". There the model learned nothing, so its score says nothing about its kind of model: look at its "
             "budget (epochs, learning rate) before reading these cells as a loss.")
+
+
+def _size_order(size: str) -> float:
+    return float("inf") if size == "all" else float(size)
 
 
 def _size(size: str) -> str:

@@ -130,7 +130,7 @@ def falls_note(falls: pd.DataFrame, label: Callable[[str, str], str]) -> str:
     shown = falls.sort_values("drop", ascending=False, kind="stable").head(FALLS_SHOWN)
     said = "; ".join(f"{label(f.dataset, f.split_key)} {f.model}: {f.drop:.3f} lower at {f.at_n:,.0f} rows than at "
                      f"{f.from_n:,.0f}" for f in shown.itertuples(index=False))
-    more = f"; and {len(falls) - len(shown)} smaller drops" if len(falls) > len(shown) else ""
+    more = f"; and {len(falls) - len(shown)} more, none larger" if len(falls) > len(shown) else ""
     return (f"{len(falls)} curve points fall below a smaller size's with the two 95% intervals apart (ill-behaved "
             f"learning curves; LCDB 1.1 finds about 15% of curves so){', the largest drops' if more else ''}: "
             f"{said}{more}.")

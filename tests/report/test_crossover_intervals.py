@@ -93,7 +93,7 @@ def test_a_study_s_ill_behaved_points_name_the_largest_drops_and_count_the_rest(
     falls = pd.DataFrame([{"dataset": f"d{i}", "split_key": "k", "model": "m", "at_n": 1024, "from_n": 256,
                            "drop": 0.001 * (i + 1)} for i in range(FALLS_SHOWN + 5)])
     said = falls_note(falls, lambda d, _: d)
-    assert said.startswith(f"{FALLS_SHOWN + 5} curve points") and said.endswith("; and 5 smaller drops.")
+    assert said.startswith(f"{FALLS_SHOWN + 5} curve points") and said.endswith("; and 5 more, none larger.")
     assert said.count(" lower at ") == FALLS_SHOWN and f"d{FALLS_SHOWN + 4} m: 0.015" in said and "d4 m:" not in said
     assert falls_note(falls.head(2), lambda d, _: d).count(" lower at ") == 2
 

@@ -433,6 +433,11 @@ def test_a_study_s_floor_sentence_counts_per_model_not_per_size():
     assert "count them per size" in said
     few = floor_sentence(pd.DataFrame([r for r in rows if r["model"] == "m0" and r["sample_size"] in ("128", "256")]))
     assert few is not None and "m0 in 3 of 5 finished cells at 128 training rows; m0 in 1 of 5 finished cells at 256" in few
+    # sizes in their numeric order ("1024" < "128" as text), and a tie named as one
+    tied = [{**r, "no_better_than_constant": r["sample_size"] in ("128", "1024") and k % 5 < 2}
+            for k, r in enumerate(rows)]
+    said = floor_sentence(pd.DataFrame(tied))
+    assert said is not None and "m0 in 4 of 30 finished cells, most at 128 and 1,024 training rows (tied)" in said
 
 
 def test_superseded_results_are_history_not_averaged_in(synth_db, tmp_path):
