@@ -56,7 +56,7 @@ def _reports_dir(path: str) -> Path:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from pipeline import runner
-    from pipeline.data.sources import configure_openml
+    from pipeline.data.openml_source import configure_openml
 
     suite = _suite(args.suite)
     compress = compress_problems(suite) + weights_problems(suite)
@@ -172,10 +172,11 @@ def _db_option(db: str) -> str:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     from pipeline.data import ingest, sources
+    from pipeline.data.openml_source import configure_openml
     from pipeline.data.store import Store
 
     suite = _suite(args.suite)
-    sources.configure_openml(args.openml_cache, args.openml_server)
+    configure_openml(args.openml_cache, args.openml_server)
     store = Store(args.db)
     for spec in sources.expand(suite.datasets):
         ds = ingest.ingest(store, spec, suite.protocol, suite.seed, refresh=args.refresh)
@@ -247,7 +248,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
-    from pipeline.data.sources import configure_openml
+    from pipeline.data.openml_source import configure_openml
     from pipeline.pin import pin_suite
 
     configure_openml(args.openml_cache, args.openml_server)

@@ -72,7 +72,7 @@ def _task_metadata(task_ids: list[int]) -> tuple[dict[int, dict[str, Any]], str 
 
     if not task_ids:
         return {}, None
-    from pipeline.data.sources import network_timeout
+    from pipeline.data.openml_source import network_timeout
 
     try:
         with network_timeout():
@@ -103,7 +103,7 @@ def pin_suite(suite_id: int | str, out_path: str | Path, *, lite: bool = False) 
     """Resolve OpenML suite ``suite_id`` and write a suite YAML pinning each of its tasks to ``out_path``."""
     import openml
 
-    from pipeline.data.sources import network_timeout, openml_error
+    from pipeline.data.openml_source import network_timeout, openml_error
 
     try:
         with network_timeout():

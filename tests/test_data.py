@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.data import ingest, sources
 from pipeline.data.preprocess import Preprocessor
+from pipeline.data.raw import RawDataset
 from pipeline.data.store import Store
 from pipeline.errors import DataError, StoreError
 from pipeline.spec import LocalFile, Protocol, SklearnDataset
@@ -239,9 +240,9 @@ def test_an_exported_openml_task_renamed_for_a_clash_is_checked_against_its_own_
     it replaces."""
     from pipeline.spec import OpenMLTask
 
-    def raw(source: str, task: int | None, seed: int) -> sources.RawDataset:
+    def raw(source: str, task: int | None, seed: int) -> RawDataset:
         r = np.random.default_rng(seed)
-        return sources.RawDataset(name="credit-g", source=source, features=pd.DataFrame({"a": r.normal(size=60)}),
+        return RawDataset(name="credit-g", source=source, features=pd.DataFrame({"a": r.normal(size=60)}),
                                   y=pd.Series(r.choice(["p", "q"], 60)), task_type="binary", target="t",
                                   openml_task_id=task)
 

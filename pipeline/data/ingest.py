@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data import sources, splits
+from pipeline.data.raw import RawDataset, high_cardinality
 from pipeline.data.schema import table_name
 from pipeline.data.store import Store
 from pipeline.errors import DataError
@@ -48,7 +49,7 @@ class Prepared:
     split_key: str
     parts: pd.DataFrame  # repeat, fold, row_id, role ('train' | 'valid' | 'test')
     orders: pd.DataFrame  # repeat, fold, seed, row_id, rank: the nested training subsets
-    raw: sources.RawDataset | None = None  # to be stored (a dataset the store does not hold yet)
+    raw: RawDataset | None = None  # to be stored (a dataset the store does not hold yet)
     new_splits: bool = False  # parts and orders are to be stored
 
     @property
@@ -150,7 +151,7 @@ def _covers(store: Store, ds: StoredDataset, key: str, protocol: Protocol) -> bo
     return int(have.repeats) >= int(need) and int(have.seeds) >= protocol.subset_seeds
 
 
-def _as_stored(raw: sources.RawDataset) -> StoredDataset:
+def _as_stored(raw: RawDataset) -> StoredDataset:
     """A loaded dataset as :func:`read` returns it once stored: categoricals as text categories,
     numerics as floats, class labels as text."""
     frame = raw.features.copy()
@@ -210,7 +211,7 @@ def _columns(path: Path) -> list[str] | None:
         return None
 
 
-def _check_rows_only(store: Store, raw: sources.RawDataset) -> None:
+def _check_rows_only(store: Store, raw: RawDataset) -> None:
     """A file exported from a reference holds a dataset's description and results but not its rows; the
     rows loaded from the source take their place only if they are the rows those results were run on."""
     held = store.query("SELECT checksum FROM datasets WHERE dataset = ? AND data_table IS NULL", [raw.name])
@@ -221,7 +222,7 @@ def _check_rows_only(store: Store, raw: sources.RawDataset) -> None:
             f"with these, so use another --db or give this entry another 'name:'")
 
 
-def _check_name(store: Store, spec: DatasetSpec, name: str) -> sources.RawDataset | None:
+def _check_name(store: Store, spec: DatasetSpec, name: str) -> RawDataset | None:
     """Refuse a name the database already holds for other rows: results are keyed by dataset name, so
     reusing it would score one dataset's cells on another's data.
 
@@ -246,7 +247,7 @@ def _check_name(store: Store, spec: DatasetSpec, name: str) -> sources.RawDatase
         f"to {source}; results are keyed by dataset name, so give this entry another 'name:' or use another --db")
 
 
-def _write(store: Store, raw: sources.RawDataset) -> None:
+def _write(store: Store, raw: RawDataset) -> None:
     checksum = raw.checksum()
     frame = raw.features.copy()
     for c in raw.categorical:
@@ -261,8 +262,8 @@ def _write(store: Store, raw: sources.RawDataset) -> None:
         "kind": ["categorical" if c in cat else "numeric" for c in raw.features.columns],
         "n_missing": [int(raw.features[c].isna().sum()) for c in raw.features.columns],
         "n_levels": [int(raw.features[c].nunique()) if c in cat else None for c in raw.features.columns],
-        # about one level per row: an id or free text (sources.high_cardinality; ingest's notes say so too)
-        "high_cardinality": [sources.high_cardinality(raw.features[c]) for c in raw.features.columns],
+        # about one level per row: an id or free text (raw.high_cardinality; ingest's notes say so too)
+        "high_cardinality": [high_cardinality(raw.features[c]) for c in raw.features.columns],
     })
     classes = sorted(raw.y.astype(str).unique()) if raw.task_type != "regression" else None
     # Official folds go in under the key 'official'; ingest() carves validation from them per protocol.
