@@ -295,6 +295,8 @@ class ModelSpec(_Strict):
     @field_validator("space")
     @classmethod
     def _space(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.models.registry import check_domain
+
         for key, dom in v.items():
             if isinstance(dom, dict):
                 check_domain(key, dom)
@@ -341,32 +343,6 @@ class ModelSpec(_Strict):
         if len(set(self.compress)) != len(self.compress):
             raise ValueError(f"compress lists a method twice: {self.compress}")
         return self
-
-
-def check_domain(key: str, dom: dict[str, Any]) -> None:
-    """Validate one search-space domain written as data, e.g. ``{loguniform: [1e-4, 1e-2]}``."""
-    from pipeline.models.registry import not_a_number
-
-    if len(dom) != 1:
-        raise ValueError(f"space.{key}: give exactly one of uniform, loguniform, int, logint, choice")
-    (kind, arg), = dom.items()
-    if kind == "choice":
-        if not isinstance(arg, list) or not arg:
-            raise ValueError(f"space.{key}.choice must be a non-empty list")
-        return
-    if kind not in ("uniform", "loguniform", "int", "logint"):
-        raise ValueError(f"space.{key}: unknown domain {kind!r}; allowed: uniform, loguniform, int, logint, choice")
-    if not (isinstance(arg, list) and len(arg) == 2):
-        given = f"a list of {len(arg)}" if isinstance(arg, list) else repr(arg)
-        raise ValueError(f"space.{key}.{kind} must be [low, high], two numbers, not {given}")
-    for a in arg:
-        if isinstance(a, bool) or not isinstance(a, int | float):
-            raise ValueError(f"space.{key}.{kind} must be [low, high], two numbers: {not_a_number(a)}")
-    lo, hi = arg
-    if not lo < hi:
-        raise ValueError(f"space.{key}.{kind}: low {lo} must be below high {hi}")
-    if kind.startswith("log") and lo <= 0:
-        raise ValueError(f"space.{key}.{kind}: low must be positive on a log scale")
 
 
 class SuiteSpec(_Strict):

@@ -404,3 +404,27 @@ def declared(name: str, *, builder: str | None = None, learner: str | None = Non
 
 
 _discover()
+
+
+def check_domain(key: str, dom: dict[str, Any]) -> None:
+    """Validate one search-space domain written as data, e.g. ``{loguniform: [1e-4, 1e-2]}``."""
+    if len(dom) != 1:
+        raise ValueError(f"space.{key}: give exactly one of uniform, loguniform, int, logint, choice")
+    (kind, arg), = dom.items()
+    if kind == "choice":
+        if not isinstance(arg, list) or not arg:
+            raise ValueError(f"space.{key}.choice must be a non-empty list")
+        return
+    if kind not in ("uniform", "loguniform", "int", "logint"):
+        raise ValueError(f"space.{key}: unknown domain {kind!r}; allowed: uniform, loguniform, int, logint, choice")
+    if not (isinstance(arg, list) and len(arg) == 2):
+        given = f"a list of {len(arg)}" if isinstance(arg, list) else repr(arg)
+        raise ValueError(f"space.{key}.{kind} must be [low, high], two numbers, not {given}")
+    for a in arg:
+        if isinstance(a, bool) or not isinstance(a, int | float):
+            raise ValueError(f"space.{key}.{kind} must be [low, high], two numbers: {not_a_number(a)}")
+    lo, hi = arg
+    if not lo < hi:
+        raise ValueError(f"space.{key}.{kind}: low {lo} must be below high {hi}")
+    if kind.startswith("log") and lo <= 0:
+        raise ValueError(f"space.{key}.{kind}: low must be positive on a log scale")
