@@ -136,6 +136,14 @@ def _loss(out: torch.Tensor, y: torch.Tensor, task_type: str) -> torch.Tensor:
     return F.cross_entropy(out.float(), y)
 
 
+# An epoch improves on the best when its validation loss is lower by more than min(ABS_TOL, REL_TOL × best).
+# The loss is in the target's own units (a regression's MSE): on Ailerons (target variance 1.7e-7) a fixed
+# 1e-7 alone stopped every run at patience after the first few epochs (R² 0.40 where boosting reaches 0.84).
+# Wherever the best loss stays at or above ABS_TOL / REL_TOL (1e-4) the rule is the fixed 1e-7 it was.
+ABS_TOL = 1e-7
+REL_TOL = 1e-3
+
+
 class Best:
     """The best epoch so far by validation loss, and its weights, kept in buffers allocated once (copied
     into on improvement: no new tensors each time)."""
@@ -145,8 +153,8 @@ class Best:
         self.loss, self.epoch = math.inf, 0
 
     def offer(self, loss: float, epoch: int, model: nn.Module) -> bool:
-        """Keep this epoch if its loss improves on the best; whether it did."""
-        if not loss < self.loss - 1e-7:
+        """Keep this epoch if its loss improves on the best by more than float noise; whether it did."""
+        if not loss < self.loss - min(ABS_TOL, REL_TOL * self.loss):
             return False
         self.loss, self.epoch = loss, epoch
         for k, v in model.state_dict().items():
