@@ -26,7 +26,7 @@ import yaml
 
 from pipeline.address import check_address
 from pipeline.data import ingest as ingest_mod
-from pipeline.data import sources
+from pipeline.data import run_lock, sources
 from pipeline.data.preprocess import FoldData, build_fold
 from pipeline.data.references import Reference
 from pipeline.data.store import Store
@@ -263,50 +263,56 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     pending, attempts = _pending(cells, done, force=force, retry_failed=retry_failed)
     summary = Summary(run_id=run_id, n_cells=len(cells), n_skipped=len(cells) - len(pending))
     progress(f"  {len(cells)} cells, {summary.n_skipped} already done, {len(pending)} to run")
-    # An address that cannot work is refused here. With nothing to run, no cluster is needed: the command
-    # records its run and (re)writes the report in seconds.
-    totals = start_ray(address, num_cpus, num_gpus) if pending else {}
-    # Nothing was written before this line.
-    stored = {p.name: (ingest_mod.commit(store, p), p.split_key) for p in prepared}
-    if adopt:
-        store.adopt(adopt)
-        progress(f"  {len(adopt)} cells done before keep their results under new ids (a cell id no longer hashes "
-                 "the suite's name)")
-    if against is not None:
-        added = against.copy_into(store, splits)
-        progress(f"  reference {against.name!r}: {added} of its cells on this suite's splits written beside yours "
-                 f"({against.where})")
-    if pending:
-        suite = _fit_to_cluster(suite, totals, progress)
-    run_row = run_record(suite, run_id, totals, argv, summary, plan_notes(suite, outside))
-    store.write_plan(suite.name, *plan_rows(suite, run_id, cells), run=run_row)
-    install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
-    loader = FoldLoader(store, suite)
-    to_run = [(cell, *stored[ds.name]) for cell, ds in pending]
-    plans = plan_cells(suite, store, loader, to_run, attempts, run_id, predictions)
-    resumed = sum(bool(p.prior) for p in plans)
-    if resumed:
-        progress(f"  {resumed} cells resume their search from {sum(len(p.prior) for p in plans)} committed trials")
-    lines = Progress(progress)
+    # One run writes a results file at a time (pipeline.data.run_lock); a second is refused here, before
+    # anything is written.
+    lock = run_lock.acquire(db, run_id)
     try:
-        with sigterm_as_interrupt():
-            if plans:
-                Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
-                          on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost).run()
-        summary.status = "finished"
-    except KeyboardInterrupt:
-        summary.status = "interrupted"
-        raise
-    except BaseException as err:
-        summary.status = "failed"
-        run_row["error"] = "".join(traceback.format_exception(err))[-4000:]
-        raise
+        # An address that cannot work is refused here. With nothing to run, no cluster is needed: the command
+        # records its run and (re)writes the report in seconds.
+        totals = start_ray(address, num_cpus, num_gpus) if pending else {}
+        # Nothing was written before this line.
+        stored = {p.name: (ingest_mod.commit(store, p), p.split_key) for p in prepared}
+        if adopt:
+            store.adopt(adopt)
+            progress(f"  {len(adopt)} cells done before keep their results under new ids (a cell id no longer hashes "
+                     "the suite's name)")
+        if against is not None:
+            added = against.copy_into(store, splits)
+            progress(f"  reference {against.name!r}: {added} of its cells on this suite's splits written beside yours "
+                     f"({against.where})")
+        if pending:
+            suite = _fit_to_cluster(suite, totals, progress)
+        run_row = run_record(suite, run_id, totals, argv, summary, plan_notes(suite, outside))
+        store.write_plan(suite.name, *plan_rows(suite, run_id, cells), run=run_row)
+        install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
+        loader = FoldLoader(store, suite)
+        to_run = [(cell, *stored[ds.name]) for cell, ds in pending]
+        plans = plan_cells(suite, store, loader, to_run, attempts, run_id, predictions)
+        resumed = sum(bool(p.prior) for p in plans)
+        if resumed:
+            progress(f"  {resumed} cells resume their search from {sum(len(p.prior) for p in plans)} committed trials")
+        lines = Progress(progress)
+        try:
+            with sigterm_as_interrupt():
+                if plans:
+                    Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
+                              on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost).run()
+            summary.status = "finished"
+        except KeyboardInterrupt:
+            summary.status = "interrupted"
+            raise
+        except BaseException as err:
+            summary.status = "failed"
+            run_row["error"] = "".join(traceback.format_exception(err))[-4000:]
+            raise
+        finally:
+            summary.n_done, summary.n_failed = run_row["n_done"], run_row["n_failed"]
+            run_row.update(status=summary.status, finished_at=now())
+            store.upsert_run(run_row)
+        counts = store.suite_counts(suite.name)
+        summary.suite_failed, summary.suite_missing = counts["failed"], counts["missing"]
     finally:
-        summary.n_done, summary.n_failed = run_row["n_done"], run_row["n_failed"]
-        run_row.update(status=summary.status, finished_at=now())
-        store.upsert_run(run_row)
-    counts = store.suite_counts(suite.name)
-    summary.suite_failed, summary.suite_missing = counts["failed"], counts["missing"]
+        lock.release()
     return summary
 
 

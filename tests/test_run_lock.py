@@ -1,0 +1,82 @@
+"""One run at a time per results file: a second `attnbench run` into a file another run is writing is refused
+in one line and writes nothing; the first goes on; a lock left by a process that is gone is taken over.
+Real processes: two `attnbench run` commands, and a `sleep` standing in for a run that was killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.data import run_lock
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+# Long enough (several seconds) for the second command to find the first one running.
+SLOW = {"name": "lock", "seed": 0, "datasets": [{"sklearn": "breast_cancer"}, {"sklearn": "wine"}],
+        "protocol": {"folds": 3, "max_folds": 3},
+        "models": [{"name": "mlp", "trials": 1, "fixed": {"max_epochs": 40, "patience": 40, "batch_size": 16}}]}
+
+
+def attnbench(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, **kw)
+
+
+def test_a_second_run_into_the_same_file_is_refused_and_the_first_goes_on(tmp_path: Path):
+    suite = tmp_path / "lock.yaml"
+    suite.write_text(yaml.safe_dump(SLOW))
+    db = tmp_path / "r.duckdb"
+    first = attnbench("run", str(suite), "--db", str(db), "--no-report", "--num-cpus", "1")
+    lock = run_lock.lock_path(db)
+    deadline = time.monotonic() + 240
+    while not lock.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert lock.exists(), first.communicate()
+    holder = json.loads(lock.read_text())
+    assert holder["pid"] == first.pid and holder["host"] == socket.gethostname()
+    second = attnbench("run", str(suite), "--db", str(db), "--no-report")
+    _, err = second.communicate(timeout=240)
+    assert first.poll() is None, "the first run ended before the second was refused: make SLOW slower"
+    assert second.returncode == 2 and err.count("\n") == 1, err
+    assert "another attnbench run is writing this results file" in err and holder["run_id"] in err
+    _, err = first.communicate(timeout=600)
+    assert first.returncode == 0, err[-2000:]
+    assert not lock.exists()  # released when the run ended
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
+        done = con.execute("SELECT count(*) FROM results WHERE status = 'ok'").fetchall()[0][0]
+    assert runs == 1 and done == 6  # the refused run left no trace; the first ran every cell once
+
+
+def test_a_lock_left_by_a_process_that_is_gone_is_taken_over(tmp_path: Path):
+    suite = tmp_path / "lock.yaml"
+    suite.write_text(yaml.safe_dump({**SLOW, "models": [{"name": "xgboost", "trials": 1,
+                                                          "fixed": {"n_estimators": 5}}]}))
+    db = tmp_path / "r.duckdb"
+    lock = run_lock.lock_path(db)
+    gone = subprocess.Popen(["sleep", "60"])
+    lock.write_text(json.dumps({"host": socket.gethostname(), "pid": gone.pid, "run_id": "killed-run"}))
+    held = attnbench("run", str(suite), "--db", str(db), "--no-report")
+    _, err = held.communicate(timeout=240)
+    assert held.returncode == 2 and "killed-run" in err and not db.exists()  # alive: refused, nothing written
+    gone.kill()
+    gone.wait()
+    ran = attnbench("run", str(suite), "--db", str(db), "--no-report", "--num-cpus", "1")
+    _, err = ran.communicate(timeout=600)
+    assert ran.returncode == 0, err[-2000:]
+    assert not lock.exists()
+    lock.write_text("")  # half written by a run that died while writing it, long ago
+    os.utime(lock, (time.time() - 60, time.time() - 60))
+    again = attnbench("run", str(suite), "--db", str(db), "--no-report")
+    _, err = again.communicate(timeout=240)
+    assert again.returncode == 0 and not lock.exists(), err[-2000:]
