@@ -349,7 +349,7 @@ def test_a_run_into_an_exported_file_loads_the_rows_it_lacks_and_checks_they_are
     exported = tmp_path / "ref.duckdb"
     subprocess.run([*cli, "reference", "export", str(root / "tinyref"), "--db", str(exported)], check=True,
                    capture_output=True, timeout=300)
-    mine = write(tmp_path / "mine.yaml", MINE)
+    mine = write(tmp_path / "mine.yaml", {**MINE, "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [64]}})
     tampered = tmp_path / "tampered.duckdb"
     tampered.write_bytes(exported.read_bytes())
     with duckdb.connect(str(tampered)) as con:
