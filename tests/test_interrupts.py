@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
+def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path, ray_address: str):
     """SIGKILL the driver after its first cell commits; the same command then runs only what is missing."""
     n_cells = 4
     suite = {**BASE, "datasets": [{"sklearn": "wine"}], "protocol": {"folds": n_cells},
@@ -72,8 +72,11 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
             driver.kill()
     done = results(db)
     assert 1 <= len(done) < n_cells and (done.status == "ok").all() and done.cell_id.is_unique
-    again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    # The rest on the session's Ray: what is resumed is the file's, not the cluster's (and a third Ray
+    # start would add nothing the two above did not test).
+    again = subprocess.run([*cmd[:-2], "--address", ray_address], cwd=REPO, capture_output=True, text=True,
+                           timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert f"{n_cells - len(done)} cells done, 0 failed, {len(done)} already done before" in again.stdout
     res = results(db)
@@ -85,7 +88,8 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
     assert runs == ["running", "finished"]  # the killed run never got to write its end
 
 
-def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_completes_each_cell_once(tmp_path: Path):
+def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_completes_each_cell_once(tmp_path: Path,
+                                                                                                   ray_address: str):
     """Ctrl-C typed into a real terminal (tmux): the run stops, records nothing that was only interrupted
     as a failure, is marked interrupted and exits 130. SIGTERM (``ray job stop``, ``kill``) does the same
     to the resumed run. A third run completes the rest, each cell once, each search with exactly its
@@ -143,7 +147,10 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
     # cells left to land between them.
     assert 2 <= first <= n_cells - 3, first
 
-    term = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # SIGTERM as `ray job stop` sends it: to the driver alone, of a run that joined a cluster (here the
+    # session's; a local Ray's own SIGTERM is test_sigterm_after_ray_started_is_an_interrupt_not_exit_status_15).
+    term = subprocess.Popen([*cmd[:-2], "--address", ray_address], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 180
     while n_results() < first + 1:  # the resumed run has committed a cell of its own
         assert term.poll() is None and time.monotonic() < deadline
@@ -154,8 +161,11 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
     second = check_clean("interrupted")
     assert first < second < n_cells, (first, second)
 
-    again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    # The rest on the session's Ray: what is resumed is the file's, not the cluster's (and a third Ray
+    # start would add nothing the two above did not test).
+    again = subprocess.run([*cmd[:-2], "--address", ray_address], cwd=REPO, capture_output=True, text=True,
+                           timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert f"{n_cells - second} cells done, 0 failed, {second} already done before" in again.stdout
     assert check_clean("finished") == n_cells

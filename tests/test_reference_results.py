@@ -340,7 +340,7 @@ def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_r
 
 
 def test_a_run_into_an_exported_file_loads_the_rows_it_lacks_and_checks_they_are_the_references(
-        reference, tmp_path: Path):
+        reference, tmp_path: Path, ray_address: str):
     """An exported file describes the reference's datasets without their rows. A run into it loads the rows
     from the source, if they are the rows the shipped results were run on; otherwise it is refused, in one
     line, and the file is left as it was."""
@@ -360,8 +360,8 @@ def test_a_run_into_an_exported_file_loads_the_rows_it_lacks_and_checks_they_are
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "breast_cancer" in refused.stderr and "not-these-rows" in refused.stderr
     assert tampered.read_bytes() == before
-    ran = subprocess.run([*cli, "run", str(mine), "--db", str(exported), "--no-report"], capture_output=True,
-                         text=True, timeout=600)
+    ran = subprocess.run([*cli, "run", str(mine), "--db", str(exported), "--no-report", "--address", ray_address],
+                         capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-2000:]
     with duckdb.connect(str(exported), read_only=True) as con:
         held = con.execute("SELECT data_table FROM datasets WHERE dataset = 'breast_cancer'").fetchone()[0]
