@@ -65,8 +65,11 @@ def standing(data: ReportData, size: str) -> Standing:
     per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"),
                                            no_better=("no_better_than_constant", "sum"))
     per_model = per_model.join(ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean())
-    default = ok.pivot_table(index=agg.TASK, columns="model", values="default_score", aggfunc="mean")
-    tuned = ok.pivot_table(index=agg.TASK, columns="model", values="score", aggfunc="mean")
+    # Tuned against default only where a search ran (more than one trial): a single trial is the default.
+    n_trials = data.trials.set_index("cell_id").n_trials if len(data.trials) else pd.Series(dtype=float)
+    searched = ok[ok.cell_id.map(n_trials).fillna(0) > 1]
+    default = searched.pivot_table(index=agg.TASK, columns="model", values="default_score", aggfunc="mean")
+    tuned = searched.pivot_table(index=agg.TASK, columns="model", values="score", aggfunc="mean")
     gain = (tuned - default.reindex_like(tuned))
     per_model["tuning_gain"] = gain.mean()
     per_model["tuning_helped"] = (gain > 1e-12).sum()
@@ -113,14 +116,15 @@ def summary_table(st: Standing, table_id: str) -> str:
         s = pd.Series(r._asdict())
         elo_txt = f"{num(r.elo, '.0f')} [{num(r.elo_low, '.0f')}, {num(r.elo_high, '.0f')}]"
         incomplete = r.tasks_ok < r.tasks or bool(r.tasks_missing)
-        gain = (f"{num(r.tuning_gain, '+.3f')} ({int(r.tuning_helped)}/{int(r.tuning_compared)} tasks)"
-                if r.tuning_compared else "—")
+        gain = cell(f"{num(r.tuning_gain, '+.3f')} ({int(r.tuning_helped)}/{int(r.tuning_compared)} tasks)"
+                    if r.tuning_compared else "—",
+                    title="" if r.tuning_compared else "one trial per cell (its default): no search to compare")
         bound = bound_text(r.epochs_bound, r.search_bound)
         rows.append([cell(f"{r.model} †" if r.model in st.other_hardware else r.model), cell(family_of(r.kind) + (" · in-context" if r.model in st.in_context else "")),
                      cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
                      cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo else ""),
                      cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),
-                     cell(gain), cell(num(r.train_s_per_1k, ".3g")), cell(num(r.predict_s_per_1k, ".3g")),
+                     gain, cell(num(r.train_s_per_1k, ".3g")), cell(num(r.predict_s_per_1k, ".3g")),
                      cell(bound or "—", "partial" if bound else ""),
                      cell(f"⊘ {int(r.no_better)}" if r.no_better else "0", "missing" if r.no_better else "",
                           "finished cells that scored no better than the constant predictor"),
@@ -178,10 +182,11 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
                                 "it is left out of this task's ranks and aggregates, not scored 0"))
                 continue
             r = by.loc[m]
-            if r.n_ok == 0:
-                word = "failed" if r.n_failed else "missing"
-                row.append(cell(f"{word} ({int(r.n_failed or r.n_missing)}/{int(r.n_cells)})", "missing num",
-                                f"{int(r.n_failed)} failed, {int(r.n_missing)} missing of {int(r.n_cells)} cells"))
+            if r.n_ok == 0:  # red where cells failed; grey where none has run yet (a study in chunks)
+                said = (f"failed ({int(r.n_failed)}/{int(r.n_cells)})" if r.n_failed
+                        else f"not run yet ({int(r.n_missing)}/{int(r.n_cells)})")
+                row.append(cell(said, "missing num" if r.n_failed else "notrun num",
+                                f"{int(r.n_failed)} failed, {int(r.n_missing)} not run yet of {int(r.n_cells)} cells"))
                 continue
             std = f" ± {num(r.score_std)}" if not pd.isna(r.score_std) else ""
             cov = f" ({int(r.n_ok)}/{int(r.n_cells)})" if r.n_ok < r.n_cells else ""

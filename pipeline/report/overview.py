@@ -26,7 +26,7 @@ from pipeline.report.markup import Cell, Page, cell, esc, note, num, raw, table
 def family_cell(a: SizeAnswer, family: str) -> Cell:
     lead = a.leaders.get(family)
     if lead is None:
-        return cell("not run", "missing")
+        return cell("not run", "notrun")
     flag = " ⚑" if lead.epochs_bound or lead.search_bound else ""
     title = (f"ran {lead.tasks_ran} of {lead.n_tasks} tasks, scored on {lead.tasks_scored}; its mean is over the "
              "tasks it ran")

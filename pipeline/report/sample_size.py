@@ -136,6 +136,15 @@ def falls_note(falls: pd.DataFrame, label: Callable[[str, str], str]) -> str:
             f"{said}{more}.")
 
 
+def coverage_class(n_ok: int, n_cells: int, n_failed: int) -> str:
+    """A coverage cell's colour: red only where cells failed and none is ok; a size not run yet is grey."""
+    if n_ok >= n_cells:
+        return ""
+    if n_ok == 0:
+        return "missing" if n_failed > 0 else "notrun"
+    return "partial"
+
+
 def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
     """Cells ok of expected per model and size, shown when any is short: a curve has no point where a
     model has no score."""
@@ -150,13 +159,13 @@ def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
                 row.append(cell("—"))
                 continue
             r = g.loc[(model, size)]
-            short = r.n_ok < r.n_cells
-            row.append(cell(f"{int(r.n_ok)}/{int(r.n_cells)}", "missing" if r.n_ok == 0 else ("partial" if short else ""),
-                            f"{int(r.n_failed)} failed, {int(r.n_missing)} missing"))
+            row.append(cell(f"{int(r.n_ok)}/{int(r.n_cells)}", coverage_class(r.n_ok, r.n_cells, r.n_failed),
+                            f"{int(r.n_failed)} failed, {int(r.n_missing)} not run yet"))
         rows.append(row)
     return ("<h3>Coverage: cells ok of expected</h3>"
             + note("Points are means over the cells that finished; a model with no finished cell at a size has "
-                   "no point there.")
+                   "no point there. Red: every cell failed; amber: some ok, some failed or not run yet; grey: "
+                   "none run yet (a study run in chunks), which is not a failure.")
             + table(["model", *[size_label(x) for x in sizes]], rows, "table-curve-coverage"))
 
 

@@ -3,6 +3,8 @@ curves that fall as the training set grows."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -96,6 +98,21 @@ def test_a_study_s_ill_behaved_points_name_the_largest_drops_and_count_the_rest(
     assert said.startswith(f"{FALLS_SHOWN + 5} curve points") and said.endswith("; and 5 more, none larger.")
     assert said.count(" lower at ") == FALLS_SHOWN and f"d{FALLS_SHOWN + 4} m: 0.015" in said and "d4 m:" not in said
     assert falls_note(falls.head(2), lambda d, _: d).count(" lower at ") == 2
+
+
+def test_coverage_greys_a_size_not_run_yet_and_reds_only_a_size_whose_cells_failed():
+    """A study in chunks has sizes no cell of which has run yet: that is not a failure (it was red)."""
+    from pipeline.report.sample_size import curve_coverage
+
+    curves = pd.DataFrame([
+        {"model": "m", "sample_size": "128", "n_ok": 0, "n_cells": 3, "n_failed": 0, "n_missing": 3},
+        {"model": "m", "sample_size": "256", "n_ok": 0, "n_cells": 3, "n_failed": 3, "n_missing": 0},
+        {"model": "m", "sample_size": "1024", "n_ok": 1, "n_cells": 3, "n_failed": 0, "n_missing": 2},
+        {"model": "m", "sample_size": "4096", "n_ok": 3, "n_cells": 3, "n_failed": 0, "n_missing": 0}])
+    html = curve_coverage(curves, ["128", "256", "1024", "4096"])
+    cells = re.findall(r'<td class="([\w ]*)"[^>]*>(\d+/\d+)</td>', html)
+    assert cells == [("notrun num", "0/3"), ("missing num", "0/3"), ("partial num", "1/3"), ("num", "3/3")], cells
+    assert "0 failed, 3 not run yet" in html
 
 
 def test_many_datasets_share_one_grid_of_panels_and_one_legend():

@@ -325,6 +325,52 @@ def test_overview_answers_by_training_size_with_costs(synth_report):
     assert 'id="fig-index-sizes"' in html
 
 
+def test_a_model_run_with_one_trial_per_cell_has_no_tuned_minus_default(synth_db: Path, tmp_path: Path):
+    """One trial is the default configuration: "+0.000 (0/2 tasks)" would read as a search that gained
+    nothing. Only cells whose search ran more than one trial are compared."""
+    import shutil
+
+    import duckdb
+
+    from pipeline.report.accuracy import standing, summary_table
+    from pipeline.report.data import ReportData
+
+    db = tmp_path / "one-trial.duckdb"
+    shutil.copy(synth_db, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("DELETE FROM trials WHERE trial_index > 0 AND cell_id IN "
+                    "(SELECT cell_id FROM results WHERE model = 'catboost')")
+    st = standing(ReportData.load(db), "all")
+    by = st.summary.set_index("model")
+    assert by.loc["catboost", "tuning_compared"] == 0 and by.loc["ft_transformer", "tuning_compared"] == 2
+    rows = {r[0]: r for r in table_rows(summary_table(st, "t"), "t")}
+    assert rows["catboost"][6] == "—" and rows["ft_transformer"][6] == "+0.050 (2/2 tasks)"
+
+
+def test_a_task_not_run_yet_is_grey_in_the_per_dataset_table_and_one_that_failed_red(synth_db: Path,
+                                                                                      tmp_path: Path):
+    """A study in chunks has tasks no cell of which has run yet: not a failure, so not red."""
+    import shutil
+
+    import duckdb
+
+    from pipeline.report.accuracy import per_dataset_table
+    from pipeline.report.data import ReportData
+
+    db = tmp_path / "partial.duckdb"
+    shutil.copy(synth_db, db)
+    with duckdb.connect(str(db)) as con:
+        gone = ("SELECT cell_id FROM results WHERE sample_size = 'all' AND ((model = 'catboost' AND dataset = 'alpha') "
+                "OR (model = 'mlp' AND dataset = 'beta' AND status = 'ok'))")
+        for table in ("predictions", "targets", "trials", "attention_maps"):
+            con.execute(f"DELETE FROM {table} WHERE cell_id IN ({gone})")
+        con.execute(f"DELETE FROM results WHERE cell_id IN ({gone})")
+    html = per_dataset_table(ReportData.load(db), "all", "t")
+    assert re.search(r'<td class="notrun num" title="0 failed, 2 not run yet of 2 cells">not run yet \(2/2\)</td>',
+                     html), html
+    assert re.search(r'<td class="missing num" title="1 failed, 1 not run yet of 2 cells">failed \(1/2\)</td>', html)
+
+
 def test_tabarena_columns_and_budget_flags(synth_report):
     html = text(synth_report / "accuracy.html")
     rows = {r[0]: r for r in table_rows(html, "table-summary-all")}
