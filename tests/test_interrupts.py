@@ -73,8 +73,7 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path, ray_address: st
     done = results(db)
     assert 1 <= len(done) < n_cells and (done.status == "ok").all() and done.cell_id.is_unique
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
-    # The rest on the session's Ray: what is resumed is the file's, not the cluster's (and a third Ray
-    # start would add nothing the two above did not test).
+    # The rest on the session's Ray: what is resumed is the file's, not the cluster's.
     again = subprocess.run([*cmd[:-2], "--address", ray_address], cwd=REPO, capture_output=True, text=True,
                            timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
@@ -162,8 +161,8 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
     assert first < second < n_cells, (first, second)
 
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
-    # The rest on the session's Ray: what is resumed is the file's, not the cluster's (and a third Ray
-    # start would add nothing the two above did not test).
+    # The rest on the session's Ray: what is resumed is the file's, not the cluster's (and a third local
+    # Ray start would add nothing the two above did not test).
     again = subprocess.run([*cmd[:-2], "--address", ray_address], cwd=REPO, capture_output=True, text=True,
                            timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]

@@ -46,6 +46,13 @@ class Standing:
         return bool(len(self.ran)) and not bool(self.ran.to_numpy().all())
 
 
+def searched_cells(data: ReportData) -> set[str]:
+    """The cells whose search scored more than one configuration: only there is a tuned result other than
+    the default (the first trial), so only there is tuned − default a comparison."""
+    t = data.trials
+    return set(t.cell_id[t.n_configs > 1]) if len(t) else set()
+
+
 def standing(data: ReportData, size: str) -> Standing:
     cells = data.cells[data.cells.sample_size == size]
     scores = agg.task_scores(cells)
@@ -65,9 +72,7 @@ def standing(data: ReportData, size: str) -> Standing:
     per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"),
                                            no_better=("no_better_than_constant", "sum"))
     per_model = per_model.join(ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean())
-    # Tuned against default only where a search ran (more than one trial): a single trial is the default.
-    n_trials = data.trials.set_index("cell_id").n_trials if len(data.trials) else pd.Series(dtype=float)
-    searched = ok[ok.cell_id.map(n_trials).fillna(0) > 1]
+    searched = ok[ok.cell_id.isin(searched_cells(data))]
     default = searched.pivot_table(index=agg.TASK, columns="model", values="default_score", aggfunc="mean")
     tuned = searched.pivot_table(index=agg.TASK, columns="model", values="score", aggfunc="mean")
     gain = (tuned - default.reindex_like(tuned))
@@ -129,7 +134,7 @@ def summary_table(st: Standing, table_id: str) -> str:
                      cell(f"⊘ {int(r.no_better)}" if r.no_better else "0", "missing" if r.no_better else "",
                           "finished cells that scored no better than the constant predictor"),
                      cell(coverage_text(s), "partial" if incomplete else ""),
-                     cell(f"{r.cells_ok}/{r.cells}" + (f" ({r.cells_failed} failed, {r.cells_missing} missing)"
+                     cell(f"{r.cells_ok}/{r.cells}" + (f" ({r.cells_failed} failed, {r.cells_missing} not run yet)"
                                                        if r.cells_ok < r.cells else ""),
                           "partial" if r.cells_ok < r.cells else "")])
     return (table(["model", "family", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]",
@@ -139,7 +144,8 @@ def summary_table(st: Standing, table_id: str) -> str:
                    "planned on a task is left out of it, not scored 0. Improvability: how much lower the best model's error is than this "
                    "model's, as a share of its own, averaged over tasks (0% = best everywhere; TabArena). "
                    "Tuned − default: mean test-score gain of the selected configuration over the default one "
-                   "(the search's first trial), with the tasks where tuning helped. Time per 1,000 rows: the "
+                   "(the search's first trial), with the tasks where tuning helped, over the cells whose search "
+                   "scored more than one configuration (— where none did: one trial is the default). Time per 1,000 rows: the "
                    "selected trial's training time per 1,000 training rows, and prediction time per 1,000 "
                    "rows. ≤ constant predictor: finished cells that scored no better than the majority class "
                    "or the training mean on the same split (the model learned nothing there). " + BOUND_NOTE
@@ -192,7 +198,7 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
             cov = f" ({int(r.n_ok)}/{int(r.n_cells)})" if r.n_ok < r.n_cells else ""
             cls = "best" if r.is_best else ("partial" if cov else "")
             flag = " ⚑" if r.n_epochs_bound or r.n_search_bound else ""
-            title = f"{int(r.n_ok)} ok, {int(r.n_failed)} failed, {int(r.n_missing)} missing"
+            title = f"{int(r.n_ok)} ok, {int(r.n_failed)} failed, {int(r.n_missing)} not run yet"
             if flag:
                 title += "; budget-bound: " + bound_text(r.n_epochs_bound, r.n_search_bound).replace("⚑ ", "")
             if r.n_no_better:  # it learned nothing there: the floor, not the model, set its score
@@ -220,7 +226,8 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
                    "it (a tie is no one's win); ⚑: budget-bound (hover for which budget). Constant predictor: the "
                    "floor every model must clear, the majority class or the training mean on the same splits; "
                    "⊘: the model scored no better than it in at least one cell (hover for how many): it "
-                   "learned nothing there. Significance, per dataset: each model against the best mean, a paired "
+                   "learned nothing there. Red 'failed': none of the task's cells ok, some failed; grey 'not run "
+                   "yet': none of them has run (a study in chunks), not a failure. Significance, per dataset: each model against the best mean, a paired "
                    f"two-sided Wilcoxon signed-rank test over the splits both finished, Holm-corrected across the "
                    f"models, α = {sig.ALPHA}; ≈ not significantly worse than the best, ▾ significantly worse. With "
                    f"n splits the smallest p is 2/2ⁿ, and Holm multiplies it by the number of models compared: "
@@ -259,8 +266,9 @@ def ensemble_rows(data: ReportData, size: str) -> pd.DataFrame:
         return pd.DataFrame()
     ens = ens[ens.sample_size == size]
     cells = data.cells[(data.cells.sample_size == size) & (data.cells.status == Status.OK)]
-    mine = ens[~ens.pooled.astype(bool)].merge(cells[[*agg.SPLIT, "model", "score", "default_score"]],
+    mine = ens[~ens.pooled.astype(bool)].merge(cells[[*agg.SPLIT, "model", "score", "default_score", "cell_id"]],
                                            on=[*agg.SPLIT, "model"], suffixes=("_ens", ""))
+    mine = mine[mine.cell_id.isin(searched_cells(data))]  # one configuration: default = tuned = ensembled
     rows = []
     for model, g in mine.groupby("model"):
         t = g.groupby(agg.TASK)[["default_score", "score", "score_ens", "members"]].mean()

@@ -88,6 +88,9 @@ class ReportData:
                 configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id)"),
                 trials=q("SELECT r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.cell_id, "
                          "count(t.trial_id) AS n_trials, "
+                         # configurations a search scored (a trial lost to the infrastructure and run again
+                         # is one configuration, not two)
+                         "count(DISTINCT t.suggestion) FILTER (WHERE t.status IN ('ok', 'stopped')) AS n_configs, "
                          "count(t.trial_id) FILTER (WHERE t.status NOT IN ('ok', 'stopped')) AS n_failed, "
                          "count(t.trial_id) FILTER (WHERE t.status = 'stopped') AS n_stopped, "
                          "sum(t.seconds) AS seconds FROM current_results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL"),

@@ -164,7 +164,7 @@ def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
         rows.append(row)
     return ("<h3>Coverage: cells ok of expected</h3>"
             + note("Points are means over the cells that finished; a model with no finished cell at a size has "
-                   "no point there. Red: every cell failed; amber: some ok, some failed or not run yet; grey: "
+                   "no point there. Red: none ok, some failed; amber: some ok, some failed or not run yet; grey: "
                    "none run yet (a study run in chunks), which is not a failure.")
             + table(["model", *[size_label(x) for x in sizes]], rows, "table-curve-coverage"))
 

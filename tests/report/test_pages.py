@@ -125,7 +125,7 @@ def test_accuracy_page_shows_scores_and_coverage(synth_db, synth_report):
     assert f"{lb.score_mean[0]:.3f} ± {lb.score_std[0]:.3f}" in html
     assert 'class="best num"' in html
     assert "(1/2)" in html  # the missing and the failed cell show as partial coverage
-    assert "1 failed, 0 missing" in html and "0 failed, 1 missing" in html
+    assert "1 failed, 0 not run yet" in html and "0 failed, 1 not run yet" in html
     for size in ("all", "128", "32"):
         for fig in ("summary", "winrate", "elo", "cd"):
             assert f'id="fig-{fig}-{size}"' in html
@@ -332,7 +332,8 @@ def test_a_model_run_with_one_trial_per_cell_has_no_tuned_minus_default(synth_db
 
     import duckdb
 
-    from pipeline.report.accuracy import standing, summary_table
+    from pipeline.report import aggregate as agg
+    from pipeline.report.accuracy import ensemble_rows, standing, summary_table
     from pipeline.report.data import ReportData
 
     db = tmp_path / "one-trial.duckdb"
@@ -345,6 +346,21 @@ def test_a_model_run_with_one_trial_per_cell_has_no_tuned_minus_default(synth_db
     assert by.loc["catboost", "tuning_compared"] == 0 and by.loc["ft_transformer", "tuning_compared"] == 2
     rows = {r[0]: r for r in table_rows(summary_table(st, "t"), "t")}
     assert rows["catboost"][6] == "—" and rows["ft_transformer"][6] == "+0.050 (2/2 tasks)"
+    # The post-hoc ensembles table likewise (this file keeps no predictions: ensembles made up from its cells).
+    data = ReportData.load(db)
+    ok = data.cells[(data.cells.sample_size == "all") & (data.cells.status == "ok")]
+    data.ensembles = ok[list(dict.fromkeys([*agg.SPLIT, "model", "sample_size"]))].assign(
+        pooled=False, score=ok.score + 0.01, members=1.0, candidates=3.0, selected_score=ok.score)
+    ens = ensemble_rows(data, "all").set_index("model")
+    assert "catboost" not in ens.index and {"ft_transformer", "xgboost"} <= set(ens.index)  # nothing to ensemble
+    # A trial lost to the infrastructure and run again is the same configuration twice: still no search.
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE trials SET status = 'infra', trial_index = trial_index + 10 WHERE trial_index = 0 AND "
+                    "cell_id IN (SELECT cell_id FROM results WHERE model = 'catboost')")
+        con.execute("INSERT INTO trials SELECT * REPLACE (trial_id || '-again' AS trial_id, 0 AS trial_index, "
+                    "'ok' AS status) FROM trials WHERE status = 'infra'")
+    assert ReportData.load(db).trials.groupby("model").n_trials.max()["catboost"] == 2
+    assert standing(ReportData.load(db), "all").summary.set_index("model").loc["catboost", "tuning_compared"] == 0
 
 
 def test_a_task_not_run_yet_is_grey_in_the_per_dataset_table_and_one_that_failed_red(synth_db: Path,
