@@ -127,12 +127,20 @@ def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
     assert len(mine) == n_cells
     assert (mine.selected_score - mine.accuracy).abs().max() < 1e-9
     assert ((mine.members >= 1) & (mine.members <= mine.candidates)).all()
-    # The accuracy page's table: default, tuned and tuned + ensembled side by side, per size.
+    # The accuracy page's table: default, tuned and tuned + ensembled side by side, per size, for the
+    # models with a cell whose search scored two configurations or more (one is default = tuned = ensembled:
+    # an MLP cell whose other trials drew n_blocks = 0 and failed has nothing to ensemble).
     from pipeline.report.accuracy import ensemble_table
 
+    configs = store.query("SELECT r.sample_size, r.model, count(DISTINCT t.suggestion) AS n FROM trials t "
+                          "JOIN results r USING (cell_id) WHERE t.status = 'ok' GROUP BY r.cell_id, 1, 2")
     for size in ("48", "all"):
         table = ensemble_table(data, size, f"table-ensembles-{size}").split("</table>")[0]
-        assert ">xgboost<" in table and ">mlp<" in table, table[:500]
+        here = configs[configs.sample_size == size]
+        searched = set(here.model[here.n > 1])
+        assert "xgboost" in searched  # two trials, none fails
+        for model in ("xgboost", "mlp"):
+            assert (f">{model}<" in table) == (model in searched), (model, table[:500])
 
 
 def test_a_model_whose_every_trial_fails_is_a_recorded_failure(ray_local, tmp_path: Path):
