@@ -59,6 +59,11 @@ def models_of_kind(kinds: Mapping[str, str], kind: str) -> list[str]:
     return [m for m, k in kinds.items() if k == kind]
 
 
+def family_of(kind: str | None) -> str:
+    """A kind in words: the family the report names (a kind of a user's own is its own family)."""
+    return KINDS.get(kind or "", kind or "unknown")
+
+
 def normal_kind(word: str) -> str:
     """A declared kind as stored: lower case, and a family's name in words (``attention network``)
     read as its kind (``attention``). Raises a ValueError listing the accepted words.
@@ -137,7 +142,7 @@ class ModelInfo:
     @property
     def family(self) -> str:
         """The kind in words: the report's family name."""
-        return KINDS.get(self.kind, self.kind)
+        return family_of(self.kind)
 
     def load(self) -> Any:
         return load_path(self.builder)
@@ -220,6 +225,12 @@ def listing_order(info: ModelInfo) -> tuple[int, str, str]:
     """Our kinds first, in their order, then users' own kinds; by name within a kind."""
     order = list(KINDS)
     return (order.index(info.kind) if info.kind in order else len(order), info.kind, info.name)
+
+
+def kind_of(name: str) -> str:
+    """A registered model's kind, 'unknown' for a name the registry does not have (never a guess)."""
+    info = REGISTRY.get(name)
+    return info.kind if info is not None else "unknown"
 
 
 def get(name: str) -> ModelInfo:

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from pipeline.models.registry import family_of
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report import significance as sig
-from pipeline.report.answer import family_of
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.elo import EloResult
 from pipeline.report.elo import elo as elo_ratings
-from pipeline.report.markup import Page, cell, esc, note, num, table
+from pipeline.report.markup import Page, cell, coverage_class, esc, note, num, table
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
 # Scores closer than this are the same: stored predictions are rounded (float32 values, probabilities to
@@ -191,7 +191,7 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
             if r.n_ok == 0:  # red where cells failed; grey where none has run yet (a study in chunks)
                 said = (f"failed ({int(r.n_failed)}/{int(r.n_cells)})" if r.n_failed
                         else f"not run yet ({int(r.n_missing)}/{int(r.n_cells)})")
-                row.append(cell(said, "missing num" if r.n_failed else "notrun num",
+                row.append(cell(said, coverage_class(0, int(r.n_cells), int(r.n_failed)) + " num",
                                 f"{int(r.n_failed)} failed, {int(r.n_missing)} not run yet of {int(r.n_cells)} cells"))
                 continue
             std = f" ± {num(r.score_std)}" if not pd.isna(r.score_std) else ""

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.models.registry import KINDS
+from pipeline.models.registry import KINDS, family_of
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import crossover as cross
@@ -100,11 +100,6 @@ class SizeAnswer:
     def leader_text(self) -> str:
         lead = self.leading
         return lead[0] if len(lead) == 1 else ("tie: " + ", ".join(lead) if lead else "—")
-
-
-def family_of(kind: str | None) -> str:
-    """A kind in words: the family the report names (a kind of a user's own is its own family)."""
-    return KINDS.get(kind or "", kind or "unknown")
 
 
 def families(kinds: dict[str, str]) -> list[str]:

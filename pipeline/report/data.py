@@ -14,9 +14,9 @@ import pandas as pd
 
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
+from pipeline.models.registry import family_of
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.answer import family_of
 from pipeline.report.traits import dataset_traits
 
 
@@ -247,10 +247,9 @@ def other_hardware(runs: pd.DataFrame, timed: pd.DataFrame) -> dict[str, str]:
 def legacy_kind(model_name: str) -> str:
     """The kind of a model no run stored a kind for (a file before schema 4): today's registry's, else
     'unknown' (never a guess)."""
-    from pipeline.models.registry import REGISTRY
+    from pipeline.models.registry import kind_of
 
-    info = REGISTRY.get(str(model_name))
-    return info.kind if info is not None else "unknown"
+    return kind_of(str(model_name))
 
 
 def size_label(size: str) -> str:

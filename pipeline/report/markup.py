@@ -76,6 +76,15 @@ def looks_numeric(value: Any) -> bool:
     return isinstance(value, str) and value[:1] in "0123456789-+—" and value not in ("-", "+")
 
 
+def coverage_class(n_ok: int, n_cells: int, n_failed: int) -> str:
+    """The colour (CSS class) of a count of cells ok: red only where cells failed and none is ok; a size not run yet is grey."""
+    if n_ok >= n_cells:
+        return ""
+    if n_ok == 0:
+        return "missing" if n_failed > 0 else "notrun"
+    return "partial"
+
+
 def cell(value: Any, cls: str = "", title: str = "") -> Cell:
     """A table cell showing ``value`` as text; numbers are right-aligned."""
     if looks_numeric(value):

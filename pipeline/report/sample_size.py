@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline.models.registry import family_of
 from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod
@@ -18,9 +19,9 @@ from pipeline.report import significance as sig
 from pipeline.report import standing as standing_mod
 from pipeline.report import traits as traits_mod
 from pipeline.report.accuracy import bound_text
-from pipeline.report.answer import BOOSTING, crossover_text, families, family_of, still_improving
+from pipeline.report.answer import BOOSTING, crossover_text, families, still_improving
 from pipeline.report.data import ReportData, dataset_anchor, size_label
-from pipeline.report.markup import Page, cell, esc, note, raw, table
+from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, table
 
 
 def crossover_test(data: ReportData, r: Any) -> str:
@@ -134,15 +135,6 @@ def falls_note(falls: pd.DataFrame, label: Callable[[str, str], str]) -> str:
     return (f"{len(falls)} curve points fall below a smaller size's with the two 95% intervals apart (ill-behaved "
             f"learning curves; LCDB 1.1 finds about 15% of curves so){', the largest drops' if more else ''}: "
             f"{said}{more}.")
-
-
-def coverage_class(n_ok: int, n_cells: int, n_failed: int) -> str:
-    """A coverage cell's colour: red only where cells failed and none is ok; a size not run yet is grey."""
-    if n_ok >= n_cells:
-        return ""
-    if n_ok == 0:
-        return "missing" if n_failed > 0 else "notrun"
-    return "partial"
 
 
 def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
