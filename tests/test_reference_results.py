@@ -372,6 +372,31 @@ def test_a_run_into_an_exported_file_loads_the_rows_it_lacks_and_checks_they_are
     assert planned > 0 and suites == [("mine", planned), ("tinyref", 8)]  # the shipped results are still there beside the run's
 
 
+def test_a_study_goes_on_from_its_shipped_chunks_on_a_machine_without_its_file(reference, tmp_path: Path):
+    """A multi-session study on a new machine: the shipped chunks exported into a file are cells done, so
+    the study's own command runs only the cells no chunk holds, and `reference add` ships exactly those
+    as the next chunk (each cell, run and dataset once in the reference)."""
+    import shutil
+
+    _, refs = reference
+    root = tmp_path / "references"
+    shutil.copytree(refs / "tinyref", root / "tinyref")
+    study = tmp_path / "study.duckdb"
+    references.load(str(root / "tinyref")).export(Store(study))
+    grown = copy.deepcopy(REF_SUITE)  # the study's plan reaches a fold no chunk has run yet
+    grown["protocol"]["max_folds"] = 2
+    summary = runner.run(parse_suite(grown), study, progress=lambda _: None)
+    assert (summary.n_cells, summary.n_skipped, summary.n_done) == (16, 8, 8)
+    added = chunks.add_chunk(study, "tinyref", root=root, predictions=False)
+    assert (added.chunk, added.cells) == ("chunk-0002", 8)
+    ref = references.load(str(root / "tinyref"))
+    results = ref.df("SELECT cell_id, count(*) AS n FROM ref_results GROUP BY 1")
+    assert len(results) == 16 and (results.n == 1).all()
+    assert ref.df("SELECT count(*) AS n FROM ref_runs").n[0] == ref.df(
+        "SELECT count(DISTINCT run_id) AS n FROM ref_runs").n[0] == 2
+    assert ref.df("SELECT count(*) AS n FROM ref_datasets").n[0] == 2
+
+
 def test_an_unknown_reference_is_one_line(tmp_path: Path):
     out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--against", "no-such-ref", "--db",
                           str(tmp_path / "x.duckdb")], capture_output=True, text=True, timeout=120)
