@@ -100,7 +100,9 @@ VIEWS: dict[str, str] = {
         ) GROUP BY ALL
     """,
     # The headline score of a cell, higher is better: accuracy, or R² for regression. default_score is
-    # the test score of the search's first trial, the model's default configuration. Budget flags:
+    # the test score of the search's first trial, the model's default configuration; val_score the
+    # selected configuration's validation score (accuracy, or −RMSE: what picks a group's best model,
+    # comparable within a split only). Budget flags:
     # epochs_bound when the selected trial kept its last epoch (boosting: round) and stopped for lack
     # of budget (max epochs or rounds, time limit, or ASHA's cut), i.e. it was still improving;
     # search_bound when the selected trial was the search's last (of more than one). Time per 1,000
@@ -115,6 +117,7 @@ VIEWS: dict[str, str] = {
                r.seed, r.status,
                CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END AS score,
                CASE WHEN r.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
+               r.val_score,
                CASE WHEN r.status = 'ok' THEN dflt.s END AS default_score,
                r.n_train, r.fit_seconds, r.predict_rows_per_s, r.peak_cpu_mb, r.peak_gpu_mb, r.n_params, r.device,
                r.epochs, r.best_epoch, r.stop_reason, r.n_trials,
@@ -160,6 +163,7 @@ VIEWS: dict[str, str] = {
                coalesce(c.status, 'missing') AS status,
                CASE WHEN c.status = 'ok' THEN c.score END AS score,
                CASE WHEN p.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
+               CASE WHEN c.status = 'ok' THEN c.val_score END AS val_score,
                c.default_score, coalesce(c.epochs_bound, false) AS epochs_bound,
                coalesce(c.search_bound, false) AS search_bound,
                CASE WHEN c.status = 'ok' THEN c.train_s_per_1k END AS train_s_per_1k,
@@ -205,13 +209,14 @@ VIEWS: dict[str, str] = {
         ) f USING (dataset, split_key, sample_size, model)
     """,
     # Test score against training size: one row per (dataset, split_key, model, sample_size); n_train is
-    # the mean number of training rows actually used ('all' becomes the dataset's size).
+    # the mean number of training rows actually used ('all' becomes the dataset's size); val_mean the mean
+    # validation score (what picks the best of several models at a size).
     "learning_curves": """
         SELECT dataset, split_key, any_value(task_type) AS task_type, model, sample_size,
                string_agg(DISTINCT suite, ', ' ORDER BY suite) AS suite,
                avg(n_train) AS n_train, any_value(score_name) AS metric,
                avg(score) AS score_mean, stddev_samp(score) AS score_std,
-               min(score) AS score_min, max(score) AS score_max,
+               min(score) AS score_min, max(score) AS score_max, avg(val_score) AS val_mean,
                count(*) FILTER (WHERE status = 'ok') AS n_ok, count(*) AS n_cells,
                count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
                count(*) FILTER (WHERE status = 'missing') AS n_missing,

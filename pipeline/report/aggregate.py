@@ -28,9 +28,10 @@ SPLIT = [*TASK, "repeat", "fold", "seed"]
 
 
 # ---------------------------------------------------------------------------------------- tasks
-def task_scores(cells: pd.DataFrame) -> pd.DataFrame:
+def task_scores(cells: pd.DataFrame, column: str = "score") -> pd.DataFrame:
     """Task × model matrix of mean scores over ok splits; NaN where a model has no ok split (failed,
-    missing, or not run: :func:`task_ran` tells the last apart).
+    missing, or not run: :func:`task_ran` tells the last apart). ``column="val_score"``: the same of the
+    validation scores (what picks a group's best, :mod:`pipeline.report.pick`).
 
     ``cells`` has the columns of the ``expected_cells`` view (one row per expected cell, ``score``
     NULL unless the cell is ok).
@@ -38,7 +39,7 @@ def task_scores(cells: pd.DataFrame) -> pd.DataFrame:
     if cells.empty:
         return pd.DataFrame()
     ok = cells[cells.status == Status.OK]
-    wide = ok.pivot_table(index=TASK, columns="model", values="score", aggfunc="mean")
+    wide = ok.pivot_table(index=TASK, columns="model", values=column, aggfunc="mean")
     tasks = pd.MultiIndex.from_frame(cells[TASK].drop_duplicates().sort_values(TASK))
     models = sorted(cells.model.unique())
     return wide.reindex(index=tasks, columns=models).astype(float)
@@ -157,18 +158,20 @@ class Record:
         return f"won {w}, tied {t}, lost {lo} of {n} task{'s' if n != 1 else ''}"
 
 
-def pairwise_record(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> Record:
-    """Won / tied / lost of each model against each other over the tasks both ran. A model with a score
-    beats one that ran the task without one; tasks where neither has a score are not counted."""
+def pairwise_record(scores: pd.DataFrame, ran: pd.DataFrame | None = None, margin: float = 0.0) -> Record:
+    """Won / tied / lost of each model against each other over the tasks both ran; scores within
+    ``margin`` of each other tie (0: equal ones only). A model with a score beats one that ran the task
+    without one; tasks where neither has a score are not counted."""
     x = scores.round(12).to_numpy(dtype=float)  # as in ranks(): equal sums tie
     r = ran_mask(scores, ran).to_numpy()
     has = ~np.isnan(x)
     filled = np.where(has, x, -np.inf)
-    a, b = filled[:, :, None], filled[:, None, :]
+    with np.errstate(invalid="ignore"):  # -inf − -inf: two without a score, never met
+        gap = filled[:, :, None] - filled[:, None, :]
     met = (has[:, :, None] | has[:, None, :]) & r[:, :, None] & r[:, None, :]
-    won = ((a > b) & met).sum(axis=0).astype(float)
-    tied = ((a == b) & met).sum(axis=0).astype(float)
-    lost = ((a < b) & met).sum(axis=0).astype(float)
+    won = ((gap > margin) & met).sum(axis=0).astype(float)
+    tied = ((np.abs(gap) <= margin) & met).sum(axis=0).astype(float)
+    lost = ((gap < -margin) & met).sum(axis=0).astype(float)
     for m in (won, tied, lost):
         np.fill_diagonal(m, 0)
     cols = scores.columns

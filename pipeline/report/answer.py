@@ -4,10 +4,12 @@ leader beats the boosting leader, what each costs per 1,000 rows, and a few gene
 say all of that with its coverage. A model's family is its stored kind (``model_kind``), so old
 results files keep their families when models are renamed or removed.
 
-A family's representative at a size is its model with the highest mean normalised score over the
-tasks of that size it ran (test scores of the configurations validation selected). Head-to-head
-records compare representatives task by task over the tasks both ran, as won / tied / lost, with a
-Wilson interval on the win rate (a tie counts ½); a model that ran a task without a score loses it.
+A family's representative at a size is its model with the highest mean normalised validation score
+over the tasks of that size it ran (:mod:`pipeline.report.pick`: the test set chooses nothing); what the
+tables show of it is its test scores (of the configurations validation selected), normalised alike. Head-to-head
+records compare representatives task by task over the tasks both ran, as won / tied / lost (scores
+within the standings' margin, 0.005, tie), with a Wilson interval on the win rate (a tie counts ½); a
+model that ran a task without a score loses it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pipeline.models.registry import KINDS, family_of
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import crossover as cross
+from pipeline.report.standing import MARGIN
 
 BOOSTING = KINDS["boosting"]  # the family every other family is compared with
 ATTENTION, NETWORK = KINDS["attention"], KINDS["network"]  # and attention with the best non-attention network
@@ -42,7 +45,7 @@ class Leader:
     predict_s_per_1k: float
     epochs_bound: int  # cells whose selected trial kept its last epoch or round
     search_bound: int  # cells whose selected trial was the search's last
-    n_cells: int
+    n_cells: int  # its cells at this size that finished (ok or failed; not those not run yet)
 
 
 @dataclass(frozen=True)
@@ -117,10 +120,11 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
     ran = agg.task_ran(cells)
     out.n_run = int(ran.any(axis=1).sum())
     norm = agg.normalized_scores(scores, ran=ran).mean()
+    picked_by = agg.normalized_scores(agg.task_scores(cells, "val_score").reindex_like(scores), ran=ran).mean()
     ok = cells[cells.status == Status.OK]
     cost = ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
     bound = cells.groupby("model")[["epochs_bound", "search_bound"]].sum()
-    n_cells = cells.groupby("model").size()
+    n_cells = cells[cells.status != Status.MISSING].groupby("model").size()  # finished: what a flag is out of
     has_result = set(cells.loc[cells.status != Status.MISSING, "model"])
     for family in families(kinds):
         # a model with no result at this size (planned, not run yet: a study in chunks) leads nothing here;
@@ -128,12 +132,12 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
         members = [m for m in scores.columns if family_of(kinds.get(m)) == family and m in has_result]
         if not members:
             continue
-        best = max(members, key=lambda m: (norm[m], m))
+        best = max(members, key=lambda m: (picked_by[m], m))
         out.leaders[family] = Leader(
             best, float(norm[best]), int(scores[best].notna().sum()), int(ran[best].sum()), len(scores),
             float(cost.train_s_per_1k.get(best, np.nan)), float(cost.predict_s_per_1k.get(best, np.nan)),
             int(bound.epochs_bound.get(best, 0)), int(bound.search_bound.get(best, 0)), int(n_cells.get(best, 0)))
-    rec = agg.pairwise_record(scores, ran)
+    rec = agg.pairwise_record(scores, ran, margin=MARGIN)  # near-ties are ties, as the standings count them
 
     def record(m: str, other: str) -> HeadToHead:
         won, tied, lost = (int(x.loc[m, other]) for x in (rec.won, rec.tied, rec.lost))

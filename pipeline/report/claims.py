@@ -21,7 +21,7 @@ from scipy import stats
 
 from pipeline.models.registry import models_of_kind
 from pipeline.records import Status
-from pipeline.report import standing
+from pipeline.report import pick, standing
 from pipeline.report.aggregate import SPLIT, wilson
 
 REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
@@ -145,9 +145,11 @@ def _why(c: Claim, what: str) -> str:
 # ----------------------------------------------------------------------------------------- claims
 def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.DataFrame) -> Claim:
     """Claim 1, in two halves with a verdict each. Below REFERENCE_ROWS: the share of (dataset, size)
-    points where the best boosting model beats the best attention model (supported above 50%; a tie
-    counts half). At or above, per dataset rather than per raw win (:mod:`pipeline.report.standing` on
-    ``cells``, the expected cells with their folds): at each dataset's largest size at or above
+    points where the best boosting model beats the best attention model (each side's best picked by
+    validation score, :mod:`pipeline.report.pick`) by more than ``standing.MARGIN`` (supported above 50%;
+    closer is a tie, which counts half). At or above, per dataset rather than per raw win
+    (:mod:`pipeline.report.standing` on ``cells``, the expected cells with their folds): at each dataset's
+    largest size at or above
     REFERENCE_ROWS, attention is ahead, level or behind; the effect is the mean over the compared datasets
     of (best attention − best boosting) with its 95% interval. Attention caught up (supported) when that
     interval lies above −``standing.MARGIN``, did not (contradicted) when it lies below, not enough data
@@ -157,7 +159,8 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.Dat
     each half says how many it left out."""
     c = Claim("sample_size", f"Gradient boosting wins below about {REFERENCE_ROWS:,} training rows; attention models "
               "catch up above.", f"below {REFERENCE_ROWS:,} training rows, the share of (dataset, size) points where the "
-              "best boosting model beats the best attention model (50% = an even match)", share=True)
+              f"best boosting model beats the best attention model by more than {standing.MARGIN} (closer: a tie, "
+              "½; 50% = an even match)", share=True)
     up = Claim("sample_size_above", f"At or above {REFERENCE_ROWS:,} training rows attention models catch up.",
                f"mean over datasets of (best attention − best boosting) score at each dataset's largest size at or "
                f"above {REFERENCE_ROWS:,} rows; level within ±{standing.MARGIN} or the fold-to-fold noise")
@@ -165,13 +168,14 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.Dat
     att, gb = models_of_kind(kinds, "attention"), models_of_kind(kinds, "boosting")
     point = ["dataset", "split_key", "sample_size"]
     wide = curves.pivot_table(index=point, columns="model", values="score_mean")
+    val = curves.pivot_table(index=point, columns="model", values="val_mean").reindex_like(wide)
     if not att or not gb or wide.empty:
         c.coverage, c.why = "needs an attention and a boosting model", "No comparison in these results."
         up.coverage, up.why = c.coverage, c.why
         return c
     n_train = curves.groupby(point).n_train.mean().reindex(wide.index)
     a_cols, b_cols = [m for m in att if m in wide], [m for m in gb if m in wide]
-    a, b = wide[a_cols].max(axis=1), wide[b_cols].max(axis=1)
+    (best_a, a), (best_b, b) = pick.by_validation(wide, val, a_cols), pick.by_validation(wide, val, b_cols)
     both = a.notna() & b.notna()
     # A point the loser lost while still improving when its budget ran out (its cells kept their last
     # epoch or round: epochs_bound) is not converged: neither a win nor a loss of its kind.
@@ -179,15 +183,14 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.Dat
              .reindex(index=wide.index, columns=wide.columns).fillna(0) > 0) if "n_epochs_bound" in curves else None
     unsettled = pd.Series(False, index=wide.index)
     if bound is not None and both.any():
-        best_a, best_b = wide.loc[both, a_cols].idxmax(axis=1), wide.loc[both, b_cols].idxmax(axis=1)
-        a_bound = pd.Series([bound.at[i, m] for i, m in best_a.items()], index=best_a.index, dtype=bool)
-        b_bound = pd.Series([bound.at[i, m] for i, m in best_b.items()], index=best_b.index, dtype=bool)
-        gap = (b[both] - a[both]).round(12)
-        unsettled.loc[both] = ((gap > 0) & a_bound) | ((gap < 0) & b_bound)
+        a_bound = pd.Series([bound.at[i, m] for i, m in best_a[both].items()], index=best_a[both].index, dtype=bool)
+        b_bound = pd.Series([bound.at[i, m] for i, m in best_b[both].items()], index=best_b[both].index, dtype=bool)
+        gap = b[both] - a[both]
+        unsettled.loc[both] = ((gap > standing.MARGIN) & a_bound) | ((gap < -standing.MARGIN) & b_bound)
     below = both & ~unsettled & (n_train < REFERENCE_ROWS)
     n_unsettled = int((unsettled & (n_train < REFERENCE_ROWS)).sum())
-    d = (b[below] - a[below]).round(12)
-    won, tied = int((d > 0).sum()), int((d == 0).sum())
+    d = b[below] - a[below]
+    won, tied = int((d > standing.MARGIN).sum()), int((d.abs() <= standing.MARGIN).sum())  # level: a tie
     wins = won + 0.5 * tied  # a tie is half a win in the rate, never a win in words
     n = int(below.sum())
     low, high = wilson(wins, n)

@@ -13,10 +13,12 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.records import Status
+from pipeline.report import pick
+from pipeline.report.standing import MARGIN
 
 CROSSOVER_COLUMNS = ["dataset", "split_key", "model", "verdict", "crossover_n", "behind_at", "before", "n_sizes",
                      "ahead_everywhere", "at_size", "at_n", "challenger_at", "incumbent_at", "n_splits", "bound"]
-LEVEL = 1e-12  # mean scores closer than this are equal: level, neither ahead nor behind
+LEVEL = MARGIN  # mean scores this close are level, neither ahead nor behind (the standings' margin)
 
 
 def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str],
@@ -24,11 +26,12 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
     """Per dataset and challenger: the training size from which it beats the best incumbent for good.
 
     ``curves`` has the columns of the ``learning_curves`` view. At each size the best incumbent is the
-    incumbent (boosting) model with the highest mean score. ``verdict``:
+    incumbent (boosting) model with the highest mean validation score (:mod:`pipeline.report.pick`), and
+    its mean test score is compared. ``verdict``:
 
     - ``one size``: the two were compared at one size only: no crossover can be told (none is given);
     - ``never``: the challenger is behind at the largest size compared (``behind_at``);
-    - ``level``: the two are level (equal means) at the largest size: neither ahead nor behind;
+    - ``level``: the two are level (means within ``LEVEL``) at the largest size: neither ahead nor behind;
     - ``crossover``: ahead at ``crossover_n`` and at every larger size, not ahead at the size just
       before (``behind_at``; ``before`` says whether it was behind or level there);
     - ``ahead``: ahead at every size compared (``crossover_n`` is the smallest).
@@ -45,21 +48,23 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
         return pd.DataFrame(columns=CROSSOVER_COLUMNS)
     for (dataset, split_key), g in curves.groupby(["dataset", "split_key"], sort=True):
         wide = g.pivot_table(index="sample_size", columns="model", values="score_mean", aggfunc="mean")
+        val = g.pivot_table(index="sample_size", columns="model", values="val_mean", aggfunc="mean")
         n_ok = g.pivot_table(index="sample_size", columns="model", values="n_ok", aggfunc="sum")
         n_bound = (g.pivot_table(index="sample_size", columns="model", values="n_epochs_bound", aggfunc="sum")
                    if "n_epochs_bound" in g else None)
         n = g.groupby("sample_size").n_train.mean()
         n = n[n.index.isin(wide.index)]  # a size planned but not run yet (a study in chunks) has no score
         wide = wide.loc[n.sort_values().index]
+        val = val.reindex_like(wide)
         inc_cols = [m for m in incumbents if m in wide]
-        inc = wide[inc_cols].max(axis=1, skipna=True)
-        chal = {m: wide[m] for m in challengers if m in wide}
+        inc_name, inc = pick.by_validation(wide, val, inc_cols)
+        chal = {m: (pd.Series(m, index=wide.index, dtype=object), wide[m]) for m in challengers if m in wide}
         chal_cols = [c for c in challengers if c in wide]
         if len(chal) > 1:
-            chal[best_label] = wide[chal_cols].max(axis=1, skipna=True)
+            chal[best_label] = pick.by_validation(wide, val, chal_cols)
         if inc.isna().all():
             continue
-        for m, s in chal.items():
+        for m, (names, s) in chal.items():
             both = s.notna() & inc.notna()
             diff = (s - inc)[both]
             sizes = n[diff.index]
@@ -85,8 +90,7 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
                     behind = float(sizes.iloc[first - 1])
                     before = "level" if level[first - 1] else "behind"
                 at = diff.index[first]
-            who = wide.loc[at, chal_cols].idxmax() if m == best_label else m
-            against = wide.loc[at, inc_cols].idxmax()
+            who, against = names.loc[at], inc_name.loc[at]
             splits = min(n_ok.loc[at].get(who, 0), n_ok.loc[at].get(against, 0))
             bound = bool(verdict == "never" and n_bound is not None and n_bound.loc[at].get(who, 0) > 0)
             rows.append({"dataset": dataset, "split_key": split_key, "model": m, "verdict": verdict,
@@ -121,10 +125,11 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
     """A bootstrap interval over folds for each crossover: per dataset and challenger (``challengers``:
     the row's name → the models whose best at each size it is; one model, or several for a "best" row),
     the folds (``repeat``, ``fold``; a fold's subset seeds stay together) are resampled with replacement
-    ``n_boot`` times, the curves are averaged over the resampled folds, and the crossover size is found
+    ``n_boot`` times, the curves (test and validation) are averaged over the resampled folds, each side's
+    best is picked by its validation means there, and the crossover size is found
     as :func:`crossover` finds it, on the sizes both sides were compared at (``largest_n``: the largest of
     them). ``cross_low``/``cross_high`` are the 2.5 and 97.5 percentiles of that size, ``inf`` where a
-    resample finds the challenger not ahead at the largest size (never; an exact tie there too);
+    resample finds the challenger not ahead at the largest size (never; level within ``LEVEL`` there too);
     ``p_never`` the share of such resamples. A resample that drew only folds where one side has no score
     at a compared size (a failed cell) says nothing about that size: it is drawn again, and ``n_boot``
     counts the resamples kept. Fewer than two folds: no interval (NaN), as one fold cannot say how the
@@ -133,19 +138,19 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
 
     ``cells`` has the columns of ReportData.cells (one row per cell: status, score, n_train)."""
     rows = []
-    for (dataset, split_key), (folds, n_rows, models, grid) in fold_grids(cells):
+    for (dataset, split_key), (folds, n_rows, models, grid, vgrid) in fold_grids(cells):
         inc = [models.index(m) for m in incumbents if m in models]
         if not inc:
             continue
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a size a resample has no fold of: NaN
-            full = np.nanmean(grid, axis=0)  # size × model: the curves themselves
-            best_inc_full = np.nanmax(full[:, inc], axis=-1)
+            full, vfull = np.nanmean(grid, axis=0), np.nanmean(vgrid, axis=0)  # size × model: the curves
+            best_inc_full = pick.score_by_validation(full[:, inc], vfull[:, inc])
             for name, members in challengers.items():
                 idx = [models.index(m) for m in members if m in models]
                 if not idx:
                     continue
-                chal_full = np.nanmax(full[:, idx], axis=-1)
+                chal_full = pick.score_by_validation(full[:, idx], vfull[:, idx])
                 compared = ~np.isnan(chal_full) & ~np.isnan(best_inc_full)  # the sizes crossover() compares
                 if compared.sum() < 2:
                     continue
@@ -156,7 +161,7 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
                                  "largest_n": float(n_rows[compared][-1]), "n_boot": 0})
                     continue
                 rng = np.random.default_rng([seed, zlib.crc32(f"{dataset}|{split_key}|{name}".encode())])
-                diff = _resampled(grid, rng, n_boot, idx, inc)[:, compared]  # kept resamples × compared sizes
+                diff = _resampled(grid, vgrid, rng, n_boot, idx, inc)[:, compared]  # kept resamples × compared sizes
                 ahead = diff > LEVEL
                 sizes_c = n_rows[compared]
                 # The crossover: the first size of the final run of sizes where the challenger is ahead.
@@ -171,10 +176,13 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
     return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
 
 
-def fold_grids(cells: pd.DataFrame) -> list[tuple[tuple[str, str], tuple[list[Any], np.ndarray, list[str], np.ndarray]]]:
+Grids = tuple[list[Any], np.ndarray, list[str], np.ndarray, np.ndarray]
+
+
+def fold_grids(cells: pd.DataFrame) -> list[tuple[tuple[str, str], Grids]]:
     """Per (dataset, split_key) of the finished cells: its folds ((repeat, fold) pairs), the training rows
-    of its sizes in ascending order, its models, and the fold × size × model grid of test scores (each the
-    mean over a fold's subset seeds; NaN where a cell has no score)."""
+    of its sizes in ascending order, its models, and the fold × size × model grids of test scores and of
+    validation scores (each the mean over a fold's subset seeds; NaN where a cell has no score)."""
     ok = cells[(cells.status == Status.OK.value) & cells.score.notna()]
     out = []
     for key, g in ok.groupby(["dataset", "split_key"], sort=True):
@@ -184,15 +192,19 @@ def fold_grids(cells: pd.DataFrame) -> list[tuple[tuple[str, str], tuple[list[An
         fold_of = {f: i for i, f in enumerate(folds)}
         models = sorted(set(g.model))
         grid = np.full((len(folds), len(sizes), len(models)), np.nan)
-        means = g.groupby(["repeat", "fold", "sample_size", "model"]).score.mean()
-        for (rep, fold, size, model), v in means.items():
-            grid[fold_of[(rep, fold)], sizes.index(size), models.index(model)] = v
-        out.append((key, (folds, n_rows, models, grid)))
+        vgrid = grid.copy()
+        means = g.groupby(["repeat", "fold", "sample_size", "model"])[["score", "val_score"]].mean()
+        for (rep, fold, size, model), v in means.iterrows():
+            at = fold_of[(rep, fold)], sizes.index(size), models.index(model)
+            grid[at], vgrid[at] = v.score, v.val_score
+        out.append((key, (folds, n_rows, models, grid, vgrid)))
     return out
 
 
-def _resampled(grid: np.ndarray, rng: np.random.Generator, n_boot: int, chal: list[int], inc: list[int]) -> np.ndarray:
-    """Challenger − best incumbent per resample of the folds and per size (resamples × sizes), for
+def _resampled(grid: np.ndarray, vgrid: np.ndarray, rng: np.random.Generator, n_boot: int, chal: list[int],
+               inc: list[int]) -> np.ndarray:
+    """Best challenger − best incumbent (each picked by the resample's validation means) per resample of
+    the folds and per size (resamples × sizes), for
     ``n_boot`` resamples in which both sides have a score at every size where the full data has both; a
     resample that lacks one (it drew only folds where a cell failed) is drawn again, for up to ten rounds."""
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
@@ -201,9 +213,10 @@ def _resampled(grid: np.ndarray, rng: np.random.Generator, n_boot: int, chal: li
         need = ~np.isnan(np.nanmax(full[:, chal], axis=-1)) & ~np.isnan(np.nanmax(full[:, inc], axis=-1))
         kept: list[np.ndarray] = []
         for _ in range(10):
-            pick = rng.integers(0, grid.shape[0], size=(n_boot, grid.shape[0]))
-            boot = np.nanmean(grid[pick], axis=1)  # n_boot × size × model
-            diff = np.nanmax(boot[..., chal], axis=-1) - np.nanmax(boot[..., inc], axis=-1)
+            drawn = rng.integers(0, grid.shape[0], size=(n_boot, grid.shape[0]))
+            boot, vboot = np.nanmean(grid[drawn], axis=1), np.nanmean(vgrid[drawn], axis=1)  # n_boot × size × model
+            diff = (pick.score_by_validation(boot[..., chal], vboot[..., chal])
+                    - pick.score_by_validation(boot[..., inc], vboot[..., inc]))
             kept.extend(diff[~np.isnan(diff[:, need]).any(axis=1)])
             if len(kept) >= n_boot:
                 break

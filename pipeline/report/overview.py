@@ -21,6 +21,7 @@ from pipeline.report.answer import (
 )
 from pipeline.report.data import ReportData, dataset_anchor, size_label
 from pipeline.report.markup import Cell, Page, cell, esc, note, num, raw, table
+from pipeline.report.standing import MARGIN
 
 
 def family_cell(a: SizeAnswer, family: str) -> Cell:
@@ -70,11 +71,14 @@ def overview_answer(p: Page, data: ReportData) -> None:
                                              for i, f in enumerate(fams)),
                  "leader", *(f"{f} vs {BOOSTING}: won–tied–lost [95% CI]" for f in others),
                  *([f"{ATTENTION} vs {NETWORK}: won–tied–lost [95% CI]"] if networks else [])], rows, "table-answer"))
-    p.add(note("Each family's best model at each size by mean normalised score over the tasks of that size it ran "
-               "(1 = best model on a task, 0 = worst of those that ran it; test scores of the configurations "
-               "validation selected); a model never planned on a task is left out of it, not scored 0. Won–tied–"
+    p.add(note("Each family's best model at each size is the one with the best mean normalised validation score "
+               "over the tasks of that size it ran (the test set chooses nothing); shown is its mean normalised "
+               "test score (1 = best model on a task, 0 = worst of those that ran it; test scores of the "
+               "configurations validation selected); a model never planned on a task is left out of it, not "
+               "scored 0. Won–tied–"
                "lost: the tasks both ran on which the family's best model beat, tied or lost to the best boosting "
-               "model, and the best attention network the best other (non-attention) network; the win rate counts "
+               "model, and the best attention network the best other (non-attention) network (test scores within "
+               f"{MARGIN} of each other are a tie, as the sample-size page's standings count them); the win rate counts "
                "a tie as ½, with a Wilson 95% interval; green where it is above an even match, red where below. "
                + BOUND_NOTE))
     caveats = [(m, n) for m, n in data.model_notes().items() if n]

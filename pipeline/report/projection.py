@@ -3,8 +3,9 @@ be trusted on the same results.
 
 A learning curve is fitted as the power law ``score(n) = a − b·n^(−c)`` (c > 0; LCDB's pow3), by least
 squares on the mean score at each size, for ``c`` on a grid (``a`` and ``b`` are then linear). Where the
-best attention model is behind the best boosting model at the largest size both ran, the two fitted
-curves (each the best of its members' fits at every n) are followed up to ``REACH`` × that size; the
+best attention model is behind the best boosting model at the largest size both ran (each side's best
+picked by its validation score there, :mod:`pipeline.report.pick`), the two models' fitted curves are
+followed up to ``REACH`` × that size; the
 projected crossover is the first n where attention's is above. Its interval comes from the folds,
 resampled with replacement and fitted again, as the crossover's own interval does.
 
@@ -21,6 +22,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from pipeline.report import pick
 from pipeline.report.crossover import fold_grids
 
 EXPONENTS = np.geomspace(0.02, 3.0, 64)  # the power law's c, searched on this grid
@@ -30,7 +32,8 @@ MIN_SIZES = 3  # the fewest sizes a curve is fitted on (three: as many as the la
 N_BOOT = 200
 PROJECTION_COLUMNS = ["dataset", "split_key", "model", "largest_n", "gap", "projected_n", "low", "high", "p_none",
                       "n_boot", "n_folds", "n_sizes"]
-CHECK_COLUMNS = ["dataset", "split_key", "model", "from_n", "to_n", "predicted", "observed", "error", "observed_from"]
+CHECK_COLUMNS = ["dataset", "split_key", "model", "from_n", "to_n", "predicted", "observed", "error", "observed_from",
+                 "val_to", "val_from"]
 
 
 def fit_power(n: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
@@ -56,23 +59,28 @@ def predict(params: tuple[float, float, float], n: np.ndarray | float) -> np.nda
     return np.minimum(a + beta * np.asarray(n, dtype=float) ** -c, 1.0)
 
 
-def _best_fit_curve(curves: np.ndarray, n_rows: np.ndarray, members: list[int], at: np.ndarray) -> np.ndarray | None:
-    """The best of the members' fitted curves at each n of ``at`` (``curves``: size × model means)."""
-    fits = [f for m in members if (f := fit_power(n_rows, curves[:, m])) is not None]
-    if not fits:
+def _fit_curve(curves: np.ndarray, vcurves: np.ndarray, n_rows: np.ndarray, members: list[int],
+               at: np.ndarray) -> np.ndarray | None:
+    """The fitted curve at each n of ``at`` of the member picked by validation at the largest size
+    (``curves``, ``vcurves``: size × model test and validation means)."""
+    if not members:
         return None
-    return np.max([predict(f, at) for f in fits], axis=0)
+    m = members[int(pick.index_by_validation(curves[-1, members], vcurves[-1, members]))]
+    fit = fit_power(n_rows, curves[:, m])
+    return None if fit is None else predict(fit, at)
 
 
-def _project(curves: np.ndarray, n_rows: np.ndarray, chal: list[int], inc: list[int], at: np.ndarray) -> float:
+def _project(curves: np.ndarray, vcurves: np.ndarray, n_rows: np.ndarray, chal: list[int], inc: list[int],
+             at: np.ndarray) -> float:
     """The first n of ``at`` (``at[0]``: the largest size) where the challenger's fitted curve is above the
-    incumbents' (inf: none). NaN where a side cannot be fitted, or where the fits do not have the
+    incumbent's (inf: none). NaN where a side cannot be fitted, or where the fits do not have the
     challenger behind at the largest size as the means do: a crossover there would be the fit's error,
-    not a projection. ``curves``: size × model means at ``n_rows``; only models with a mean at the largest
-    size take part (one that stopped short of it would project from a curve the others outgrew)."""
+    not a projection. ``curves``/``vcurves``: size × model test/validation means at ``n_rows``; only models
+    with a mean at the largest size take part (one that stopped short of it would project from a curve
+    the others outgrew), and of those the one with the best validation mean there."""
     chal = [m for m in chal if not np.isnan(curves[-1, m])]
     inc = [m for m in inc if not np.isnan(curves[-1, m])]
-    a, b = _best_fit_curve(curves, n_rows, chal, at), _best_fit_curve(curves, n_rows, inc, at)
+    a, b = _fit_curve(curves, vcurves, n_rows, chal, at), _fit_curve(curves, vcurves, n_rows, inc, at)
     if a is None or b is None or not a[0] < b[0]:
         return float("nan")
     ahead = a > b
@@ -90,13 +98,13 @@ def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]],
     the observed challenger − incumbent mean at ``largest_n``. One fold: no interval (NaN). ``cells`` as
     :func:`pipeline.report.crossover.crossover_intervals` takes them."""
     rows = []
-    for (dataset, split_key), (folds, n_rows, models, grid) in fold_grids(cells):
+    for (dataset, split_key), (folds, n_rows, models, grid, vgrid) in fold_grids(cells):
         inc = [models.index(m) for m in incumbents if m in models]
         if not inc:
             continue
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a size without a score: NaN
-            full = np.nanmean(grid, axis=0)
+            full, vfull = np.nanmean(grid, axis=0), np.nanmean(vgrid, axis=0)
             for name, names in challengers.items():
                 idx = [models.index(m) for m in names if m in models]
                 if not idx:
@@ -106,20 +114,22 @@ def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]],
                     continue
                 largest = float(n_rows[compared][-1])
                 last = int(np.flatnonzero(compared)[-1])
-                gap = float(np.nanmax(full[last, idx]) - np.nanmax(full[last, inc]))
+                gap = float(pick.score_by_validation(full[last, idx], vfull[last, idx])
+                            - pick.score_by_validation(full[last, inc], vfull[last, inc]))
                 if gap >= 0:  # not behind at the largest size: nothing to project
                     continue
-                sub = grid[:, compared]
+                sub, vsub = grid[:, compared], vgrid[:, compared]
                 n_c = n_rows[compared]
                 at = np.geomspace(largest, reach * largest, 200)  # at[0]: the largest size, where the fits
                 # must agree with the means that the challenger is behind
-                point = _project(np.nanmean(sub, axis=0), n_c, idx, inc, at)
+                point = _project(np.nanmean(sub, axis=0), np.nanmean(vsub, axis=0), n_c, idx, inc, at)
                 low = high = p_none = float("nan")
                 kept = 0
                 if len(folds) >= 2:
                     rng = np.random.default_rng([seed, zlib.crc32(f"{dataset}|{split_key}|{name}".encode())])
                     picks = rng.integers(0, len(folds), size=(n_boot, len(folds)))
-                    boot = np.array([_project(np.nanmean(sub[p], axis=0), n_c, idx, inc, at) for p in picks])
+                    boot = np.array([_project(np.nanmean(sub[p], axis=0), np.nanmean(vsub[p], axis=0), n_c, idx,
+                                              inc, at) for p in picks])
                     boot = boot[~np.isnan(boot)]
                     kept = len(boot)
                     if kept:
@@ -135,12 +145,13 @@ def holdout_check(cells: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     """Each of ``models``' learning curves with at least ``MIN_SIZES`` + 1 sizes, fitted on all but its
     largest size (``from_n``: the largest size fitted) and extrapolated to it (``to_n``): the predicted and
     observed mean scores, ``error`` = predicted − observed, and ``observed_from``, the mean at ``from_n``
-    (what carrying the largest fitted size forward would predict)."""
+    (what carrying the largest fitted size forward would predict); ``val_to``/``val_from``, the mean validation
+    scores at those sizes (what picks each kind's best there)."""
     rows = []
-    for (dataset, split_key), (_, n_rows, names, grid) in fold_grids(cells):
+    for (dataset, split_key), (_, n_rows, names, grid, vgrid) in fold_grids(cells):
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            full = np.nanmean(grid, axis=0)
+            full, vfull = np.nanmean(grid, axis=0), np.nanmean(vgrid, axis=0)
         for m in models:
             if m not in names:
                 continue
@@ -155,7 +166,8 @@ def holdout_check(cells: pd.DataFrame, models: list[str]) -> pd.DataFrame:
             pred = float(predict(fit, to))
             rows.append({"dataset": dataset, "split_key": split_key, "model": m, "from_n": float(n_rows[have[-2]]),
                          "to_n": to, "predicted": pred, "observed": float(y[have[-1]]), "error": pred - float(y[have[-1]]),
-                         "observed_from": float(y[have[-2]])})
+                         "observed_from": float(y[have[-2]]), "val_to": float(vfull[have[-1], names.index(m)]),
+                         "val_from": float(vfull[have[-2], names.index(m)])})
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
@@ -163,14 +175,20 @@ def sign_check(check: pd.DataFrame, attention: list[str], boosting: list[str]) -
     """On the held-out largest size: of the datasets where both kinds were extrapolated to one size, on how
     many the predicted sign of (best attention − best boosting) matched the observed one (an exact tie
     counts as neither sign), and on how many the sign at the size before, carried forward, did (the
-    baseline a fit must beat); returns (right, right by carrying forward, datasets)."""
+    baseline a fit must beat); returns (right, right by carrying forward, datasets). Each kind's best is
+    the model with the best validation mean: at the held-out size for the observed sign, at the largest
+    fitted size for the predicted and carried-forward ones (what a projection would have known)."""
     right = carried = total = 0
     for _, g in check.groupby(["dataset", "split_key", "to_n"]):  # models held out at the same size only
         a, b = g[g.model.isin(attention)], g[g.model.isin(boosting)]
         if a.empty or b.empty:
             continue
         total += 1
-        observed = np.sign(a.observed.max() - b.observed.max())
-        right += int(np.sign(a.predicted.max() - b.predicted.max()) == observed)
-        carried += int(np.sign(a.observed_from.max() - b.observed_from.max()) == observed)
+        def best(side: pd.DataFrame, value: str, val: str) -> float:
+            return float(pick.score_by_validation(side[value].to_numpy(), side[val].to_numpy()))
+
+        observed = np.sign(best(a, "observed", "val_to") - best(b, "observed", "val_to"))
+        # the projection picks each side at its largest fitted size, as carrying forward does
+        right += int(np.sign(best(a, "predicted", "val_from") - best(b, "predicted", "val_from")) == observed)
+        carried += int(np.sign(best(a, "observed_from", "val_from") - best(b, "observed_from", "val_from")) == observed)
     return right, carried, total

@@ -14,6 +14,7 @@ from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod
 from pipeline.report import figures as figs
+from pipeline.report import pick
 from pipeline.report import projection as projection_mod
 from pipeline.report import significance as sig
 from pipeline.report import standing as standing_mod
@@ -42,6 +43,8 @@ def page_sample_size(data: ReportData) -> Page:
            "and subset seeds, with its 95% confidence interval as a band where two or more splits finished; a "
            "size where a model has no score is a gap in its line. The crossover size is the smallest training "
            "size from which a network beats the best boosting model at that size and at every larger size run. "
+           "The best of several models (the best boosting model, the best attention model) is always the one "
+           "with the best validation score; its test score is what is compared. "
            f"The dotted line marks {claims_mod.REFERENCE_ROWS:,} rows, below which tree ensembles are often reported to "
            "win (Grinsztajn et al., 2022).")
     curves = crossover_mod.curve_intervals(data.curves)
@@ -163,23 +166,24 @@ def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
 
 def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[str], kinds: dict[str, str]) -> str:
     """How often the best model of each family but boosting beat the best boosting model below the
-    reference size."""
+    reference size (each family's best at a point picked by validation, :mod:`pipeline.report.pick`)."""
     below = curves[curves.n_train < claims_mod.REFERENCE_ROWS]
     wide = below.pivot_table(index=agg.TASK, columns="model", values="score_mean")
-    gb = wide[[m for m in incumbents if m in wide]].max(axis=1)
+    val = below.pivot_table(index=agg.TASK, columns="model", values="val_mean").reindex_like(wide)
+    _, gb = pick.by_validation(wide, val, incumbents)
     parts = []
     for family in families(kinds):
         label = f"the best {family}"
         members = [m for m in networks if family_of(kinds.get(m)) == family and m in wide]
         if not members:
             continue
-        best = wide[members].max(axis=1)
+        _, best = pick.by_validation(wide, val, members)
         both = best.notna() & gb.notna()
-        d = (best[both] - gb[both]).round(12)
+        d, margin = best[both] - gb[both], standing_mod.MARGIN  # within the margin: a tie, as everywhere
         n = int(both.sum())
         if n:
-            parts.append(f"{label} won {int((d > 0).sum())}, tied {int((d == 0).sum())} and lost "
-                         f"{int((d < 0).sum())} of {n} (dataset, size) points against the best boosting model")
+            parts.append(f"{label} won {int((d > margin).sum())}, tied {int((d.abs() <= margin).sum())} and lost "
+                         f"{int((d < -margin).sum())} of {n} (dataset, size) points against the best boosting model")
     if not parts:
         return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a boosting model and another."
     return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."

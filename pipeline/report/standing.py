@@ -3,7 +3,7 @@ attention model against the best boosting model, fold by fold, as "ahead", "leve
 than a raw win; and the same over datasets, with an interval.
 
 A dataset's difference is the mean over its folds of (best attention − best boosting) test score, the
-two picked by their mean at that size. It is *level* when that difference lies within ``MARGIN`` or its
+two picked by their mean validation score at that size (:mod:`pipeline.report.pick`). It is *level* when that difference lies within ``MARGIN`` or its
 95% t-interval over folds holds zero (the folds cannot tell the two apart); *ahead* or *behind* when it
 is past the margin and the interval excludes zero. A loss by a model still improving when its epochs,
 rounds or time ran out is *not converged*, neither ahead nor behind. One fold gives no interval: past the
@@ -20,6 +20,7 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.records import Status
+from pipeline.report import pick
 
 MARGIN = 0.005  # accuracy or R²: a difference this small is level, whatever the folds say
 COMPARED = ("ahead", "level", "behind")  # the standings whose difference counts (a one-fold one included)
@@ -29,11 +30,12 @@ COLUMNS = ["dataset", "split_key", "at_n", "attention", "boosting", "diff", "low
 def standings(cells: pd.DataFrame, attention: list[str], boosting: list[str], margin: float = MARGIN) -> pd.DataFrame:
     """Per dataset: ``standing`` at the largest size both kinds have scores (``at_n`` rows), with the two
     models compared, the mean difference and its interval over folds. ``cells`` has ReportData.cells'
-    columns (status, score, n_train, epochs_bound, repeat, fold)."""
+    columns (status, score, val_score, n_train, epochs_bound, repeat, fold)."""
     ok = cells[(cells.status == Status.OK.value) & cells.score.notna()]
     rows = []
     for (dataset, split_key), g in ok.groupby(["dataset", "split_key"], sort=True):
         means = g.groupby(["sample_size", "model"]).score.mean().unstack()
+        val = g.groupby(["sample_size", "model"]).val_score.mean().unstack().reindex_like(means)
         a_cols, b_cols = [m for m in attention if m in means], [m for m in boosting if m in means]
         if not a_cols or not b_cols:
             continue
@@ -41,8 +43,8 @@ def standings(cells: pd.DataFrame, attention: list[str], boosting: list[str], ma
         if not both.any():
             continue
         size = g[g.sample_size.isin(both[both].index)].groupby("sample_size").n_train.mean().idxmax()
-        at = means.loc[size]
-        a, b = at[a_cols].idxmax(), at[b_cols].idxmax()
+        at, at_val = means.loc[[size]], val.loc[[size]]
+        a, b = (pick.by_validation(at, at_val, cols)[0].iloc[0] for cols in (a_cols, b_cols))
         here = g[g.sample_size == size]
         per_fold = here.pivot_table(index=["repeat", "fold"], columns="model", values="score", aggfunc="mean")
         d = (per_fold[a] - per_fold[b]).dropna().to_numpy()

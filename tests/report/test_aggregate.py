@@ -99,7 +99,7 @@ def test_critical_difference_friedman_and_cliques():
 
 def curve_rows(dataset: str, model: str, scores: list[float], sizes=("32", "128", "all"), n=(32, 128, 800)):
     return [{"split_key": "k", "dataset": dataset, "model": model, "sample_size": s, "n_train": float(k),
-             "score_mean": v, "metric": "accuracy", "n_ok": 1} for s, k, v in zip(sizes, n, scores)]
+             "score_mean": v, "val_mean": v, "metric": "accuracy", "n_ok": 1} for s, k, v in zip(sizes, n, scores)]
 
 
 def test_crossover_sizes():
@@ -329,6 +329,11 @@ def test_crossover_needs_two_sizes_and_calls_a_tie_level():
     level = pd.DataFrame(curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.82, 0.88]))
     r = xo.crossover(level, ["ft"], ["xgb"]).iloc[0]
     assert r.verdict == "level" and pd.isna(r.behind_at) and r.at_size == "all"
+    # within the standings' margin (0.005) is level too, as the sample-size page's standings call it; past it, behind
+    near = pd.DataFrame(curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.82, 0.876]))
+    assert xo.crossover(near, ["ft"], ["xgb"]).iloc[0].verdict == "level"
+    past = pd.DataFrame(curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.82, 0.874]))
+    assert xo.crossover(past, ["ft"], ["xgb"]).iloc[0].verdict == "never"
     tied_before = pd.DataFrame(curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.84, 0.90]))
     r = xo.crossover(tied_before, ["ft"], ["xgb"]).iloc[0]
     assert r.verdict == "crossover" and r.crossover_n == 800 and r.before == "level" and r.n_splits == 1
@@ -383,6 +388,7 @@ def test_the_answer_at_a_size_says_how_many_of_its_tasks_have_run_yet():
             rows.append(("s", task, "10000", 0, 0, 0, model, status, score if status == "ok" else None))
     cells = pd.DataFrame(rows, columns=[*agg.SPLIT, "model", "status", "score"]).assign(
         train_s_per_1k=1.0, predict_s_per_1k=0.1, epochs_bound=False, search_bound=False)
+    cells["val_score"] = cells.score
     a = size_answer("10000", cells, {"ft": "attention", "xgb": "boosting"})
     assert (a.n_tasks, a.n_run) == (3, 1)
     assert a.leaders["attention network"].normalized_score == 1.0
@@ -403,3 +409,37 @@ def test_a_model_with_nothing_run_yet_has_no_elo_and_does_not_empty_the_critical
     assert table.loc["a", "elo"] + table.loc["b", "elo"] == pytest.approx(2000)
     cd = agg.critical_difference(scores, ran=ran)
     assert cd.n_tasks == 3 and sorted(cd.avg_ranks.index) == ["a", "b"]
+
+
+def test_the_budget_bound_count_is_out_of_the_cells_that_finished_not_those_not_run_yet():
+    """A study in chunks: 1 of ft's 3 planned cells at this size has finished, and it kept its last epoch.
+    The sentence says 1 of 1, not 1 of 3 (two cells not run yet are not cells that converged)."""
+    from pipeline.report.answer import size_answer, summary_sentences
+
+    rows = [("s", task, "10000", 0, 0, 0, model, status, score if status == "ok" else None)
+            for task, status in (("T1", "ok"), ("T2", "missing"), ("T3", "missing"))
+            for model, score in (("ft", 0.9), ("xgb", 0.8))]
+    cells = pd.DataFrame(rows, columns=[*agg.SPLIT, "model", "status", "score"]).assign(
+        train_s_per_1k=1.0, predict_s_per_1k=0.1, search_bound=False)
+    cells["val_score"], cells["epochs_bound"] = cells.score, (cells.model == "ft") & (cells.status == "ok")
+    a = size_answer("10000", cells, {"ft": "attention", "xgb": "boosting"})
+    text = " ".join(summary_sentences([a], pd.DataFrame(columns=["family"]), {"datasets": 3, "sizes": 1, "splits": 1,
+                                                                               "cells": 6, "cells_ok": 2}))
+    assert "ft kept its last epoch or round in 1 of 1 cells" in text, text
+
+
+def test_a_head_to_head_calls_scores_within_the_margin_a_tie():
+    """The overview's won–tied–lost: 0.900 against 0.897 is level (within 0.005), a tie, not a win; 0.91 wins."""
+    from pipeline.report.answer import size_answer
+
+    scores = pd.DataFrame({"a": [0.900, 0.910, np.nan], "b": [0.897, 0.897, 0.8]})
+    exact, near = agg.pairwise_record(scores), agg.pairwise_record(scores, margin=0.005)
+    assert (exact.won.loc["a", "b"], exact.tied.loc["a", "b"], exact.lost.loc["a", "b"]) == (2, 0, 1)
+    assert (near.won.loc["a", "b"], near.tied.loc["a", "b"], near.lost.loc["a", "b"]) == (1, 1, 1)
+    rows = [("s", task, "10000", 0, 0, 0, model, "ok", score)
+            for task, (ft, xgb) in (("T1", (0.900, 0.897)), ("T2", (0.91, 0.897))) for model, score in (("ft", ft), ("xgb", xgb))]
+    cells = pd.DataFrame(rows, columns=[*agg.SPLIT, "model", "status", "score"]).assign(
+        train_s_per_1k=1.0, predict_s_per_1k=0.1, epochs_bound=False, search_bound=False)
+    cells["val_score"] = cells.score
+    h = size_answer("10000", cells, {"ft": "attention", "xgb": "boosting"}).vs_boosting["attention network"]
+    assert (h.won, h.tied, h.lost) == (1, 1, 0)

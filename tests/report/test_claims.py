@@ -52,7 +52,7 @@ def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000, ft_
     their budget (n_epochs_bound) on the first ``ft_bound_below`` datasets."""
     return pd.DataFrame([
         {"split_key": "k", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v,
-         "n_epochs_bound": int(m == "ft_transformer" and n < 10_000 and i < ft_bound_below)}
+         "val_mean": v, "n_epochs_bound": int(m == "ft_transformer" and n < 10_000 and i < ft_bound_below)}
         for i in range(6) for size, n in (("512", 512), ("all", n_above))
         for m, v in (("xgboost", 0.90 if n < 10_000 else above_xgb), ("ft_transformer", 0.85 if n < 10_000 else above_ft))])
 
@@ -67,7 +67,7 @@ def _cells(gaps: list[list[float]], n_above: int = 20_000, bound: int = 0) -> pd
             for size, n in (("512", 512), ("all", n_above)):
                 for m, v in (("xgboost", 0.80), ("ft_transformer", 0.80 + gap if n >= 10_000 else 0.99)):
                     rows.append({"dataset": f"d{i}", "split_key": "k", "sample_size": size, "n_train": n, "repeat": 0,
-                                 "fold": fold, "model": m, "status": "ok", "score": v,
+                                 "fold": fold, "model": m, "status": "ok", "score": v, "val_score": v,
                                  "epochs_bound": m == "ft_transformer" and n >= 10_000 and i < bound})
     return pd.DataFrame(rows)
 

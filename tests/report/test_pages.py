@@ -141,7 +141,8 @@ def test_sample_size_page_crossover(synth_report):
     assert "mlp vs catboost at all training rows: too few splits to test (1; a Wilcoxon test needs 6)" in html
     assert ("the best attention network won 1, tied 0 and lost 5 of 6 (dataset, size) points against the best "
             "boosting model") in html
-    assert "the best other network won 0, tied 0 and lost 6 of 6" in html  # the MLP, beside attention
+    # the MLP, beside attention: on alpha at 800 rows 0.8943 against catboost's 0.8986, within 0.005: a tie
+    assert "the best other network won 0, tied 1 and lost 5 of 6" in html
     assert 'id="fig-curve-avg"' in html
     assert "design notes" not in html  # page text for users, not notes to ourselves
 
@@ -321,7 +322,8 @@ def test_overview_answers_by_training_size_with_costs(synth_report):
     cost = {r[0]: r[1:] for r in table_rows(html, "table-answer-cost")}
     assert cost["all training rows"] == ["62.5", "2", "31.2", "1", "6.25", "0.2"]
     cross = {r[0]: r[1:] for r in table_rows(html, "table-index-crossover")}
-    assert cross["alpha"] == ["800 rows (behind at 128)", "never (behind at 800 rows)"]
+    # the MLP at 800 rows: 0.8943 against catboost's 0.8986, within the 0.005 margin: level, not behind
+    assert cross["alpha"] == ["800 rows (behind at 128)", "level at 800 rows, the largest size"]
     assert 'id="fig-index-sizes"' in html
 
 

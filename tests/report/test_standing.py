@@ -17,11 +17,12 @@ def cells(per_dataset: dict[str, dict[str, list[float]]], bound: set[tuple[str, 
         for m, scores in models.items():
             for f, v in enumerate(scores):
                 rows.append({"dataset": d, "split_key": "k", "sample_size": "4096", "n_train": 4096, "repeat": 0,
-                             "fold": f, "model": m, "status": "ok", "score": v, "epochs_bound": (d, m) in bound})
+                             "fold": f, "model": m, "status": "ok", "score": v, "val_score": v,
+                             "epochs_bound": (d, m) in bound})
                 if small:
                     rows.append({"dataset": d, "split_key": "k", "sample_size": "256", "n_train": 256, "repeat": 0,
                                  "fold": f, "model": m, "status": "ok", "score": 0.9 if m == "ft" else 0.5,
-                                 "epochs_bound": False})
+                                 "val_score": 0.9 if m == "ft" else 0.5, "epochs_bound": False})
     return pd.DataFrame(rows)
 
 
