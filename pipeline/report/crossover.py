@@ -193,10 +193,11 @@ def fold_grids(cells: pd.DataFrame) -> list[tuple[tuple[str, str], Grids]]:
         models = sorted(set(g.model))
         grid = np.full((len(folds), len(sizes), len(models)), np.nan)
         vgrid = grid.copy()
-        means = g.groupby(["repeat", "fold", "sample_size", "model"])[["score", "val_score"]].mean()
-        for (rep, fold, size, model), v in means.iterrows():
-            at = fold_of[(rep, fold)], sizes.index(size), models.index(model)
-            grid[at], vgrid[at] = v.score, v.val_score
+        means = g.groupby(["repeat", "fold", "sample_size", "model"])[["score", "val_score"]].mean().reset_index()
+        at = ([fold_of[f] for f in zip(means["repeat"], means["fold"])],
+              means.sample_size.map({s: i for i, s in enumerate(sizes)}).to_numpy(),
+              means.model.map({m: i for i, m in enumerate(models)}).to_numpy())
+        grid[at], vgrid[at] = means.score.to_numpy(dtype=float), means.val_score.to_numpy(dtype=float)
         out.append((key, (folds, n_rows, models, grid, vgrid)))
     return out
 
