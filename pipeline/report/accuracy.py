@@ -396,7 +396,9 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
         p.figure(figs.summary_bars(st.summary, style), f"fig-summary-{size}")
         p.h3("Win rate")
         p.add(note("Share of the tasks both ran on which the row model's mean score beat the column model's "
-                   "(ties count ½); hover for the number of tasks compared."))
+                   "(ties count ½; a tie here is equal scores, as ranks and Elo count them, where the overview's "
+                   "family records and the sample-size page call scores within 0.005 level); hover for the number "
+                   "of tasks compared."))
         p.figure(figs.win_rate_heatmap(st.win_rates, st.matches), f"fig-winrate-{size}")
         p.h3("Elo")
         p.figure(figs.elo_plot(st.elo.table, style, st.elo.level), f"fig-elo-{size}")

@@ -115,7 +115,7 @@ def overview_answer(p: Page, data: ReportData) -> None:
         p.add(table(["dataset", *(f"{f} overtakes {BOOSTING} from" for f in others)], rows, "table-index-crossover"))
         p.add(note("The smallest training size from which the family's best model beats the best boosting model "
                    "there and at every larger size run; 'never' when it is behind at the largest, 'level' when the two "
-                   "are equal there; no crossover is given from one training size."))
+                   f"are within {MARGIN} there; no crossover is given from one training size."))
 
 
 def page_index(data: ReportData, standings: dict[str, Standing], pages: list[tuple[str, str, str]]) -> Page:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from pipeline.report import pick
 from pipeline.report.crossover import fold_grids
+from pipeline.report.standing import MARGIN
 
 EXPONENTS = np.geomspace(0.02, 3.0, 64)  # the power law's c, searched on this grid
 REACH = 10.0  # how far beyond the largest size a crossover is projected, as a multiple of it
@@ -61,8 +62,10 @@ def predict(params: tuple[float, float, float], n: np.ndarray | float) -> np.nda
 
 def _fit_curve(curves: np.ndarray, vcurves: np.ndarray, n_rows: np.ndarray, members: list[int],
                at: np.ndarray) -> np.ndarray | None:
-    """The fitted curve at each n of ``at`` of the member picked by validation at the largest size
-    (``curves``, ``vcurves``: size × model test and validation means)."""
+    """The fitted curve at each n of ``at`` of the member picked by validation at the largest size among
+    those whose curve can be fitted (``MIN_SIZES`` means or more; ``curves``, ``vcurves``: size × model test
+    and validation means)."""
+    members = [m for m in members if np.isfinite(curves[:, m]).sum() >= MIN_SIZES]
     if not members:
         return None
     m = members[int(pick.index_by_validation(curves[-1, members], vcurves[-1, members]))]
@@ -89,8 +92,8 @@ def _project(curves: np.ndarray, vcurves: np.ndarray, n_rows: np.ndarray, chal: 
 
 def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]], incumbents: list[str],
                          n_boot: int = N_BOOT, seed: int = 0, reach: float = REACH) -> pd.DataFrame:
-    """Per dataset and challenger (name → member models) that is behind the best incumbent at the largest
-    size both have scores at, with at least ``MIN_SIZES`` such sizes: ``projected_n``, the first size up to
+    """Per dataset and challenger (name → member models) that is behind the best incumbent (by more than
+    ``MARGIN``: level is not behind) at the largest size both have scores at, with at least ``MIN_SIZES`` such sizes: ``projected_n``, the first size up to
     ``reach`` × ``largest_n`` where the fitted challenger curve passes the fitted incumbent one (``inf``:
     none within reach; NaN where the fits have the challenger level or ahead at ``largest_n``, against the
     means); ``low``/``high`` the 2.5 and 97.5 percentiles over the ``n_boot`` resamples of the folds that
@@ -114,22 +117,27 @@ def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]],
                     continue
                 largest = float(n_rows[compared][-1])
                 last = int(np.flatnonzero(compared)[-1])
-                gap = float(pick.score_by_validation(full[last, idx], vfull[last, idx])
-                            - pick.score_by_validation(full[last, inc], vfull[last, inc]))
-                if gap >= 0:  # not behind at the largest size: nothing to project
+                # each side's models that can be projected: a mean at the largest size and enough sizes to fit
+                fit_c, fit_i = ([m for m in side if not np.isnan(full[last, m])
+                                 and np.isfinite(full[compared, m]).sum() >= MIN_SIZES] for side in (idx, inc))
+                if not fit_c or not fit_i:
+                    continue
+                gap = float(pick.score_by_validation(full[last, fit_c], vfull[last, fit_c])
+                            - pick.score_by_validation(full[last, fit_i], vfull[last, fit_i]))
+                if gap >= -MARGIN:  # level or ahead at the largest size: nothing to project
                     continue
                 sub, vsub = grid[:, compared], vgrid[:, compared]
                 n_c = n_rows[compared]
                 at = np.geomspace(largest, reach * largest, 200)  # at[0]: the largest size, where the fits
                 # must agree with the means that the challenger is behind
-                point = _project(np.nanmean(sub, axis=0), np.nanmean(vsub, axis=0), n_c, idx, inc, at)
+                point = _project(np.nanmean(sub, axis=0), np.nanmean(vsub, axis=0), n_c, fit_c, fit_i, at)
                 low = high = p_none = float("nan")
                 kept = 0
                 if len(folds) >= 2:
                     rng = np.random.default_rng([seed, zlib.crc32(f"{dataset}|{split_key}|{name}".encode())])
                     picks = rng.integers(0, len(folds), size=(n_boot, len(folds)))
-                    boot = np.array([_project(np.nanmean(sub[p], axis=0), np.nanmean(vsub[p], axis=0), n_c, idx,
-                                              inc, at) for p in picks])
+                    boot = np.array([_project(np.nanmean(sub[p], axis=0), np.nanmean(vsub[p], axis=0), n_c, fit_c,
+                                              fit_i, at) for p in picks])
                     boot = boot[~np.isnan(boot)]
                     kept = len(boot)
                     if kept:
@@ -173,22 +181,28 @@ def holdout_check(cells: pd.DataFrame, models: list[str]) -> pd.DataFrame:
 
 def sign_check(check: pd.DataFrame, attention: list[str], boosting: list[str]) -> tuple[int, int, int]:
     """On the held-out largest size: of the datasets where both kinds were extrapolated to one size, on how
-    many the predicted sign of (best attention − best boosting) matched the observed one (an exact tie
-    counts as neither sign), and on how many the sign at the size before, carried forward, did (the
+    many the predicted sign of (best attention − best boosting) matched the observed one (within
+    ``MARGIN``: level, a sign of its own), and on how many the sign at the size before, carried forward, did (the
     baseline a fit must beat); returns (right, right by carrying forward, datasets). Each kind's best is
     the model with the best validation mean: at the held-out size for the observed sign, at the largest
     fitted size for the predicted and carried-forward ones (what a projection would have known)."""
     right = carried = total = 0
-    for _, g in check.groupby(["dataset", "split_key", "to_n"]):  # models held out at the same size only
+    # models held out at the same size, fitted up to the same size: each side picked among comparable curves
+    for _, g in check.groupby(["dataset", "split_key", "to_n", "from_n"]):
         a, b = g[g.model.isin(attention)], g[g.model.isin(boosting)]
         if a.empty or b.empty:
             continue
         total += 1
-        def best(side: pd.DataFrame, value: str, val: str) -> float:
-            return float(pick.score_by_validation(side[value].to_numpy(), side[val].to_numpy()))
-
-        observed = np.sign(best(a, "observed", "val_to") - best(b, "observed", "val_to"))
+        observed = _sign(a, b, "observed", "val_to")
         # the projection picks each side at its largest fitted size, as carrying forward does
-        right += int(np.sign(best(a, "predicted", "val_from") - best(b, "predicted", "val_from")) == observed)
-        carried += int(np.sign(best(a, "observed_from", "val_from") - best(b, "observed_from", "val_from")) == observed)
+        right += int(_sign(a, b, "predicted", "val_from") == observed)
+        carried += int(_sign(a, b, "observed_from", "val_from") == observed)
     return right, carried, total
+
+
+def _sign(a: pd.DataFrame, b: pd.DataFrame, value: str, val: str) -> int:
+    """The sign of (best of ``a`` − best of ``b``) in column ``value``, each picked by column ``val``; 0 when
+    the two are within ``MARGIN`` (level)."""
+    gap = (float(pick.score_by_validation(a[value].to_numpy(), a[val].to_numpy()))
+           - float(pick.score_by_validation(b[value].to_numpy(), b[val].to_numpy())))
+    return 0 if abs(gap) <= MARGIN else int(np.sign(gap))

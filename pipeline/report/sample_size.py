@@ -81,7 +81,8 @@ def page_sample_size(data: ReportData) -> Page:
         p.add(crossover_matrix(data, cross, spans, order=[*attention, *(["best attention"] if len(attention) > 1 else []),
                                       *[m for m in networks if m not in attention]]))
         p.add(note("A dataset per row, a model per column: the training size from which the model beats the best "
-                   "boosting model at that size and at every larger size run (green: ahead from the smallest "
+                   f"boosting model (by more than {standing_mod.MARGIN}; closer is level) at that size and at every "
+                   "larger size run (green: ahead from the smallest "
                    "size; red: behind at the largest, 'never'; amber: behind there while still improving when its "
                    "epochs, rounds or time ran out, 'not converged'; grey: one size, not measured), and under it its "
                    f"95% interval over folds: the folds resampled with replacement {crossover_mod.N_BOOT} times, "
@@ -220,7 +221,7 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
 
     def size(x: float, largest: float) -> str:
         if np.isnan(x):
-            return "none: the fits have it level or ahead there, against the means"
+            return "none: the fits have it level or ahead there, against the means, or cannot be fitted"
         return f"none up to {projection_mod.REACH * largest:,.0f}" if np.isinf(x) else f"{x:,.0f}"
 
     rows = []
@@ -233,8 +234,8 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
     p.add(table(["dataset", "largest size", f"{name} − best boosting there", "projected crossover (rows)",
                  "95% interval over folds", "resamples with none", "sizes fitted"], rows, "table-projection"))
     p.add(note(f"Each model's mean learning curve fitted as score = a − b·n^(−c) (a power law, as LCDB fits them) on "
-               f"the sizes both sides ran; the crossover is where {name}'s fitted curve (the best of its models' "
-               f"fits) first passes the best boosting model's, looked for up to {projection_mod.REACH:.0f}× the "
+               f"the sizes both sides ran; the crossover is where {name}'s fitted curve (of its model with the best "
+               f"validation score at the largest size) first passes the best boosting model's, looked for up to {projection_mod.REACH:.0f}× the "
                "largest size, the curves capped at 1; only models with a score at the largest size take part, and "
                "where the fits do not have the model behind there, as the means do, nothing is projected. "
                f"Interval: the folds resampled {projection_mod.N_BOOT} times and fitted again."))

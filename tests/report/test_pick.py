@@ -83,3 +83,44 @@ def test_claim_one_calls_a_point_within_the_margin_a_tie_not_a_win():
         score_mean=("score", "mean"), val_mean=("val_score", "mean"), n_train=("n_train", "mean"),
         n_ok=("score", "size")), KINDS, rows)
     assert c.n == 2 and c.effect == 0.5  # two ties, ½ each (two wins by the raw sign: 100%)
+
+
+def test_each_bootstrap_resample_picks_the_best_boosting_model_by_its_own_validation_means():
+    """xgb's validation score is high on folds 0-2 and low on 3-4, lgbm's 0.8 on all: over all five folds
+    lgbm is picked (mean 0.77 against 0.80) and attention (0.83) is behind it (0.86), but a resample with
+    four or five of folds 0-2 picks xgb (test 0.80), which attention beats. Picked on the whole data, every
+    resample would read 'never'; picked in each resample, about a third cross at 4,096 rows."""
+    rows = []
+    for f in range(5):
+        for size, ft, xgb, lgbm in (("256", 0.70, 0.80, 0.80), ("4096", 0.83, 0.80, 0.86)):
+            for m, t, v in (("ft", ft, 0.5), ("xgb", xgb, 0.95 if f < 3 else 0.5), ("lgbm", lgbm, 0.8)):
+                rows.append({"dataset": "d", "split_key": "k", "sample_size": size, "n_train": int(size), "repeat": 0,
+                             "fold": f, "seed": 0, "model": m, "status": "ok", "score": t, "val_score": v})
+    i = xo.crossover_intervals(pd.DataFrame(rows), {"ft": ["ft"]}, ["xgb", "lgbm"], n_boot=1000).iloc[0]
+    assert 0.5 < i.p_never < 0.8 and i.cross_low == 4096, i  # P(at most 3 of folds 0-2 drawn) = 0.66
+
+
+def test_the_best_attention_row_is_the_attention_model_validation_picked():
+    """A second attention model ahead on test (0.90) but behind on validation (0.5) is not the best attention
+    model: the 'best attention' row follows ft, which is behind at 4,096 rows of the xgb validation picks."""
+    c = curves()
+    tt = c[c.model == "ft"].assign(model="tt", score_mean=0.90, val_mean=0.5)
+    both = pd.concat([c, tt], ignore_index=True)
+    both.loc[(both.model == "ft") & (both.sample_size == "4096"), "score_mean"] = 0.79
+    rows = xo.crossover(both, ["ft", "tt"], ["xgb", "lgbm"]).set_index("model")
+    best = rows.loc["best attention"]
+    assert (best.verdict, best.challenger_at, best.incumbent_at) == ("never", "ft", "xgb")
+
+
+def test_the_held_out_sign_check_picks_each_side_by_validation():
+    """At the held-out size attention (0.83) is ahead of xgb (validation's pick, 0.80) and behind lgbm (the
+    best on test, 0.86): the observed sign is +, which the prediction (+) gets right."""
+    from pipeline.report import projection
+
+    row = {"dataset": "d", "split_key": "k", "from_n": 4096, "to_n": 12288}
+    check = pd.DataFrame([
+        {**row, "model": "ft", "predicted": 0.84, "observed": 0.83, "observed_from": 0.78, "val_to": 0.8, "val_from": 0.8},
+        {**row, "model": "xgb", "predicted": 0.81, "observed": 0.80, "observed_from": 0.79, "val_to": 0.9, "val_from": 0.9},
+        {**row, "model": "lgbm", "predicted": 0.85, "observed": 0.86, "observed_from": 0.82, "val_to": 0.7, "val_from": 0.7},
+    ]).assign(error=lambda c: c.predicted - c.observed)
+    assert projection.sign_check(check, ["ft"], ["xgb", "lgbm"]) == (1, 0, 1)  # carried forward: behind, wrong

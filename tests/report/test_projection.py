@@ -73,11 +73,14 @@ def test_the_fit_recovers_a_power_law():
 
 
 def test_a_fit_that_misses_the_observed_deficit_projects_nothing():
-    """Attention ahead by 0.05 at three sizes, then 0.001 behind at the largest: the fitted curves still
-    have it ahead there, so a 'crossover' just past the largest size would be the fit's error: none is
-    projected, and no resample gives one."""
+    """Attention ahead by 0.05 at three sizes, then 0.006 behind at the largest (past the 0.005 margin):
+    the fitted curves still have it ahead there, so a 'crossover' just past the largest size would be the
+    fit's error: none is projected, and no resample gives one. (0.004 behind would be level: not projected.)"""
     c = cells({"bent": {"ft": law(0.95, 1.5, 0.5), "xgb": law(0.90, 1.5, 0.5)}}, noise=0.0005)
-    c.loc[(c.model == "ft") & (c.n_train == 12288), "score"] = law(0.90, 1.5, 0.5)(12288) - 0.001
+    level = c.copy()
+    level.loc[(level.model == "ft") & (level.n_train == 12288), "score"] = law(0.90, 1.5, 0.5)(12288) - 0.004
+    assert projection.projected_crossovers(level, {"ft": ["ft"]}, ["xgb"]).empty
+    c.loc[(c.model == "ft") & (c.n_train == 12288), "score"] = law(0.90, 1.5, 0.5)(12288) - 0.006
     t = projection.projected_crossovers(c, {"ft": ["ft"]}, ["xgb"])
     assert len(t) == 1 and t.gap.iloc[0] < 0 and np.isnan(t.projected_n.iloc[0]) and t.n_boot.iloc[0] == 0
 
@@ -115,3 +118,14 @@ def test_the_projection_follows_the_boosting_model_validation_picks_not_the_best
     t = projection.projected_crossovers(c, {"ft": ["ft"]}, ["xgb", "lgbm", "cat"]).iloc[0]
     assert 12288 < t.projected_n < 25000, t.projected_n
     assert abs(t.gap - (CROSSING["ft"](12288) - CROSSING["xgb"](12288))) < 0.01
+
+
+def test_a_model_with_too_few_sizes_to_fit_is_not_the_one_projected():
+    """The boosting model with the best validation score ran only the two largest sizes: no power law can
+    be fitted to it, so the best of the models that can be fitted (xgb) is projected against, as on the
+    full curves, rather than nothing at all."""
+    c = cells({"crossing": {**CROSSING, "cat": law(0.95, 1.5, 0.5)}})
+    c = c[~((c.model == "cat") & (c.n_train < 4096))].copy()
+    c.loc[c.model == "cat", "val_score"] += 0.2
+    t = projection.projected_crossovers(c, {"ft": ["ft"]}, ["xgb", "lgbm", "cat"]).iloc[0]
+    assert 12288 < t.projected_n < 25000 and t.n_boot == projection.N_BOOT, t
