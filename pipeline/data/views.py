@@ -182,7 +182,7 @@ VIEWS: dict[str, str] = {
         WITH g AS (
             SELECT {TASK}, any_value(task_type) AS task_type, model,
                    string_agg(DISTINCT suite, ', ' ORDER BY suite) AS suite, any_value(score_name) AS metric,
-                   avg(score) AS score_mean, stddev_samp(score) AS score_std,
+                   avg(score) AS score_mean, stddev_samp(score) AS score_std, avg(val_score) AS val_mean,
                    count(*) FILTER (WHERE status = 'ok') AS n_ok,
                    count(*) AS n_cells,
                    count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
