@@ -24,6 +24,7 @@ from pipeline.models.registry import KINDS, family_of
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import crossover as cross
+from pipeline.report import pick
 from pipeline.report.standing import MARGIN
 
 BOOSTING = KINDS["boosting"]  # the family every other family is compared with
@@ -132,7 +133,7 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
         members = [m for m in scores.columns if family_of(kinds.get(m)) == family and m in has_result]
         if not members:
             continue
-        best = max(members, key=lambda m: (picked_by[m], m))
+        best = members[int(pick.index_by_validation(norm[members].to_numpy(), picked_by[members].to_numpy()))]
         out.leaders[family] = Leader(
             best, float(norm[best]), int(scores[best].notna().sum()), int(ran[best].sum()), len(scores),
             float(cost.train_s_per_1k.get(best, np.nan)), float(cost.predict_s_per_1k.get(best, np.nan)),

@@ -20,7 +20,10 @@ def index_by_validation(test: np.ndarray, val: np.ndarray) -> np.ndarray:
     """Along the last axis (the group's models): the position of the model picked, as above. Where no model
     has a test score the position is 0, whose test score is NaN."""
     test, val = np.asarray(test, dtype=float), np.asarray(val, dtype=float)
-    key = np.where(np.isnan(test), -np.inf, np.where(np.isnan(val), np.finfo(float).min, val))
+    if test.shape[-1] == 0:
+        raise ValueError("a group of no models has no best")
+    lowest = np.finfo(float).min  # a validation score missing, or -inf: after every finite one, before no test
+    key = np.where(np.isnan(test), -np.inf, np.where(np.isfinite(val) | (val == np.inf), val, lowest))
     return np.argmax(key, axis=-1)
 
 

@@ -42,6 +42,9 @@ def test_pick_takes_the_best_validation_score_among_the_models_with_a_test_score
     assert pick.index_by_validation(test, val)[:3].tolist() == [0, 2, 0]
     assert np.allclose(pick.score_by_validation(test, val)[:3], [0.8, 0.6, 0.5])
     assert np.isnan(pick.score_by_validation(test, val)[3])
+    # a validation score of -inf ranks with a missing one, after every finite score and before no test score
+    assert pick.index_by_validation(np.array([np.nan, 0.5, 0.6]), np.array([0.1, -np.inf, 0.2])) == 2
+    assert pick.score_by_validation(np.array([np.nan, 0.5]), np.array([0.1, -np.inf])) == 0.5
     names, scores = pick.by_validation(pd.DataFrame(test, columns=["a", "b", "c"]),
                                        pd.DataFrame(val, columns=["a", "b", "c"]), ["a", "b", "c", "absent"])
     assert names.tolist() == ["a", "c", "a", None] and scores.iloc[:3].tolist() == [0.8, 0.6, 0.5]
