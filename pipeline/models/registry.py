@@ -33,7 +33,7 @@ import importlib.util
 import inspect
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,16 @@ def models_of_kind(kinds: Mapping[str, str], kind: str) -> list[str]:
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
     return [m for m, k in kinds.items() if k == kind]
+
+
+def models_of_family(kinds: Mapping[str, str], family: str, among: Iterable[str] | None = None) -> list[str]:
+    """The models of ``among`` (default: every model of ``kinds``, model → declared kind) whose kind falls
+    in ``family`` (:func:`family_of`), in ``among``'s order.
+
+    >>> models_of_family({"xgboost": "boosting", "mlp": "network"}, "gradient boosting")
+    ['xgboost']
+    """
+    return [m for m in (kinds if among is None else among) if family_of(kinds.get(m)) == family]
 
 
 def family_of(kind: str | None) -> str:

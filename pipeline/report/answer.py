@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.models.registry import KINDS, family_of
+from pipeline.models.registry import KINDS, family_of, models_of_family
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import crossover as cross
@@ -130,7 +130,7 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
     for family in families(kinds):
         # a model with no result at this size (planned, not run yet: a study in chunks) leads nothing here;
         # one whose every cell failed is still there, at the bottom
-        members = [m for m in scores.columns if family_of(kinds.get(m)) == family and m in has_result]
+        members = [m for m in models_of_family(kinds, family, scores.columns) if m in has_result]
         if not members:
             continue
         best = members[int(pick.index_by_validation(norm[members].to_numpy(), picked_by[members].to_numpy()))]
@@ -157,10 +157,10 @@ def family_crossovers(curves: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFra
     """Per dataset, the size from which the best model of each family but boosting (the best of its
     family at every size) beats the best boosting model for good: the columns of
     :func:`pipeline.report.aggregate.crossover` with ``family`` instead of ``model``."""
-    boosting = [m for m, k in kinds.items() if family_of(k) == BOOSTING]
+    boosting = models_of_family(kinds, BOOSTING)
     parts = []
     for family in families(kinds):
-        members = sorted(m for m, k in kinds.items() if family_of(k) == family)
+        members = sorted(models_of_family(kinds, family))
         if family == BOOSTING or not members or not boosting:
             continue
         label = f"best {family}"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.models.registry import family_of
+from pipeline.models.registry import family_of, models_of_family
 from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod
@@ -175,7 +175,7 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
     parts = []
     for family in families(kinds):
         label = f"the best {family}"
-        members = [m for m in networks if family_of(kinds.get(m)) == family and m in wide]
+        members = [m for m in models_of_family(kinds, family, networks) if m in wide]
         if not members:
             continue
         _, best = pick.by_validation(wide, val, members)
