@@ -15,9 +15,11 @@ def page_memory(data: ReportData) -> Page:
            "allocator keeps from earlier trials to the system and resets the high-water mark, every library was "
            "warmed up once when the worker started, and library code paged in from disk is not counted, so the "
            "figure does not depend on what the worker ran before (tests/test_memory.py checks this within 10%). "
-           "GPU: the peak of torch's CUDA allocator during the fit, above what it held at the start (n/a for models "
-           "that ran on the CPU). Per model, means (and maxima) over the (dataset, training size) rows of the memory "
-           "view; then how the peak grows with the number of features.")
+           "GPU: the peak of torch's CUDA allocator during the fit, above what it held at the start, with the matrix "
+           "library's workspaces (about 64 MiB on an H100) dropped before each fit so that every fit pays for its own "
+           "(benchmarks/gpu_models.py checks that a trial's GPU peak is the same first in a worker and after others); "
+           "n/a for models that ran on the CPU. Per model, means (and maxima) over the (dataset, training size) rows "
+           "of the memory view; then how the peak grows with the number of features.")
     m = data.memory
     if m.empty:
         p.add(note("No finished cells."))
