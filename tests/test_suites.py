@@ -130,7 +130,8 @@ def test_the_tuned_slice_runs_on_the_studys_own_fold_zero_tasks(shared_data: Pat
     """suites/study-tuned-slice.yaml stands tuned entries beside study-every-dataset's defaults: its datasets
     are that study's entries verbatim, its split protocol the same (so fold 0 at 10,000 rows is one task in
     both), 8 or more of the datasets reach 10,000 training rows, and each entry is a labelled TPE search of
-    at least 8 trials with CPU-second limits."""
+    at least 8 trials with CPU-second limits, each trial's the same as the study's default trial of that model
+    (a tuned trial cut short where the default ran on would read as tuning's loss)."""
     study, tuned = (yaml.safe_load((SUITES / f"{n}.yaml").read_text()) for n in ("study-every-dataset", "study-tuned-slice"))
     assert all(d in study["datasets"] for d in tuned["datasets"]) and len(tuned["datasets"]) >= 8
     assert tuned.get("seed", 0) == study.get("seed", 0)
@@ -141,6 +142,8 @@ def test_the_tuned_slice_runs_on_the_studys_own_fold_zero_tasks(shared_data: Pat
     assert {m["name"] for m in tuned["models"]} == {"ft_transformer", "realmlp", "catboost"}
     for m in tuned["models"]:
         assert m["search"] == "tpe" and m["trials"] >= 8 and m["clock"] == "cpu" and m["label"] == f"{m['name']}-tuned"
+        default = next(d for d in study["models"] if d["name"] == m["name"])
+        assert m["trial_timeout_s"] == default["trial_timeout_s"] and default["clock"] == "cpu", m["name"]
     import pyarrow.parquet as pq
 
     rows_needed = 10000 / ((1 - 1 / 3) * (1 - 0.2))  # the training part of a 3-fold split, less validation
