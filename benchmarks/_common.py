@@ -10,7 +10,9 @@ glibc malloc maps every block of 64 KiB or more on its own from the start (``MAL
 a freed tensor then leaves the resident set at once, where the default allocator would keep it in
 its heap and let the next block reuse it unseen. (Not in the timing process: mapping every tensor
 costs page faults.) Without a writable /proc it samples RSS with psutil every millisecond instead
-(coarser). On CUDA it is torch.cuda.max_memory_allocated, in the same process.
+(coarser). On CUDA it is torch.cuda.max_memory_allocated, in the same process, after the warm-up: the
+matrix library's workspaces, made then, are left out for every contender alike (a trial's figure,
+pipeline.cost.Measure, counts them).
 """
 
 from __future__ import annotations

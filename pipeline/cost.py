@@ -38,7 +38,8 @@ class Measure:
     :func:`settle_gpu`: the tensors of earlier blocks that only a garbage collection frees are freed, and
     the matrix library's workspaces (about 64 MiB on an H100, kept from a process's first matrix product
     on) are dropped, so that every block pays for the workspaces it makes, as in a fresh process. Without
-    that, a process's first GPU trial was charged 65 MB more than the same trial run after others.
+    that, a process's first GPU fit (one with no warm-up before it) was charged 65 MB more than the same
+    fit run after others.
     """
 
     def __init__(self, interval: float = 0.02, gpu: bool = False) -> None:
@@ -51,6 +52,8 @@ class Measure:
         import psutil
 
         self._proc = psutil.Process()
+        if self.gpu:  # first: its garbage collection may lower the resident memory the CPU figure starts from
+            settle_gpu()
         self._kernel_peak = settle()
         self._base = _status() if self._kernel_peak else {}
         self._peak = self._rss = self._proc.memory_info().rss
@@ -58,9 +61,9 @@ class Measure:
             self._thread = threading.Thread(target=self._sample, daemon=True)
             self._thread.start()
         if self.gpu:
-            settle_gpu()
             import torch
 
+            torch.cuda.reset_peak_memory_stats()
             self._gpu_base = torch.cuda.memory_allocated()
         self._t0 = time.perf_counter()
         return self
@@ -201,8 +204,8 @@ def freeze_long_lived() -> None:
 def settle_gpu() -> None:
     """Make torch's CUDA allocator ready to measure a block from here (see :class:`Measure`): wait for
     queued work, collect Python's garbage (a block's tensors held in reference cycles would otherwise be
-    counted in the next block's starting level and freed during it), drop cuBLAS's workspaces, reset
-    the allocator's peak."""
+    counted in the next block's starting level and freed during it), drop cuBLAS's workspaces. (The
+    allocator's peak is reset last, in :meth:`Measure.__enter__`.)"""
     import torch
 
     torch.cuda.synchronize()
@@ -210,7 +213,6 @@ def settle_gpu() -> None:
     clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)  # torch's own; CUDA builds have it
     if clear is not None:
         clear()
-    torch.cuda.reset_peak_memory_stats()
 
 
 def settle() -> bool:
