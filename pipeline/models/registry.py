@@ -60,8 +60,7 @@ def models_of_kind(kinds: Mapping[str, str], kind: str) -> list[str]:
 
 
 def models_of_family(kinds: Mapping[str, str], family: str, among: Iterable[str] | None = None) -> list[str]:
-    """The models of ``among`` (default: every model of ``kinds``, model → declared kind) whose kind falls
-    in ``family`` (:func:`family_of`), in ``among``'s order.
+    """The models of ``among`` (default: all of ``kinds``, model → kind) in ``family`` (:func:`family_of`), in order.
 
     >>> models_of_family({"xgboost": "boosting", "mlp": "network"}, "gradient boosting")
     ['xgboost']
