@@ -6,7 +6,8 @@ results files keep their families when models are renamed or removed.
 
 A family's representative at a size is its model with the highest mean normalised validation score
 over the tasks of that size it ran (:mod:`pipeline.report.pick`: the test set chooses nothing); what the
-tables show of it is its test scores (of the configurations validation selected), normalised alike. Head-to-head
+tables show of it is its test scores (of the configurations validation selected), normalised alike. A family
+leads a size when its mean is more than the standings' margin above every other's; closer, they tie. Head-to-head
 records compare representatives task by task over the tasks both ran, as won / tied / lost (scores
 within the standings' margin, 0.005, tie), with a Wilson interval on the win rate (a tie counts ½); a
 model that ran a task without a score loses it.
@@ -30,7 +31,6 @@ from pipeline.report.standing import MARGIN
 BOOSTING = KINDS["boosting"]  # the family every other family is compared with
 ATTENTION, NETWORK = KINDS["attention"], KINDS["network"]  # and attention with the best non-attention network
 FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
-TIE = 1e-9  # mean normalised scores closer than this are equal: a tie, which no family wins
 
 
 @dataclass(frozen=True)
@@ -88,15 +88,16 @@ class SizeAnswer:
 
     @property
     def leading(self) -> list[str]:
-        """The families whose representatives share the highest mean normalised score (more than one: a tie)."""
+        """The families whose representatives' mean normalised score is within the standings' margin (0.005)
+        of the highest: level with the top, so more than one is a tie, which no family wins."""
         if not self.leaders:
             return []
         top = max(lead.normalized_score for lead in self.leaders.values())
-        return [f for f, lead in self.leaders.items() if lead.normalized_score >= top - TIE]
+        return [f for f, lead in self.leaders.items() if lead.normalized_score >= top - MARGIN]
 
     @property
     def leader(self) -> str | None:
-        """The one family with the highest mean normalised score; None when none ran or several tie."""
+        """The one family ahead of every other by more than the margin; None when none ran or several tie."""
         lead = self.leading
         return lead[0] if len(lead) == 1 else None
 
