@@ -18,11 +18,11 @@ from pipeline.report.data import ReportData, size_label
 from pipeline.report.elo import EloResult
 from pipeline.report.elo import elo as elo_ratings
 from pipeline.report.markup import Page, cell, coverage_class, esc, note, num, table
+from pipeline.report.standing import MARGIN
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
 # Scores closer than this are the same: stored predictions are rounded (float32 values, probabilities to
 # 1/65535), so a one-trial ensemble's R² can differ from its trial's in the ninth digit.
-SAME = 1e-6
 
 
 @dataclass
@@ -78,7 +78,7 @@ def standing(data: ReportData, size: str) -> Standing:
     tuned = searched.pivot_table(index=agg.TASK, columns="model", values="score", aggfunc="mean")
     gain = (tuned - default.reindex_like(tuned))
     per_model["tuning_gain"] = gain.mean()
-    per_model["tuning_helped"] = (gain > 1e-12).sum()
+    per_model["tuning_helped"] = (gain > MARGIN).sum()  # by more than the standings' margin: closer is level
     per_model["tuning_compared"] = gain.notna().sum()
     summary = summary.join(per_model, on="model")
     counts = ["epochs_bound", "search_bound", "no_better", "tuning_helped", "tuning_compared"]  # none where nothing finished
@@ -145,7 +145,8 @@ def summary_table(st: Standing, table_id: str) -> str:
                    "planned on a task is left out of it, not scored 0. Improvability: how much lower the best model's error is than this "
                    "model's, as a share of its own, averaged over tasks (0% = best everywhere; TabArena). "
                    "Tuned − default: mean test-score gain of the selected configuration over the default one "
-                   "(the search's first trial), with the tasks where tuning helped, over the cells whose search "
+                   f"(the search's first trial), with the tasks where tuning helped (by more than {MARGIN}: closer "
+                   "is level), over the cells whose search "
                    "scored more than one configuration (— where none did: one trial is the default). Time per 1,000 rows: the "
                    "selected trial's training time per 1,000 training rows, and prediction time per 1,000 "
                    "rows. ≤ constant predictor: finished cells that scored no better than the majority class "
@@ -276,7 +277,7 @@ def ensemble_rows(data: ReportData, size: str) -> pd.DataFrame:
         d = t.score_ens - t.score
         rows.append({"model": model, "family": data.family(model), "default": t.default_score.mean(),
                      "tuned": t.score.mean(), "ensembled": t.score_ens.mean(), "gain": d.mean(),
-                     "helped": int((d > SAME).sum()), "hurt": int((d < -SAME).sum()), "tasks": len(t),
+                     "helped": int((d > MARGIN).sum()), "hurt": int((d < -MARGIN).sum()), "tasks": len(t),
                      "members": t.members.mean(), "candidates": g.candidates.mean()})
     fam = ens[ens.pooled.astype(bool)]
     for name, g in fam.groupby("model"):
@@ -284,8 +285,8 @@ def ensemble_rows(data: ReportData, size: str) -> pd.DataFrame:
         t = g.groupby(agg.TASK)[["score", "members", "selected_score"]].mean()
         d = t.score - t.selected_score
         rows.append({"model": name, "family": family, "default": float("nan"), "tuned": t.selected_score.mean(),
-                     "ensembled": t.score.mean(), "gain": d.mean(), "helped": int((d > SAME).sum()),
-                     "hurt": int((d < -SAME).sum()), "tasks": len(t), "members": t.members.mean(),
+                     "ensembled": t.score.mean(), "gain": d.mean(), "helped": int((d > MARGIN).sum()),
+                     "hurt": int((d < -MARGIN).sum()), "tasks": len(t), "members": t.members.mean(),
                      "candidates": g.candidates.mean()})
     return pd.DataFrame(rows)
 
@@ -309,7 +310,8 @@ def ensemble_table(data: ReportData, size: str, table_id: str) -> str:
                    "kept), chosen on validation predictions by the same rule as the tuned trial and averaged "
                    "on test: built from the predictions the results file keeps, with no retraining "
                    "(TabArena's 'tuned + ensembled'). A family row '(all models)' pools every trial of the "
-                   "family's models on each split; its 'tuned' is the one trial of them best on validation."))
+                   "family's models on each split; its 'tuned' is the one trial of them best on validation. "
+                   f"Better, worse: tasks where the ensemble gained or lost more than {MARGIN}; the rest are level."))
 
 
 def published_table(data: ReportData) -> str:

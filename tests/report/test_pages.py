@@ -365,6 +365,38 @@ def test_a_model_run_with_one_trial_per_cell_has_no_tuned_minus_default(synth_db
     assert standing(ReportData.load(db), "all").summary.set_index("model").loc["catboost", "tuning_compared"] == 0
 
 
+def test_tuning_and_ensembling_help_only_by_more_than_the_margin(synth_db: Path, tmp_path: Path):
+    """A selected configuration 0.003 better on test than the default is level with it, not a task where
+    tuning helped: "+0.003 (0/2 tasks)", not "(2/2 tasks)"."""
+    import shutil
+
+    import duckdb
+
+    from pipeline.report import aggregate as agg
+    from pipeline.report.accuracy import ensemble_rows, standing, summary_table
+    from pipeline.report.data import ReportData
+
+    db = tmp_path / "near.duckdb"
+    shutil.copy(synth_db, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE trials t SET accuracy = r.accuracy - 0.003, r2 = r.r2 - 0.003 FROM results r "
+                    "WHERE t.cell_id = r.cell_id AND r.model = 'ft_transformer' AND t.trial_index = 0")
+    st = standing(ReportData.load(db), "all")
+    by = st.summary.set_index("model")
+    assert by.loc["ft_transformer", "tuning_compared"] == 2 and by.loc["ft_transformer", "tuning_helped"] == 0
+    assert abs(by.loc["ft_transformer", "tuning_gain"] - 0.003) < 1e-9
+    rows = {r[0]: r for r in table_rows(summary_table(st, "t"), "t")}
+    assert rows["ft_transformer"][6] == "+0.003 (0/2 tasks)"
+    # The post-hoc ensembles likewise: 0.003 better than the tuned trial is level, 0.01 better is better.
+    data = ReportData.load(db)
+    ok = data.cells[(data.cells.sample_size == "all") & (data.cells.status == "ok") & (data.cells.model == "ft_transformer")]
+    for gain, better in ((0.003, 0), (0.01, 2)):
+        data.ensembles = ok[list(dict.fromkeys([*agg.SPLIT, "model", "sample_size"]))].assign(
+            pooled=False, score=ok.score + gain, members=1.0, candidates=3.0, selected_score=ok.score)
+        ens = ensemble_rows(data, "all").set_index("model").loc["ft_transformer"]
+        assert (ens.helped, ens.hurt, ens.tasks) == (better, 0, 2), (gain, ens)
+
+
 def test_a_task_not_run_yet_is_grey_in_the_per_dataset_table_and_one_that_failed_red(synth_db: Path,
                                                                                       tmp_path: Path):
     """A study in chunks has tasks no cell of which has run yet: not a failure, so not red."""
