@@ -1,13 +1,20 @@
-"""The tuning-budget page: the best validation score, and the selected configuration's test score,
-against the number of trials and the seconds they took."""
+"""The tuning-budget page: tuned entries beside the same models at their defaults, where a results file
+holds both (:mod:`pipeline.report.tuned`); then the best validation score, and the selected
+configuration's test score, against the number of trials and the seconds they took."""
 
 from __future__ import annotations
+
+import pandas as pd
 
 from pipeline.data.views import N_SHUFFLES
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
+from pipeline.report import tuned as tn
+from pipeline.report.accuracy import searched_cells
+from pipeline.report.answer import families
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, cell, note, num, table
+from pipeline.report.standing import MARGIN
 
 
 def page_tuning(data: ReportData) -> Page:
@@ -23,6 +30,7 @@ def page_tuning(data: ReportData) -> Page:
     if data.tuning.empty:
         p.add(note("No trials recorded."))
         return p
+    tuned_beside_defaults(p, data)
     summ = agg.tuning_summary(data.tuning)
     style = data.style()
     for size in agg.size_order(summ.sample_size):
@@ -47,3 +55,56 @@ def page_tuning(data: ReportData) -> Page:
         p.add(note("Best trial was the last: cells whose search found its best configuration on its final trial; "
                    "a longer search might find better ones."))
     return p
+
+
+STANDING_CLASS = {"ahead": "best", "behind": "missing", "not converged": "partial"}
+
+
+def interval_text(low: float, high: float) -> str:
+    return "—" if pd.isna(low) else f"[{low:+.3f}, {high:+.3f}]"
+
+
+def tuned_beside_defaults(p: Page, data: ReportData) -> None:
+    """Where the file holds a model both at its defaults and searched: the two on the splits both ran,
+    and each family's gap to boosting at defaults and tuned, split by split."""
+    found = tn.entries(data.cells, searched_cells(data))
+    if not found.pairs:
+        return
+    cells = tn.slice_cells(data.cells, found)
+    p.h2("Tuned beside defaults", "tuned-beside-defaults")
+    p.add(note("Entries of the same model at their defaults (one configuration per cell) and searched (the "
+               "configuration the search selected by validation), compared split by split on the splits where "
+               "the searched entry finished: a task whose defaults ran on more folds counts only the folds both "
+               f"ran. Better, worse: by more than {MARGIN}; closer is level. Interval: 95% t-interval over splits."))
+    pairs = tn.pairs_table(cells, found)
+    p.add(table(["model at defaults", "searched", "splits", "default", "tuned", "tuned − default [95% CI]",
+                 "better / level / worse"],
+                [[cell(r.model), cell(r.tuned), cell(r.splits), cell(num(r.default)), cell(num(r.tuned_score)),
+                  cell(f"{r.diff:+.3f} {interval_text(r.low, r.high)}",
+                       "best" if r.low > 0 else ("missing" if r.high < 0 else "")),
+                  cell(f"{r.better} / {r.level} / {r.worse}")] for r in pairs.itertuples(index=False)],
+                "table-tuned-pairs"))
+    for family in [f for f in families(data.kinds) if f != tn.BOOSTING]:
+        g = tn.gaps(cells, data.kinds, found, family)
+        if g.empty:
+            continue
+        p.h3(f"Best {family} − best gradient boosting, at defaults and tuned")
+        rows = [[cell(data.task_label(r.dataset, r.split_key)), cell(size_label(r.sample_size)),
+                 cell(r.fold), *(x for side in ("default", "tuned") for x in (
+                     cell(f"{getattr(r, side + '_model')} − {getattr(r, side + '_boosting')}"),
+                     cell(num(getattr(r, side + "_diff"), "+.3f")),
+                     cell(getattr(r, side + "_standing"), STANDING_CLASS.get(getattr(r, side + "_standing"), ""))))]
+                for r in g.itertuples(index=False)]
+        for side in ("default", "tuned"):
+            s = tn.gap_summary(g, side)
+            rows.append([cell(f"{side}: mean over {s['n']} splits"), cell(""), cell(""), cell(""),
+                         cell(f"{s['mean']:+.3f} {interval_text(s['low'], s['high'])}"),
+                         cell(f"ahead {s['ahead']}, level {s['level']}, behind {s['behind']}"
+                              + (f", not converged {s['not converged']}" if s["not converged"] else ""))]
+                        + [cell("")] * 3)
+        p.add(table(["dataset", "training rows", "fold", "at defaults: models", "difference", "standing",
+                     "tuned: models", "difference", "standing"], rows, f"table-tuned-gap-{family.replace(' ', '-')}"))
+    p.add(note("Each side's best is the entry of its family with the best validation score on the split: at "
+               "defaults among the entries that ran one configuration, tuned among the searched ones. Level: the "
+               f"difference within {MARGIN}; one fold gives no interval over folds. Not converged: the model behind "
+               "was still improving when its epochs, rounds or time ran out."))
