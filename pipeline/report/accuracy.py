@@ -21,8 +21,6 @@ from pipeline.report.markup import Page, cell, coverage_class, esc, note, num, t
 from pipeline.report.standing import MARGIN
 
 ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
-# Scores closer than this are the same: stored predictions are rounded (float32 values, probabilities to
-# 1/65535), so a one-trial ensemble's R² can differ from its trial's in the ninth digit.
 
 
 @dataclass

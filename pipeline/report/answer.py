@@ -7,7 +7,7 @@ results files keep their families when models are renamed or removed.
 A family's representative at a size is its model with the highest mean normalised validation score
 over the tasks of that size it ran (:mod:`pipeline.report.pick`: the test set chooses nothing); what the
 tables show of it is its test scores (of the configurations validation selected), normalised alike. A family
-leads a size when its mean is more than the standings' margin above every other's; closer, they tie. Head-to-head
+leads a size when its mean is more than 0.005 of normalised score above every other's; closer, they tie. Head-to-head
 records compare representatives task by task over the tasks both ran, as won / tied / lost (scores
 within the standings' margin, 0.005, tie), with a Wilson interval on the win rate (a tie counts ½); a
 model that ran a task without a score loses it.
@@ -88,8 +88,8 @@ class SizeAnswer:
 
     @property
     def leading(self) -> list[str]:
-        """The families whose representatives' mean normalised score is within the standings' margin (0.005)
-        of the highest: level with the top, so more than one is a tie, which no family wins."""
+        """The families whose representatives' mean normalised score is within 0.005 (``MARGIN``, here on
+        the normalised scale) of the highest: level with the top, so more than one is a tie, which no family wins."""
         if not self.leaders:
             return []
         top = max(lead.normalized_score for lead in self.leaders.values())

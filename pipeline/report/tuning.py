@@ -10,7 +10,6 @@ from pipeline.data.views import N_SHUFFLES
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report import tuned as tn
-from pipeline.report.accuracy import searched_cells
 from pipeline.report.answer import families
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, cell, note, num, table
@@ -57,54 +56,67 @@ def page_tuning(data: ReportData) -> Page:
     return p
 
 
-STANDING_CLASS = {"ahead": "best", "behind": "missing", "not converged": "partial"}
+STANDING_CLASS = {"ahead": "best", "behind": "missing", "failed": "missing", "not converged": "partial"}
 
 
 def interval_text(low: float, high: float) -> str:
-    return "—" if pd.isna(low) else f"[{low:+.3f}, {high:+.3f}]"
+    return "" if pd.isna(low) else f" [{low:+.3f}, {high:+.3f}]"
+
+
+def diff_class(mean: float, low: float, high: float) -> str:
+    """Green or red only past the margin with an interval that excludes zero, as a standing reads."""
+    if pd.isna(mean) or abs(mean) <= MARGIN or pd.isna(low) or low <= 0 <= high:
+        return ""
+    return "best" if mean > 0 else "missing"
 
 
 def tuned_beside_defaults(p: Page, data: ReportData) -> None:
-    """Where the file holds a model both at its defaults and searched: the two on the splits both ran,
-    and each family's gap to boosting at defaults and tuned, split by split."""
-    found = tn.entries(data.cells, searched_cells(data))
-    if not found.pairs:
-        return
+    """Where the file holds a model both at its defaults and searched: the two on the splits the search
+    ran, and each family's gap to boosting at defaults and tuned, split by split, the same models both ways."""
+    found = tn.entries(data.cells, data.trials)
     cells = tn.slice_cells(data.cells, found)
-    p.h2("Tuned beside defaults", "tuned-beside-defaults")
-    p.add(note("Entries of the same model at their defaults (one configuration per cell) and searched (the "
-               "configuration the search selected by validation), compared split by split on the splits where "
-               "the searched entry finished: a task whose defaults ran on more folds counts only the folds both "
-               f"ran. Better, worse: by more than {MARGIN}; closer is level. Interval: 95% t-interval over splits."))
     pairs = tn.pairs_table(cells, found)
+    if pairs.empty:
+        return
+    p.h2("Tuned beside defaults", "tuned-beside-defaults")
+    p.add(note("Each model searched (the configuration its search selected by validation) beside its entry at "
+               "its defaults (one trial per cell; that entry's settings, which may differ from the search's first "
+               "trial), split by split on the splits where the search finished: a task whose defaults ran on more "
+               f"folds counts only the folds both ran. Better, worse: by more than {MARGIN}; closer is level. "
+               "Failed: splits where the search failed (no score: not in the mean). Interval: 95% t-interval "
+               "over the splits. Accuracy and R² differences are averaged together, as the sample-size page's "
+               "mean over datasets is."))
     p.add(table(["model at defaults", "searched", "splits", "default", "tuned", "tuned − default [95% CI]",
-                 "better / level / worse"],
+                 "better / level / worse", "failed"],
                 [[cell(r.model), cell(r.tuned), cell(r.splits), cell(num(r.default)), cell(num(r.tuned_score)),
-                  cell(f"{r.diff:+.3f} {interval_text(r.low, r.high)}",
-                       "best" if r.low > 0 else ("missing" if r.high < 0 else "")),
-                  cell(f"{r.better} / {r.level} / {r.worse}")] for r in pairs.itertuples(index=False)],
-                "table-tuned-pairs"))
+                  cell(num(r.diff, "+.3f") + interval_text(r.low, r.high), diff_class(r.diff, r.low, r.high)),
+                  cell(f"{r.better} / {r.level} / {r.worse}"), cell(r.failed, "missing" if r.failed else "")]
+                 for r in pairs.itertuples(index=False)], "table-tuned-pairs"))
     for family in [f for f in families(data.kinds) if f != tn.BOOSTING]:
         g = tn.gaps(cells, data.kinds, found, family)
         if g.empty:
             continue
-        p.h3(f"Best {family} − best gradient boosting, at defaults and tuned")
-        rows = [[cell(data.task_label(r.dataset, r.split_key)), cell(size_label(r.sample_size)),
-                 cell(r.fold), *(x for side in ("default", "tuned") for x in (
-                     cell(f"{getattr(r, side + '_model')} − {getattr(r, side + '_boosting')}"),
+        p.h3(f"{family} − gradient boosting, at defaults and tuned")
+        rows = [[cell(data.task_label(r.dataset, r.split_key)), cell(size_label(r.sample_size)), cell(r.fold),
+                 *(x for side in ("default", "tuned") for x in (
+                     cell(f"{getattr(r, side + '_model')} − {getattr(r, side + '_boosting')}"
+                          if getattr(r, side + "_model") else "—"),
                      cell(num(getattr(r, side + "_diff"), "+.3f")),
                      cell(getattr(r, side + "_standing"), STANDING_CLASS.get(getattr(r, side + "_standing"), ""))))]
                 for r in g.itertuples(index=False)]
-        for side in ("default", "tuned"):
-            s = tn.gap_summary(g, side)
-            rows.append([cell(f"{side}: mean over {s['n']} splits"), cell(""), cell(""), cell(""),
-                         cell(f"{s['mean']:+.3f} {interval_text(s['low'], s['high'])}"),
-                         cell(f"ahead {s['ahead']}, level {s['level']}, behind {s['behind']}"
-                              + (f", not converged {s['not converged']}" if s["not converged"] else ""))]
-                        + [cell("")] * 3)
+        sums = {side: tn.gap_summary(g, side) for side in ("default", "tuned")}
+        rows.append([cell("mean over the splits compared"), cell(""), cell(""),
+                     *(x for side in ("default", "tuned") for x in (
+            cell(f"{sums[side]['n']} splits"),
+            cell(num(sums[side]["mean"], "+.3f") + interval_text(sums[side]["low"], sums[side]["high"]),
+                 diff_class(sums[side]["mean"], sums[side]["low"], sums[side]["high"])),
+            cell(", ".join(f"{k} {v}" for k, v in sums[side].items()
+                           if k in ("ahead", "level", "behind") or (k in ("not converged", "failed") and v)))))])
         p.add(table(["dataset", "training rows", "fold", "at defaults: models", "difference", "standing",
                      "tuned: models", "difference", "standing"], rows, f"table-tuned-gap-{family.replace(' ', '-')}"))
-    p.add(note("Each side's best is the entry of its family with the best validation score on the split: at "
-               "defaults among the entries that ran one configuration, tuned among the searched ones. Level: the "
-               f"difference within {MARGIN}; one fold gives no interval over folds. Not converged: the model behind "
-               "was still improving when its epochs, rounds or time ran out."))
+    p.add(note("The same models both ways: at defaults, the entries at their defaults of the models that were "
+               "searched; tuned, their searched entries (of several in a family, the one with the best validation "
+               f"score on the split). Level: the difference within {MARGIN}; one fold gives no interval over "
+               "folds. Not converged: the model behind was still improving when its epochs, rounds or time ran "
+               "out. Failed: a searched cell failed on that split. The mean is over the splits read ahead, level "
+               "or behind."))

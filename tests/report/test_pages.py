@@ -387,14 +387,14 @@ def test_tuning_and_ensembling_help_only_by_more_than_the_margin(synth_db: Path,
     assert abs(by.loc["ft_transformer", "tuning_gain"] - 0.003) < 1e-9
     rows = {r[0]: r for r in table_rows(summary_table(st, "t"), "t")}
     assert rows["ft_transformer"][6] == "+0.003 (0/2 tasks)"
-    # The post-hoc ensembles likewise: 0.003 better than the tuned trial is level, 0.01 better is better.
+    # The post-hoc ensembles likewise: 0.003 better than the tuned trial is level, 0.01 better or worse is not.
     data = ReportData.load(db)
     ok = data.cells[(data.cells.sample_size == "all") & (data.cells.status == "ok") & (data.cells.model == "ft_transformer")]
-    for gain, better in ((0.003, 0), (0.01, 2)):
+    for gain, better, worse in ((0.003, 0, 0), (0.01, 2, 0), (-0.01, 0, 2)):
         data.ensembles = ok[list(dict.fromkeys([*agg.SPLIT, "model", "sample_size"]))].assign(
             pooled=False, score=ok.score + gain, members=1.0, candidates=3.0, selected_score=ok.score)
         ens = ensemble_rows(data, "all").set_index("model").loc["ft_transformer"]
-        assert (ens.helped, ens.hurt, ens.tasks) == (better, 0, 2), (gain, ens)
+        assert (ens.helped, ens.hurt, ens.tasks) == (better, worse, 2), (gain, ens)
 
 
 def test_a_task_not_run_yet_is_grey_in_the_per_dataset_table_and_one_that_failed_red(synth_db: Path,
