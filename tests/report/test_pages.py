@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import synthetic
 from synthetic import EVIL_DATASET, EVIL_FEATURE, EVIL_MODEL, Synth
+from tables import table_rows
 
 from pipeline.data.store import Store
 from pipeline.data.views import N_SHUFFLES
@@ -286,14 +287,6 @@ def test_serve_without_a_report_says_so(tmp_path):
         make_server(tmp_path, port=0)
 
 
-def table_rows(html: str, table_id: str) -> list[list[str]]:
-    """The cells of a table's body rows, as text."""
-    seg = html[html.index(f'id="{table_id}"'):]
-    seg = seg[:seg.index("</table>")]
-    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r, flags=re.S) for r in re.findall(r"<tr>(.*?)</tr>", seg, flags=re.S)]
-    return [[html_lib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in r] for r in rows if r]
-
-
 def test_overview_answers_by_training_size_with_costs(synth_report):
     html = html_lib.unescape(text(synth_report / "index.html"))
     # The generated summary states its coverage first, then one sentence per size.
@@ -363,38 +356,6 @@ def test_a_model_run_with_one_trial_per_cell_has_no_tuned_minus_default(synth_db
                     "'ok' AS status) FROM trials WHERE status = 'infra'")
     assert ReportData.load(db).trials.groupby("model").n_trials.max()["catboost"] == 2
     assert standing(ReportData.load(db), "all").summary.set_index("model").loc["catboost", "tuning_compared"] == 0
-
-
-def test_tuning_and_ensembling_help_only_by_more_than_the_margin(synth_db: Path, tmp_path: Path):
-    """A selected configuration 0.003 better on test than the default is level with it, not a task where
-    tuning helped: "+0.003 (0/2 tasks)", not "(2/2 tasks)"."""
-    import shutil
-
-    import duckdb
-
-    from pipeline.report import aggregate as agg
-    from pipeline.report.accuracy import ensemble_rows, standing, summary_table
-    from pipeline.report.data import ReportData
-
-    db = tmp_path / "near.duckdb"
-    shutil.copy(synth_db, db)
-    with duckdb.connect(str(db)) as con:
-        con.execute("UPDATE trials t SET accuracy = r.accuracy - 0.003, r2 = r.r2 - 0.003 FROM results r "
-                    "WHERE t.cell_id = r.cell_id AND r.model = 'ft_transformer' AND t.trial_index = 0")
-    st = standing(ReportData.load(db), "all")
-    by = st.summary.set_index("model")
-    assert by.loc["ft_transformer", "tuning_compared"] == 2 and by.loc["ft_transformer", "tuning_helped"] == 0
-    assert abs(by.loc["ft_transformer", "tuning_gain"] - 0.003) < 1e-9
-    rows = {r[0]: r for r in table_rows(summary_table(st, "t"), "t")}
-    assert rows["ft_transformer"][6] == "+0.003 (0/2 tasks)"
-    # The post-hoc ensembles likewise: 0.003 better than the tuned trial is level, 0.01 better or worse is not.
-    data = ReportData.load(db)
-    ok = data.cells[(data.cells.sample_size == "all") & (data.cells.status == "ok") & (data.cells.model == "ft_transformer")]
-    for gain, better, worse in ((0.003, 0, 0), (0.01, 2, 0), (-0.01, 0, 2)):
-        data.ensembles = ok[list(dict.fromkeys([*agg.SPLIT, "model", "sample_size"]))].assign(
-            pooled=False, score=ok.score + gain, members=1.0, candidates=3.0, selected_score=ok.score)
-        ens = ensemble_rows(data, "all").set_index("model").loc["ft_transformer"]
-        assert (ens.helped, ens.hurt, ens.tasks) == (better, worse, 2), (gain, ens)
 
 
 def test_a_task_not_run_yet_is_grey_in_the_per_dataset_table_and_one_that_failed_red(synth_db: Path,

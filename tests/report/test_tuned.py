@@ -4,14 +4,13 @@ boosting at defaults and tuned, split by split."""
 
 from __future__ import annotations
 
-import html as html_lib
-import re
 from pathlib import Path
 
 import duckdb
 import pytest
 import synthetic
 from synthetic import MODELS, Synth
+from tables import table_rows
 
 from pipeline.report import tuned as tn
 from pipeline.report.data import ReportData
@@ -81,19 +80,12 @@ def test_a_searched_gain_within_the_margin_is_level(tuned_db: Path, tmp_path: Pa
     assert tuple(pairs.loc["ft_transformer", ["better", "level", "worse"]]) == (0, 2, 0)
 
 
-def rows(page: str, table_id: str) -> list[list[str]]:
-    seg = page[page.index(f'id="{table_id}"'):]
-    seg = seg[:seg.index("</table>")]
-    return [[html_lib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
-            for r in re.findall(r"<tr>(.*?)</tr>", seg, re.S) if "<td" in r]
-
-
 def test_the_tuning_page_sets_tuned_beside_defaults(tuned_db: Path, tmp_path: Path):
     page = (write_report(tuned_db, tmp_path / "reports").parent / "tuning.html").read_text()
-    pairs = {r[0]: r for r in rows(page, "table-tuned-pairs")}
+    pairs = {r[0]: r for r in table_rows(page, "table-tuned-pairs")}
     assert pairs["ft_transformer"][1:3] == ["ft-tuned", "2"] and pairs["ft_transformer"][5].startswith("+0.060")
     assert pairs["catboost"][6:] == ["1 / 0 / 0", "1"]
-    gap = rows(page, "table-tuned-gap-attention-network")
+    gap = table_rows(page, "table-tuned-gap-attention-network")
     assert [r[0] for r in gap] == ["alpha", "beta", "mean over the splits compared"]
     assert gap[1][3:] == ["ft_transformer − catboost", "-0.014", "not converged", "—", "—", "failed"]
     assert gap[2][3:6] == ["1 splits", "+0.009", "ahead 1, level 0, behind 0, not converged 1"]
