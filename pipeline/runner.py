@@ -221,6 +221,16 @@ def _pending(cells: list[tuple[Cell, Any]], done: pd.DataFrame, *, force: bool, 
     return pending, attempts
 
 
+def _close_dead_runs(store: Store, run_id: str, progress: Callable[[str], None]) -> None:
+    """Runs the file still calls running while this one holds its lock ended without recording their end:
+    marked killed, finished at their last commit (:meth:`Store.close_dead_runs`), in one progress line."""
+    closed = store.close_dead_runs(run_id) if store.exists else pd.DataFrame()
+    if len(closed):
+        runs = ", ".join(f"{r.run_id} (finished {r.finished_at:%Y-%m-%d %H:%M:%S})" for r in closed.itertuples())
+        progress(f"  marked killed: {runs}: still 'running' in the file, yet this run holds its run lock, so it "
+                 "ended without recording its end (finished: its last commit, or its start if none)")
+
+
 def _fit_to_cluster(suite: SuiteSpec, totals: dict[str, float], progress: Callable[[str], None]) -> SuiteSpec:
     """The suite as the cluster can run it: with a notice, GPU shares of models that cannot use them are
     left unused, and with no GPU in the cluster every model runs on the CPU."""
@@ -271,6 +281,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         # records its run and (re)writes the report in seconds.
         totals = start_ray(address, num_cpus, num_gpus) if pending else {}
         # Nothing was written before this line.
+        _close_dead_runs(store, run_id, progress)
         stored = {p.name: (ingest_mod.commit(store, p), p.split_key) for p in prepared}
         if adopt:
             store.adopt(adopt)

@@ -74,6 +74,7 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
             driver.kill()
     done = results(db)
     assert 1 <= len(done) < n_cells and (done.status == "ok").all() and done.cell_id.is_unique
+    last = max(Store(db).query(f"SELECT max(finished_at) AS t FROM {t}").t[0] for t in ("results", "trials"))
     again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
@@ -83,8 +84,10 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
     assert set(done.cell_id) <= set(res.cell_id)
     first = res.set_index("cell_id").loc[done.cell_id]
     assert (first.run_id.to_numpy() == done.run_id.to_numpy()).all()  # untouched by the second run
-    runs = Store(db).query("SELECT status FROM runs ORDER BY started_at").status.tolist()
-    assert runs == ["running", "finished"]  # the killed run never got to write its end
+    runs = Store(db).query("SELECT status, finished_at FROM runs ORDER BY started_at")
+    # The killed run never got to write its end: the next one marks it killed, finished at its last commit.
+    assert runs.status.tolist() == ["killed", "finished"] and runs.finished_at[0] == last
+    assert "marked killed: " + done.run_id.iloc[0] in again.stdout
 
 
 def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_completes_each_cell_once(tmp_path: Path,

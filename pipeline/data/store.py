@@ -388,6 +388,17 @@ class Store:
         with self.connect() as con:
             _put_run(con, run)
 
+    def close_dead_runs(self, run_id: str) -> pd.DataFrame:
+        """Mark 'killed' every run but ``run_id`` still 'running': ``run_id`` holds the run lock, so they ended
+        without writing their end (SIGKILL, a lost machine). Each finishes at its last committed result or trial
+        (its start if none); its counts are those its last commit wrote. Returns the runs closed."""
+        with self.transaction() as con:
+            return con.execute(
+                "UPDATE runs SET status = 'killed', finished_at = coalesce((SELECT max(f) FROM (SELECT finished_at "
+                "AS f FROM results r WHERE r.run_id = runs.run_id UNION ALL SELECT finished_at FROM trials t WHERE "
+                "t.run_id = runs.run_id)), started_at) WHERE status = 'running' AND run_id <> ? "
+                "RETURNING run_id, started_at, finished_at, n_done, n_failed", [run_id]).df()
+
 
 def _put_run(con: Any, run: dict[str, Any]) -> None:
     """Insert or replace a run's row (its columns are the dict's keys)."""
