@@ -127,6 +127,7 @@ def cmd_reference(args: argparse.Namespace) -> int:
         left = (f", {added.maps_left_out} attention maps of datasets over {added.map_features} features left out"
                 if added.maps_left_out else "")
         traits = f" and the characteristics of {added.traits} datasets' rows" if added.traits else ""
+        traits += f" and the ended runs {', '.join(added.ended)} (shipped while running)" if added.ended else ""
         print(f"reference {args.name}: {added.chunk} with {added.cells} cells{traits} → {added.folder} ({total:.1f} MB"
               f"{'' if added.predictions else ', no predictions'}"
               f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''}"

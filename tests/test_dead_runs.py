@@ -1,6 +1,7 @@
 """A run killed outright (SIGKILL, its machine gone) cannot record its end: its row stays 'running'. The next
 run into the file, once it holds the file's run lock, marks it 'killed', finished at its last commit; a
-refused command leaves it as it was. Real runs on a local Ray, real DuckDB files."""
+refused command leaves it as it was. A reference chunk that shipped it while running ships it again once it
+has ended, and reads back one row per run. Real runs on a local Ray, real DuckDB files and Parquet chunks."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 from pipeline import runner
-from pipeline.data import run_lock
+from pipeline.data import chunks, references, run_lock
 from pipeline.errors import AttnbenchError
 from pipeline.report.data import ReportData
 from pipeline.report.runs import duration, page_runs
@@ -107,3 +108,30 @@ def test_a_run_killed_outright_is_marked_killed_at_its_last_commit_by_the_next_r
     runner.run(parse_suite(copy.deepcopy(SUITE)), db, progress=lines.append)
     assert not [line for line in lines if "marked killed" in line] and row(db, dead) == closed
 
+
+def test_a_run_shipped_while_running_is_shipped_again_once_it_has_ended(ran: Path, tmp_path: Path):
+    db = tmp_path / "r.duckdb"
+    dead, last = killed_copy(ran, db, lose_a_cell=False)
+    root = tmp_path / "references"
+    first = chunks.add_chunk(db, "dead", root=root)
+    assert first.cells == 2 and not first.ended
+    shipped = {p.name: sha(p) for p in sorted((root / "dead" / "chunk-0001").iterdir())}
+    ref = references.load(str(root / "dead"))
+    assert ref.df("SELECT status FROM ref_runs WHERE run_id = ?", [dead]).status.tolist() == ["running"]
+    with pytest.raises(references.ReferenceError, match="does not hold already"):
+        chunks.add_chunk(db, "dead", root=root)  # still running: nothing new to ship
+
+    runner.run(parse_suite(copy.deepcopy(SUITE)), db, progress=lambda _: None)  # nothing to run; it closes the run
+    second = chunks.add_chunk(db, "dead", root=root)
+    assert (second.chunk, second.cells, second.ended) == ("chunk-0002", 0, [dead])
+    assert {p.name: sha(p) for p in sorted((root / "dead" / "chunk-0001").iterdir())} == shipped
+    meta = json.loads((root / "dead" / "chunk-0002" / "chunk.json").read_text())
+    assert meta["runs"] == [dead] and meta["ended_runs"] == [dead]
+    ref = references.load(str(root / "dead"))
+    runs = ref.df("SELECT run_id, status, finished_at FROM ref_runs")
+    assert runs.run_id.tolist() == [dead]  # one row per run: the latest chunk's
+    assert runs.status.tolist() == ["killed"] and pd.Timestamp(runs.finished_at[0]) == last
+    assert ref.df("SELECT count(*) AS n FROM ref_results").n[0] == 2
+    with pytest.raises(references.ReferenceError, match="does not hold already"):
+        chunks.add_chunk(db, "dead", root=root)  # shipped ended: not again
+    assert not (root / "dead" / "chunk-0003").exists()

@@ -48,6 +48,7 @@ class Added:
     maps_left_out: int = 0
     traits: int = 0  # datasets whose characteristics from their rows this chunk ships
     digits: int | None = None  # significant digits the curves and maps kept (None: all)
+    ended: list[str] | None = None  # runs an earlier chunk holds as running, shipped again now that they have ended
 
 
 def thin_curve(curve: list[dict[str, Any]], points: int, best: int | None = None) -> list[dict[str, Any]]:
@@ -140,7 +141,10 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         _add_traits(con, suite, held)
         n = _one(con, "SELECT count(*) FROM out_results")
         traits = _one(con, "SELECT count(*) FROM out_dataset_traits")
-        if not n and not traits:  # a chunk of characteristics alone: a reference from before they were shipped
+        # A chunk of characteristics alone: a reference from before they were shipped; of ended runs alone: a
+        # run shipped while running, closed since (its cells were shipped with it).
+        ended = sorted({r[0] for r in con.execute("SELECT run_id FROM out_runs").fetchall()} & held.open_runs)
+        if not n and not traits and not ended:
             raise ReferenceError(f"{db}: no finished cell of suite {suite!r} that {folder} does not hold already")
         if not predictions:
             for table in ("predictions", "targets"):
@@ -170,14 +174,14 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "run_seconds": cost[2], "first_started": str(cost[0]) if cost[0] else None,
             "last_finished": str(cost[1]) if cost[1] else None, "hardware": hw,
             "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
-            "maps_left_out": maps_left_out, "digits": digits, "note": note}, indent=2) + "\n")
+            "maps_left_out": maps_left_out, "digits": digits, "ended_runs": ended, "note": note}, indent=2) + "\n")
         if not meta_path.is_file():
             meta_path.write_text(json.dumps({
                 "name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
                 "description": spec.get("description", ""),
                 "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}, indent=2) + "\n")
         return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits),
-                     digits)
+                     digits, ended)
     finally:
         con.close()
 

@@ -259,7 +259,11 @@ def load(ref: str) -> Reference:
         raise ReferenceError(f"--against {ref}: {path} holds no chunk of results")
     for table in TABLES:
         files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))
-        if files:
+        if files and table == "runs":  # a run shipped while running is shipped again once it ends: its latest row
+            con.execute("CREATE TABLE ref_runs AS SELECT * EXCLUDE (filename) FROM read_parquet(?, union_by_name = true, "
+                        "filename = true) QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY filename DESC) = 1",
+                        [files])  # chunk-NNNN: the path's order is the chunks'
+        elif files:
             con.execute(f"CREATE TABLE ref_{table} AS SELECT * FROM read_parquet(?, union_by_name = true)", [files])
     return Reference(meta["name"], str(path), meta["suite"], meta["protocol"], int(meta.get("seed", 0)), con, meta)
 
@@ -300,7 +304,8 @@ class Held:
     """What a reference's earlier chunks hold, so that a new chunk writes each row once: the planned cells
     (a chunk of a study carries the whole plan, every chunk after it the new plan rows only), the cells
     with results, the runs, the datasets, the datasets' characteristics from their rows, and the constant
-    predictor's splits."""
+    predictor's splits. A run shipped while still running (``open_runs``) is shipped once more when it has
+    ended (finished, interrupted, failed, or marked killed by a later run)."""
 
     plan: set[str] = field(default_factory=set)
     results: set[str] = field(default_factory=set)
@@ -308,6 +313,7 @@ class Held:
     datasets: set[str] = field(default_factory=set)
     scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SPLIT))
     traits: set[str] = field(default_factory=set)
+    open_runs: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, ref: Reference) -> Held:
@@ -317,17 +323,18 @@ class Held:
         return cls(ids("SELECT cell_id FROM ref_suite_cells"), ids("SELECT cell_id FROM ref_results"),
                    ids("SELECT run_id FROM ref_runs"), ids("SELECT dataset FROM ref_datasets"),
                    ref.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_reference_scores"),
-                   ids("SELECT dataset FROM ref_dataset_traits") if ref._has("dataset_traits") else set())
+                   ids("SELECT dataset FROM ref_dataset_traits") if ref._has("dataset_traits") else set(),
+                   ids("SELECT run_id FROM ref_runs WHERE status = 'running'"))
 
 
 def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None = None) -> None:
     """The reference tables of ``suite`` from the results file attached as ``src``, as tables
     ``<prefix>_<table>`` on ``con``, less what an earlier chunk ``held`` holds: the plan rows, the cells'
-    results (with their trials, maps and predictions), the runs, the datasets (and the characteristics of their
-    rows the file holds) and the floor it has."""
+    results (with their trials, maps and predictions), the runs (and those it holds as running that have ended
+    since), the datasets (and the characteristics of their rows the file holds) and the floor it has."""
     held = held or Held()
     for name, values in (("skip_plan", held.plan), ("skip_results", held.results), ("skip_runs", held.runs),
-                         ("skip_datasets", held.datasets), ("skip_traits", held.traits)):
+                         ("skip_datasets", held.datasets), ("skip_traits", held.traits), ("open_runs", held.open_runs)):
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name} (id VARCHAR)")
         if values:
             con.executemany(f"INSERT INTO {name} VALUES (?)", [[v] for v in sorted(values)])
@@ -345,9 +352,10 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
                 f"AND NOT EXISTS (SELECT 1 FROM held_scores h WHERE {' AND '.join(f'h.{c} = k.{c}' for c in SPLIT)})",
                 [suite])
     con.unregister("held_scores")
-    con.execute(f"CREATE TABLE {prefix}_runs AS SELECT * FROM {src}.runs WHERE run_id IN "
+    con.execute(f"CREATE TABLE {prefix}_runs AS SELECT * FROM {src}.runs WHERE (run_id IN "
                 f"(SELECT run_id FROM {prefix}_results UNION SELECT run_id FROM {prefix}_suite_cells) "
-                "AND run_id NOT IN (SELECT id FROM skip_runs)")
+                "AND run_id NOT IN (SELECT id FROM skip_runs)) OR (run_id IN (SELECT id FROM open_runs) "
+                "AND status <> 'running')")
     datasets = (f"(SELECT dataset FROM {prefix}_suite_cells UNION SELECT dataset FROM {prefix}_results "
                 "EXCEPT SELECT id FROM skip_datasets)")
     con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "
