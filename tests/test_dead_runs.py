@@ -102,7 +102,9 @@ def test_a_run_killed_outright_is_marked_killed_at_its_last_commit_by_the_next_r
     data = ReportData.load(db)
     wall = data.runs.set_index("run_id").loc[dead, "wall"]
     assert duration(wall) and pd.Timedelta(wall) == last - pd.Timestamp(closed["started_at"])
-    assert "killed" in "".join(page_runs(data).parts)
+    table = "".join(page_runs(data).parts).split('id="table-runs"')[1].split("</table>")[0]
+    tr = next(r for r in table.split("<tr>") if f">{dead}</td>" in r)
+    assert "<td>killed</td>" in tr and f">{duration(wall)}</td>" in tr, tr
     # Closed once: the next run finds nothing to close.
     lines.clear()
     runner.run(parse_suite(copy.deepcopy(SUITE)), db, progress=lines.append)

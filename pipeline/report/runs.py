@@ -44,7 +44,9 @@ def page_runs(data: ReportData) -> Page:
                 [[*[cell(r[c]) for c in cols], cell(duration(r.get("wall"))), cell(hours(r.get("trial_seconds")))]
                  for _, r in data.runs.iterrows()], "table-runs"))
     p.add(note("A run's cost: its wall time (start to finish: a chunk of a long study is a run of its own) and the "
-               "seconds of its trials summed, in hours (several trials run at once, so this can exceed the wall)."))
+               "seconds of its trials summed, in hours (several trials run at once, so this can exceed the wall). "
+               "A run 'killed' ended without recording its end (killed outright, its machine gone): the next run "
+               "into the file marked it so, finished at its last commit."))
     for _, r in data.runs.iterrows():
         p.add(f"<details><summary>{esc(r.run_id)} · {esc(r.suite)}: command, suite, versions, hardware</summary>"
               f"<pre>{esc(r.argv)}</pre>"
