@@ -92,10 +92,12 @@ def tuned_beside_defaults(p: Page, data: ReportData) -> None:
                   cell(num(r.diff, "+.3f") + interval_text(r.low, r.high), diff_class(r.diff, r.low, r.high)),
                   cell(f"{r.better} / {r.level} / {r.worse}"), cell(r.failed, "missing" if r.failed else "")]
                  for r in pairs.itertuples(index=False)], "table-tuned-pairs"))
+    shown = False
     for family in [f for f in families(data.kinds) if f != tn.BOOSTING]:
         g = tn.gaps(cells, data.kinds, found, family)
         if g.empty:
             continue
+        shown = True
         p.h3(f"{family} − gradient boosting, at defaults and tuned")
         rows = [[cell(data.task_label(r.dataset, r.split_key)), cell(size_label(r.sample_size)), cell(r.fold),
                  *(x for side in ("default", "tuned") for x in (
@@ -114,6 +116,8 @@ def tuned_beside_defaults(p: Page, data: ReportData) -> None:
                            if k in ("ahead", "level", "behind") or (k in ("not converged", "failed") and v)))))])
         p.add(table(["dataset", "training rows", "fold", "at defaults: models", "difference", "standing",
                      "tuned: models", "difference", "standing"], rows, f"table-tuned-gap-{family.replace(' ', '-')}"))
+    if not shown:
+        return
     p.add(note("The same models both ways: at defaults, the entries at their defaults of the models that were "
                "searched; tuned, their searched entries (of several in a family, the one with the best validation "
                f"score on the split). Level: the difference within {MARGIN}; one fold gives no interval over "

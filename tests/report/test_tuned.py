@@ -90,6 +90,13 @@ def test_the_tuning_page_sets_tuned_beside_defaults(tuned_db: Path, tmp_path: Pa
     assert gap[1][3:] == ["ft_transformer − catboost", "-0.014", "not converged", "—", "—", "failed"]
     assert gap[2][3:6] == ["1 splits", "+0.009", "ahead 1, level 0, behind 0, not converged 1"]
     assert gap[2][6:] == ["1 splits", "+0.059", "ahead 1, level 0, behind 0, failed 1"]
+    # where no family has both sides (the searched FT-Transformer alone), the pairs table without the gaps' note
+    db = tmp_path / "ft-only.duckdb"
+    db.write_bytes(tuned_db.read_bytes())
+    with duckdb.connect(str(db)) as con:
+        con.execute("DELETE FROM results WHERE model = 'cb-tuned'")
+    page = (write_report(db, tmp_path / "r1").parent / "tuning.html").read_text()
+    assert 'id="table-tuned-pairs"' in page and "The same models both ways" not in page
     # a file with no searched entry beside its defaults has no such section
     plain = synthetic.build(tmp_path / "plain.duckdb")
     assert 'id="table-tuned-pairs"' not in (write_report(plain, tmp_path / "r2").parent / "tuning.html").read_text()
