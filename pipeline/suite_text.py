@@ -96,5 +96,15 @@ def read_suite_file(p: Path) -> Any:
     except DuplicateKey as err:
         raise SpecError(f"{p}: {err}") from None
     except yaml.YAMLError as err:
-        raise SpecError(f"{p}: not valid YAML: {err}") from None
+        raise SpecError(f"{p}: not valid YAML{_yaml_where(err)}") from None
     return data
+
+
+def _yaml_where(err: Exception) -> str:
+    """The parser's complaint in one line: where (line, column) and what, while parsing what."""
+    mark, problem = getattr(err, "problem_mark", None), getattr(err, "problem", None)
+    if mark is None or not problem:
+        return ": " + " ".join(str(err).split())
+    context = getattr(err, "context", None)
+    return (f" at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+            + (f" ({context})" if context else ""))

@@ -65,8 +65,9 @@ def test_bad_suites_name_the_problem(patch, expected):
 def test_malformed_yaml_and_missing_file(tmp_path: Path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [unclosed\n")
-    with pytest.raises(SpecError, match="not valid YAML"):
+    with pytest.raises(SpecError, match="not valid YAML") as err:
         load_suite(bad)
+    assert "\n" not in str(err.value) and "at line 2, column 1: expected ',' or ']'" in str(err.value), err.value
     with pytest.raises(SpecError, match="suite file not found"):
         load_suite(tmp_path / "absent.yaml")
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
