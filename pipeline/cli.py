@@ -143,7 +143,7 @@ def cmd_reference(args: argparse.Namespace) -> int:
         n = ref.df("SELECT count(*) AS n, count(DISTINCT dataset) AS d, count(DISTINCT model) AS m, "
                    "(SELECT count(*) FROM ref_suite_cells) AS planned FROM ref_results")
         print(f"{name}: suite {ref.suite!r}, {n.n[0]:,} of {n.planned[0]:,} planned cells, {n.d[0]} dataset"
-              f"{'s' if n.d[0] != 1 else ''}, {n.m[0]} models — attnbench run YOUR_SUITE.yaml --against {name}")
+              f"{'s' if n.d[0] != 1 else ''}, {n.m[0]} model{'s' if n.m[0] != 1 else ''} — attnbench run YOUR_SUITE.yaml --against {name}")
         ref.close()
     return 0
 
@@ -163,7 +163,7 @@ def _export_reference(name: str, db: str) -> int:
         install_views(store)
     finally:
         ref.close()
-    print(f"reference {name}: {n:,} cells → {db}; its report: attnbench report{_db_option(db)}")
+    print(f"reference {name}: {n:,} cell{'s' if n != 1 else ''} → {db}; its report: attnbench report{_db_option(db)}")
     return 0
 
 

@@ -454,7 +454,7 @@ def test_reference_list_says_how_much_of_each_plan_ran():
     lines = out.stdout.strip().splitlines()
     assert len(lines) == len(references.shipped()) >= 1
     for line, name in zip(lines, references.shipped()):
-        m = re.match(rf"{re.escape(name)}: suite '[^']+', ([\d,]+) of ([\d,]+) planned cells, \d+ datasets?, \d+ models", line)
+        m = re.match(rf"{re.escape(name)}: suite '[^']+', ([\d,]+) of ([\d,]+) planned cells, \d+ datasets?, \d+ models?", line)
         done, planned = (int(g.replace(",", "")) for g in (m[1], m[2])) if m else (0, 0)
         assert m and 0 < done <= planned, line
         ref = references.load(name)
