@@ -16,13 +16,14 @@ the best validation score (:mod:`pipeline.report.standing`). Within the standing
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pipeline.models.registry import KINDS, family_of
+from pipeline.models.registry import KINDS
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import standing as st
@@ -46,11 +47,11 @@ class Entries:
         return [(d, t) for key in sorted(set(self.default) & set(self.searched))
                 for d in self.default[key] for t in self.searched[key]]
 
-    def side(self, kinds: dict[str, str], family: str, searched: bool) -> list[str]:
+    def side(self, family_of_model: Callable[[str], str], family: str, searched: bool) -> list[str]:
         """The paired entries of a family on one side: its searched entries, or the defaults of the models
         that were searched."""
         paired = sorted({t if searched else d for d, t in self.pairs})
-        return [m for m in paired if family_of(kinds.get(m)) == family]
+        return [m for m in paired if family_of_model(m) == family]
 
 
 def entries(cells: pd.DataFrame, trials: pd.DataFrame) -> Entries:
@@ -125,11 +126,11 @@ def _side(cells: pd.DataFrame, mine: list[str], boosting: list[str], label: str)
     return side.rename(columns={"attention": "model"}).set_index(agg.SPLIT).add_prefix(f"{label}_")
 
 
-def gaps(cells: pd.DataFrame, kinds: dict[str, str], found: Entries, family: str) -> pd.DataFrame:
+def gaps(cells: pd.DataFrame, family_of_model: Callable[[str], str], found: Entries, family: str) -> pd.DataFrame:
     """Per split of the slice: the family's paired entry − the paired boosting entry, at defaults and
     tuned, each with its standing (one fold: level within the margin, else ahead or behind, 'not
     converged' where the one behind was still improving, 'failed' where a searched cell failed)."""
-    sides = [(found.side(kinds, family, s), found.side(kinds, BOOSTING, s)) for s in (False, True)]
+    sides = [(found.side(family_of_model, family, s), found.side(family_of_model, BOOSTING, s)) for s in (False, True)]
     if not all(mine and boosting for mine, boosting in sides):
         return pd.DataFrame()
     default, tuned = (_side(cells, *sides[i], label) for i, label in ((0, "default"), (1, "tuned")))

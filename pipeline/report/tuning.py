@@ -94,7 +94,7 @@ def tuned_beside_defaults(p: Page, data: ReportData) -> None:
                  for r in pairs.itertuples(index=False)], "table-tuned-pairs"))
     shown = False
     for family in [f for f in families(data.kinds) if f != tn.BOOSTING]:
-        g = tn.gaps(cells, data.kinds, found, family)
+        g = tn.gaps(cells, data.family, found, family)
         if g.empty:
             continue
         shown = True

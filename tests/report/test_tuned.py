@@ -56,7 +56,7 @@ def test_pairs_and_gaps_compare_the_same_models_split_by_split(tuned_db: Path):
     assert pairs.loc["ft_transformer", "splits"] == 2 and pairs.loc["ft_transformer", "diff"] == pytest.approx(0.06)
     # CatBoost's search failed on beta: counted as failed, not dropped; alpha's 0.01 is past the 0.005 margin
     assert tuple(pairs.loc["catboost", ["splits", "better", "level", "worse", "failed"]]) == (1, 1, 0, 0, 1)
-    g = tn.gaps(cells, data.kinds, found, "attention network").set_index("dataset")
+    g = tn.gaps(cells, data.family, found, "attention network").set_index("dataset")
     # At defaults FT-Transformer meets the default CatBoost (the model that was searched), not the better
     # default XGBoost: alpha 0.9025 − 0.8936; tuned 0.9625 − 0.9036.
     assert g.loc["alpha", "default_boosting"] == "catboost"
