@@ -137,8 +137,7 @@ VIEWS: dict[str, str] = {
     """,
     # Every expected cell: each planned cell (plan), or, for a suite with no plan on record, each
     # split it has results for × each model it has results for. Status 'missing' where no current
-    # result was written. A model has rows only on the tasks it was planned on: the coverage of every
-    # aggregate is counted from here.
+    # result was written. A model has rows only on the tasks it was planned on.
     "expected_cells": """
         WITH legacy_splits AS (
             SELECT DISTINCT suite, dataset, split_key, task_type, sample_size, repeat, fold, seed FROM current_results
@@ -175,6 +174,32 @@ VIEWS: dict[str, str] = {
         LEFT JOIN split_floor k ON k.dataset = p.dataset AND k.split_key = p.split_key AND k.repeat = p.repeat
              AND k.fold = p.fold AND k.sample_size = p.sample_size AND k.seed = p.seed
     """,
+    # The expected cells every aggregate compares, and counts coverage from: on each task, the splits that
+    # every model planned on the task planned. Where suites planned one task on different splits (a
+    # one-fold tuned slice merged beside a three-fold study), a model's mean over its own splits would set
+    # one fold against three, and an entry identical to another would lose to it on the folds it never
+    # ran; those splits are left out here, and unshared_cells lists them.
+    "compared_cells": f"""
+        WITH per_task AS (
+            SELECT {TASK}, count(DISTINCT model) AS n FROM expected_cells GROUP BY ALL
+        ), per_split AS (
+            SELECT {SPLIT}, count(DISTINCT model) AS n FROM expected_cells GROUP BY ALL
+        )
+        SELECT e.* FROM expected_cells e JOIN per_split s USING ({SPLIT}) JOIN per_task t USING ({TASK})
+        WHERE s.n = t.n
+    """,
+    # The expected cells compared_cells leaves out: splits of a task that only some of its models planned,
+    # with how many of the task's models planned the split.
+    "unshared_cells": f"""
+        WITH per_task AS (
+            SELECT {TASK}, count(DISTINCT model) AS n FROM expected_cells GROUP BY ALL
+        ), per_split AS (
+            SELECT {SPLIT}, count(DISTINCT model) AS n FROM expected_cells GROUP BY ALL
+        )
+        SELECT e.*, s.n AS models_on_split, t.n AS models_on_task
+        FROM expected_cells e JOIN per_split s USING ({SPLIT}) JOIN per_task t USING ({TASK})
+        WHERE s.n < t.n
+    """,
     # Mean ± std over folds and seeds per (task, model), with coverage; is_best marks the highest mean
     # of its task (dataset, split_key, sample_size) when one model alone has it; is_tied_best marks each
     # of several that share it (a tie, which no model wins). Only models planned on the task compete.
@@ -191,7 +216,7 @@ VIEWS: dict[str, str] = {
                    count(*) FILTER (WHERE search_bound) AS n_search_bound,
                    count(*) FILTER (WHERE no_better_than_constant) AS n_no_better,
                    avg(default_score) AS default_mean, avg(constant_score) AS constant_mean
-            FROM expected_cells GROUP BY {TASK}, model
+            FROM compared_cells GROUP BY {TASK}, model
         )
         , top AS (
             SELECT g.*, max(score_mean) OVER (PARTITION BY {TASK}) AS top_mean FROM g
@@ -204,8 +229,8 @@ VIEWS: dict[str, str] = {
                coalesce(t.score_mean >= t.top_mean - 1e-12 AND t.n_at_top > 1, false) AS is_tied_best,
                f.fit_seconds
         FROM t LEFT JOIN (
-            SELECT {TASK}, model, avg(fit_seconds) AS fit_seconds
-            FROM current_results WHERE status = 'ok' GROUP BY ALL
+            SELECT c.dataset, c.split_key, c.sample_size, c.model, avg(r.fit_seconds) AS fit_seconds
+            FROM compared_cells c JOIN current_results r ON r.cell_id = c.cell_id WHERE c.status = 'ok' GROUP BY ALL
         ) f USING (dataset, split_key, sample_size, model)
     """,
     # Test score against training size: one row per (dataset, split_key, model, sample_size); n_train is
@@ -224,7 +249,7 @@ VIEWS: dict[str, str] = {
                count(*) FILTER (WHERE search_bound) AS n_search_bound,
                count(*) FILTER (WHERE no_better_than_constant) AS n_no_better,
                avg(constant_score) AS constant_mean
-        FROM expected_cells GROUP BY dataset, split_key, model, sample_size
+        FROM compared_cells GROUP BY dataset, split_key, model, sample_size
     """,
     # Best validation score after the first n_trials trials of a cell, for N_SHUFFLES trial orders:
     # shuffle 0 is the order the run used; the others are seeded random orders of the random trials,

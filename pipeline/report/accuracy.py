@@ -381,6 +381,8 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
     if not standings:
         p.add(note("No results yet."))
         return p
+    if data.unshared_note():
+        p.add(note(data.unshared_note()))
     p.add('<p class="toc">' + "".join(f'<a href="#size-{esc(s)}">{esc(size_label(s))}</a>' for s in standings) + "</p>")
     style = data.style()
     for size, st in standings.items():

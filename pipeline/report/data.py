@@ -59,6 +59,9 @@ class ReportData:
     # (dataset, sample_size, model, why): cells left out of the plans as past a model's declared limits
     not_applicable: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NOT_APPLICABLE))
     in_context: frozenset[str] = frozenset()  # the in-context models (no training loop)
+    # planned cells left out of every comparison: on splits only some of their task's models planned
+    # (unshared_cells, counted per suite, model, dataset and size)
+    unshared: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
@@ -69,7 +72,9 @@ class ReportData:
                 return con.execute(sql).df()
 
             data = cls(
-                cells=q("SELECT * FROM expected_cells"),
+                cells=q("SELECT * FROM compared_cells"),
+                unshared=q("SELECT suite, model, dataset, sample_size, count(*) AS n, min(models_on_split) AS models_on_split, "
+                           "min(models_on_task) AS models_on_task FROM unshared_cells GROUP BY ALL ORDER BY ALL"),
                 leaderboard=q("SELECT * FROM leaderboard ORDER BY dataset, split_key, sample_size, model"),
                 curves=q("SELECT * FROM learning_curves"),
                 tuning=q("SELECT * FROM tuning_curves"),
@@ -179,6 +184,21 @@ class ReportData:
         return ("† timed on other hardware than this report's latest run (" + home + "): "
                 + "; ".join(f"{m} on {where}" for m, where in sorted(self.other_hardware.items()))
                 + ". Its seconds and memory are that machine's, not comparable one for one with the others'.")
+
+    def unshared_note(self) -> str:
+        """Which planned cells no comparison reads, as splits only some models of their task planned; ''
+        when every model of every task planned the same splits."""
+        u = self.unshared
+        if u.empty:
+            return ""
+        n, tasks = int(u.n.sum()), len(u[["dataset", "sample_size"]].drop_duplicates())
+        per_suite = "; ".join(f"{suite}: {int(g.n.sum())} cells of {g.model.nunique()} model{'s' if g.model.nunique() != 1 else ''}"
+                              for suite, g in u.groupby("suite", sort=True))
+        return (f"Compared on shared splits: on {tasks} task{'s' if tasks != 1 else ''} the models planned different "
+                f"splits (a suite run on fewer folds beside another, merged into one file), so {n} planned "
+                f"cell{'s' if n != 1 else ''} on splits only some of the task's models planned ({per_suite}) are "
+                "left out of every comparison and every count, and each model's mean on a task covers the same "
+                "splits as the others'. The query SELECT * FROM unshared_cells lists them.")
 
     def model_notes(self) -> dict[str, str]:
         """Each model's declared departures from the shared protocol (RealMLP's own training loop, the

@@ -85,6 +85,8 @@ def overview_answer(p: Page, data: ReportData) -> None:
     caveats = [(m, n) for m, n in data.model_notes().items() if n]
     if caveats:
         p.add(note("Where a model leaves the shared protocol: " + "; ".join(f"{m}: {n.rstrip('.')}" for m, n in caveats) + "."))
+    if data.unshared_note():
+        p.add(note(data.unshared_note()))
     p.h3("Cost per 1,000 rows")
     rows = []
     for a in answers:

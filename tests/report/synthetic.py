@@ -56,6 +56,8 @@ class Synth:
     models: dict[str, tuple[str, float, float, float]] = field(default_factory=lambda: dict(MODELS))
     failed: set[tuple[str, str, int, str]] = field(default_factory=lambda: {("beta", "all", 1, "mlp")})
     missing: set[tuple[str, str, int, str]] = field(default_factory=lambda: {("alpha", "32", 1, "catboost")})
+    # cells no suite planned (nor ran): a model run on fewer folds than the others
+    unplanned: set[tuple[str, str, int, str]] = field(default_factory=set)
     gpu_models: set[str] = field(default_factory=set)
     # dataset → the constant predictor's score on each of its splits (reference_scores); none by default,
     # as in a results file from before the reference was recorded.
@@ -148,6 +150,8 @@ def _fill(store: Store, s: Synth) -> None:
         for size in s.sizes:
             for fold in s.folds:
                 for key, (name, *_rest) in s.models.items():
+                    if (ds.name, size, fold, key) in s.unplanned:
+                        continue
                     if s.plan:
                         with store.connect() as con:
                             con.execute("INSERT INTO suite_cells (suite, cell_id, run_id, dataset, task_type, repeat, "

@@ -1,0 +1,68 @@
+"""Every model on a task is compared on the same splits: where one model was planned on fewer folds than
+the others (a one-fold tuned slice merged beside a three-fold study), the folds it never ran are left out
+for every model of that task, listed by ``unshared_cells`` and said on the pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import synthetic
+from synthetic import MODELS, Synth
+
+from pipeline.data.store import Store
+from pipeline.report.accuracy import standing
+from pipeline.report.data import ReportData
+from pipeline.report.pages import write_report
+
+
+@pytest.fixture(scope="module")
+def one_fold_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """XGBoost and CatBoost on both folds, and 'cb-fold0', CatBoost's very entry (the same scores), planned
+    on fold 0 only. The synthetic fold 1 scores 0.01 higher, so a mean over each model's own folds puts
+    CatBoost 0.005 ahead of its own copy."""
+    s = Synth(models={k: MODELS[k] for k in ("xgboost", "catboost")} | {"cb-fold0": MODELS["catboost"]})
+    s.unplanned = {(ds.name, size, 1, "cb-fold0") for ds in s.datasets for size in s.sizes}
+    s.missing = set()
+    return synthetic.build(tmp_path_factory.mktemp("one-fold") / "results.duckdb", s)
+
+
+def test_an_entry_and_its_one_fold_copy_tie_on_every_task(one_fold_db: Path):
+    lb = Store(one_fold_db).query("SELECT dataset, sample_size, model, score_mean, n_cells, is_best, is_tied_best "
+                                  "FROM leaderboard WHERE model <> 'xgboost'")
+    per_task = lb.pivot_table(index=["dataset", "sample_size"], columns="model", values="score_mean")
+    assert len(per_task) == 6
+    assert (per_task["catboost"] - per_task["cb-fold0"]).abs().max() < 1e-12  # not 0.005 apart
+    assert (lb.n_cells == 1).all() and not lb.is_best.any()
+    data = ReportData.load(one_fold_db)
+    st = standing(data, "all").summary.set_index("model")
+    assert st.loc["catboost", "avg_rank"] == st.loc["cb-fold0", "avg_rank"]
+    assert st.loc["catboost", "normalized_score"] == st.loc["cb-fold0", "normalized_score"]
+
+
+def test_the_left_out_folds_are_listed_and_said(one_fold_db: Path, tmp_path: Path):
+    unshared = Store(one_fold_db).query("SELECT model, fold, models_on_split, models_on_task FROM unshared_cells")
+    assert len(unshared) == 2 * 2 * 3  # XGBoost and CatBoost, fold 1, 2 datasets × 3 sizes
+    assert set(unshared.model) == {"xgboost", "catboost"} and set(unshared.fold) == {1}
+    assert set(zip(unshared.models_on_split, unshared.models_on_task)) == {(2, 3)}
+    assert (Store(one_fold_db).query("SELECT count(*) AS n FROM expected_cells").n[0]
+            == Store(one_fold_db).query("SELECT count(*) AS n FROM compared_cells").n[0] + 12)
+    write_report(one_fold_db, tmp_path / "reports")
+    for page in ("index.html", "accuracy.html"):
+        html = (tmp_path / "reports" / page).read_text()
+        assert "so 12 planned cells on splits only some of the task&#x27;s models planned" in html, page
+        assert "synth: 12 cells of 2 models" in html, page
+
+
+def test_a_file_whose_models_share_their_splits_says_nothing(tmp_path: Path):
+    db = synthetic.build(tmp_path / "results.duckdb")
+    assert Store(db).query("SELECT count(*) AS n FROM unshared_cells").n[0] == 0
+    assert ReportData.load(db).unshared_note() == ""
+
+
+def test_the_documented_query_lists_them(one_fold_db: Path):
+    text = (Path(__file__).parents[2] / "docs" / "QUERIES.md").read_text()
+    start = text.index("-- Which splits do the pages leave out")
+    sql = text[start:text.index(";", start) + 1]
+    rows = Store(one_fold_db).query(sql)
+    assert len(rows) == 6 and set(rows.cells) == {2} and set(zip(rows.planned_by, rows.of_models)) == {(2, 3)}
