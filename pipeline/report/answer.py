@@ -4,8 +4,8 @@ leader beats the boosting leader, what each costs per 1,000 rows, and a few gene
 say all of that with its coverage. A model's family is its stored kind (``model_kind``), so old
 results files keep their families when models are renamed or removed.
 
-A family's representative at a size is its model with the highest mean normalised validation score
-over the tasks of that size it ran (:mod:`pipeline.report.pick`: the test set chooses nothing); what the
+A family's representative at a size is, of its models that ran the most of that size's tasks, the one
+with the highest mean normalised validation score over them (:mod:`pipeline.report.pick`: the test set chooses nothing); what the
 tables show of it is its test scores (of the configurations validation selected), normalised alike. A family
 leads a size when its mean is more than 0.005 of normalised score above every other's; closer, they tie. Head-to-head
 records compare representatives task by task over the tasks both ran, as won / tied / lost (scores
@@ -134,6 +134,11 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
         members = [m for m in models_of_family(kinds, family, scores.columns) if m in has_result]
         if not members:
             continue
+        # Only the family's models that ran the most of this size's tasks stand for it: a mean over fewer
+        # tasks (a one-dataset tuned entry merged in, a model added on a few datasets) is not set against
+        # means over all of them.
+        most = max(int(ran[m].sum()) for m in members)
+        members = [m for m in members if int(ran[m].sum()) == most]
         best = members[int(pick.index_by_validation(norm[members].to_numpy(), picked_by[members].to_numpy()))]
         out.leaders[family] = Leader(
             best, float(norm[best]), int(scores[best].notna().sum()), int(ran[best].sum()), len(scores),

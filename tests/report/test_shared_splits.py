@@ -1,6 +1,7 @@
 """Every model on a task is compared on the same splits: where one model was planned on fewer folds than
 the others (a one-fold tuned slice merged beside a three-fold study), the folds it never ran are left out
-for every model of that task, listed by ``unshared_cells`` and said on the pages."""
+for every model of that task, listed by ``unshared_cells`` and said on the pages; and a model that ran
+fewer of a size's tasks than others of its family does not stand for the family on the overview."""
 
 from __future__ import annotations
 
@@ -66,3 +67,18 @@ def test_the_documented_query_lists_them(one_fold_db: Path):
     sql = text[start:text.index(";", start) + 1]
     rows = Store(one_fold_db).query(sql)
     assert len(rows) == 6 and set(rows.cells) == {2} and set(zip(rows.planned_by, rows.of_models)) == {(2, 3)}
+
+
+def test_a_model_that_ran_one_dataset_does_not_stand_for_its_family(tmp_path: Path):
+    """'ft-alpha', an attention entry far better than FT-Transformer, ran alpha only: its mean over one task
+    would make attention lead every size; FT-Transformer, which ran both datasets, stands for the family."""
+    from pipeline.report.answer import size_answer
+
+    s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")}
+              | {"ft-alpha": ("ft_transformer", 0.95, 0.0, 2.0)})
+    s.unplanned = {("beta", size, fold, "ft-alpha") for size in s.sizes for fold in s.folds}
+    data = ReportData.load(synthetic.build(tmp_path / "results.duckdb", s))
+    for size in s.sizes:
+        a = size_answer(size, data.cells[data.cells.sample_size == size], data.kinds)
+        lead = a.leaders["attention network"]
+        assert (lead.model, lead.tasks_ran, a.leader) == ("ft_transformer", 2, "gradient boosting"), size
