@@ -39,6 +39,19 @@ N_SHUFFLES = 10
 # A split, and a task: what the views group by.
 SPLIT = "dataset, split_key, sample_size, repeat, fold, seed"
 TASK = "dataset, split_key, sample_size"
+# How many of the models that ran each task (a record there, ok or failed) planned the task and each of
+# its splits (compared_cells, unshared_cells): a model planned with nothing run yet narrows nothing.
+# expected_cells is read once (materialised: each read of it costs its joins again).
+SHARING = f"""WITH e AS MATERIALIZED (SELECT * FROM expected_cells), ran AS (
+            SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status <> 'missing')
+        ), per_task AS (
+            SELECT {TASK}, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
+        ), per_split AS (
+            SELECT {SPLIT}, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
+        ), sharing AS (
+            SELECT e.*, coalesce(s.n, 0) AS models_on_split, coalesce(t.n, 0) AS models_on_task
+            FROM e LEFT JOIN per_split s USING ({SPLIT}) LEFT JOIN per_task t USING ({TASK})
+        )"""
 
 VIEWS: dict[str, str] = {
     # Every planned cell once (two suites that planned one cell list both in `suite`), with its model
@@ -175,30 +188,19 @@ VIEWS: dict[str, str] = {
              AND k.fold = p.fold AND k.sample_size = p.sample_size AND k.seed = p.seed
     """,
     # The expected cells every aggregate compares, and counts coverage from: on each task, the splits that
-    # every model planned on the task planned. Where suites planned one task on different splits (a
+    # every model that ran the task planned (one planned there with no record yet narrows nothing). Where suites planned one task on different splits (a
     # one-fold tuned slice merged beside a three-fold study), a model's mean over its own splits would set
     # one fold against three, and an entry identical to another would lose to it on the folds it never
     # ran; those splits are left out here, and unshared_cells lists them.
     "compared_cells": f"""
-        WITH per_task AS (
-            SELECT {TASK}, count(DISTINCT model) AS n FROM expected_cells GROUP BY ALL
-        ), per_split AS (
-            SELECT {SPLIT}, count(DISTINCT model) AS n FROM expected_cells GROUP BY ALL
-        )
-        SELECT e.* FROM expected_cells e JOIN per_split s USING ({SPLIT}) JOIN per_task t USING ({TASK})
-        WHERE s.n = t.n
+        {SHARING}
+        SELECT * EXCLUDE (models_on_split, models_on_task) FROM sharing WHERE models_on_split = models_on_task
     """,
-    # The expected cells compared_cells leaves out: splits of a task that only some of its models planned,
-    # with how many of the task's models planned the split.
+    # The expected cells compared_cells leaves out: splits of a task that only some of the models that ran
+    # it planned, with how many of those planned the split (models_on_split of models_on_task).
     "unshared_cells": f"""
-        WITH per_task AS (
-            SELECT {TASK}, count(DISTINCT model) AS n FROM expected_cells GROUP BY ALL
-        ), per_split AS (
-            SELECT {SPLIT}, count(DISTINCT model) AS n FROM expected_cells GROUP BY ALL
-        )
-        SELECT e.*, s.n AS models_on_split, t.n AS models_on_task
-        FROM expected_cells e JOIN per_split s USING ({SPLIT}) JOIN per_task t USING ({TASK})
-        WHERE s.n < t.n
+        {SHARING}
+        SELECT * FROM sharing WHERE models_on_split < models_on_task
     """,
     # Mean ± std over folds and seeds per (task, model), with coverage; is_best marks the highest mean
     # of its task (dataset, split_key, sample_size) when one model alone has it; is_tied_best marks each

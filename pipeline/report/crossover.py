@@ -36,7 +36,8 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
       before (``behind_at``; ``before`` says whether it was behind or level there);
     - ``ahead``: ahead at every size compared (``crossover_n`` is the smallest).
 
-    A row ``best_label`` compares the best challenger at each size (when there are several).
+    A row ``best_label`` compares the best challenger at each size (when several are named, on every dataset
+    where any of them has a score: a family's row, whichever of its models ran there).
     ``at_size`` is the size the verdict rests on (the crossover's; else the largest compared), with
     the two models compared there (``challenger_at``, ``incumbent_at``) and ``n_splits``, the fewest
     finished splits of the two there: what a paired test checks. ``bound``: a "never" whose challenger was
@@ -60,7 +61,7 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
         inc_name, inc = pick.by_validation(wide, val, inc_cols)
         chal = {m: (pd.Series(m, index=wide.index, dtype=object), wide[m]) for m in challengers if m in wide}
         chal_cols = [c for c in challengers if c in wide]
-        if len(chal) > 1:
+        if len(challengers) > 1 and chal:  # also where one of them has scores here: the family's row
             chal[best_label] = pick.by_validation(wide, val, chal_cols)
         if inc.isna().all():
             continue

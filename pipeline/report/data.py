@@ -186,17 +186,17 @@ class ReportData:
                 + ". Its seconds and memory are that machine's, not comparable one for one with the others'.")
 
     def unshared_note(self) -> str:
-        """Which planned cells no comparison reads, as splits only some models of their task planned; ''
-        when every model of every task planned the same splits."""
+        """Which planned cells no comparison reads, as splits only some of the models that ran their task
+        planned; '' when those planned the same splits on every task."""
         u = self.unshared
         if u.empty:
             return ""
         n, tasks = int(u.n.sum()), len(u[["dataset", "sample_size"]].drop_duplicates())
         per_suite = "; ".join(f"{suite}: {int(g.n.sum())} cells of {g.model.nunique()} model{'s' if g.model.nunique() != 1 else ''}"
                               for suite, g in u.groupby("suite", sort=True))
-        return (f"Compared on shared splits: on {tasks} task{'s' if tasks != 1 else ''} the models planned different "
-                f"splits (a suite run on fewer folds beside another, merged into one file), so {n} planned "
-                f"cell{'s' if n != 1 else ''} on splits only some of the task's models planned ({per_suite}) are "
+        return (f"Compared on shared splits: on {tasks} task{'s' if tasks != 1 else ''} the models that ran it planned "
+                f"different splits (a suite run on fewer folds beside another, merged into one file), so {n} planned "
+                f"cell{'s' if n != 1 else ''} on splits only some of them planned ({per_suite}) are "
                 "left out of every comparison and every count, and each model's mean on a task covers the same "
                 "splits as the others'. The query SELECT * FROM unshared_cells lists them.")
 
