@@ -117,7 +117,8 @@ class ReportData:
                           f"WHERE p.cell_id IN ({ok}) AND t.status IN ('ok', 'stopped')")
                 targets = q(f"SELECT cell_id, part, y FROM targets WHERE cell_id IN ({ok})")
         c = data.cells
-        data.model_names = dict(zip(c.model, c.model_name)) if len(c) else {}
+        # sorted by name: a group's order breaks ties in validation (report/pick.py), never the views' row order
+        data.model_names = dict(sorted(zip(c.model, c.model_name))) if len(c) else {}
         stored = c.dropna(subset=["model_kind"]).groupby("model").model_kind.first().to_dict() if len(c) else {}
         data.legacy_kinds = sorted(set(data.model_names) - set(stored))
         data.kinds = {m: stored.get(m) or legacy_kind(data.model_names[m]) for m in data.model_names}

@@ -102,3 +102,11 @@ def test_a_family_member_with_no_score_yet_leaves_the_family_crossover(tmp_path:
     c = family_crossovers(data.curves, data.kinds)
     att = c[c.family == "attention network"]
     assert sorted(att.dataset) == ["alpha", "beta"] and set(att.challenger_at) == {"ft_transformer"}
+
+
+def test_the_report_orders_models_by_name_not_by_the_views_rows(tmp_path: Path):
+    """A tie in validation goes to the first model of a group (report/pick.py): that order is the models'
+    names, so the same file reads the same whatever order a view returns its rows in."""
+    s = Synth(models={k: MODELS[k] for k in ("xgboost", "mlp", "catboost")})
+    data = ReportData.load(synthetic.build(tmp_path / "results.duckdb", s))
+    assert list(data.kinds) == list(data.model_names) == ["catboost", "mlp", "xgboost"]
