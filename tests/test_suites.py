@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from pipeline.plan import cell_id
 from pipeline.spec import LocalFile, OpenMLTask, load_suite
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
@@ -127,7 +128,8 @@ def test_the_study_reaches_above_ten_thousand_rows_on_every_large_dataset(shared
 
 
 def test_the_tuned_slice_runs_on_the_studys_own_fold_zero_tasks(shared_data: Path):
-    """suites/study-tuned-slice.yaml stands tuned entries beside study-every-dataset's defaults: its datasets
+    """suites/study-tuned-slice.yaml stands tuned entries beside study-every-dataset's defaults, which it lists
+    too, entry for entry (the same cells): its datasets
     are that study's entries verbatim, its split protocol the same (so fold 0 at 10,000 rows is one task in
     both), 8 or more of the datasets reach 10,000 training rows, and each entry is a labelled TPE search of
     at least 8 trials with CPU-second limits, each trial's the same as the study's default trial of that model
@@ -139,8 +141,15 @@ def test_the_tuned_slice_runs_on_the_studys_own_fold_zero_tasks(shared_data: Pat
         assert tuned["protocol"].get(key) == study["protocol"].get(key), key
     assert tuned["protocol"]["sample_sizes"] == [10000] and 10000 in study["protocol"]["sample_sizes"]
     assert tuned["protocol"]["max_folds"] == 1
-    assert {m["name"] for m in tuned["models"]} == {"ft_transformer", "realmlp", "catboost"}
-    for m in tuned["models"]:
+    searched = [m for m in tuned["models"] if "label" in m]
+    assert [m for m in tuned["models"] if "label" not in m] == study["models"]  # the defaults, entry for entry
+    assert {m["name"] for m in searched} == {"ft_transformer", "realmlp", "catboost"}
+    # ... so their cells are the study's own cells (done in its file: nothing trains again)
+    a, b = load_suite(SUITES / "study-every-dataset.yaml"), load_suite(SUITES / "study-tuned-slice.yaml")
+    for m in study["models"]:
+        assert (cell_id(a, "electricity", "k", 0, 0, "10000", 0, m["name"])
+                == cell_id(b, "electricity", "k", 0, 0, "10000", 0, m["name"])), m["name"]
+    for m in searched:
         assert m["search"] == "tpe" and m["trials"] >= 8 and m["clock"] == "cpu" and m["label"] == f"{m['name']}-tuned"
         default = next(d for d in study["models"] if d["name"] == m["name"])
         assert m["trial_timeout_s"] == default["trial_timeout_s"] and default["clock"] == "cpu", m["name"]

@@ -77,14 +77,16 @@ VIEWS: dict[str, str] = {
                c.model_key, c.model_name, c.variant, c.n_train, c.model_kind, c.model_version
         FROM c JOIN v USING (model_key, model_version)
     """,
-    # The results of planned cells, named as `plan` names them; every result of a suite that has no
-    # plan on record (a file from before suite_cells), each such suite a split key of its own.
+    # The results of planned cells, named as `plan` names them; every other result of a suite that has
+    # no plan on record (a file from before suite_cells), each such suite a split key of its own. A result
+    # whose cell another suite plans is that suite's (a shipped suite whose cells an earlier suite ran
+    # holds their results under the earlier suite's name, with no plan of it).
     "current_results": """
         SELECT r.* REPLACE (p.suite AS suite, p.model AS model, p.split_key AS split_key)
         FROM results r JOIN plan p USING (cell_id)
         UNION ALL BY NAME
         SELECT r.* REPLACE ('suite:' || r.suite AS split_key) FROM results r
-        WHERE r.suite NOT IN (SELECT suite FROM suite_cells)
+        WHERE r.suite NOT IN (SELECT suite FROM suite_cells) AND r.cell_id NOT IN (SELECT cell_id FROM suite_cells)
     """,
     # Results kept as history: 'replaced' when the suite that ran it plans a cell of the same key now
     # (the model entry or the protocol changed, so the cell id did), 'not in the suite' when it plans none.
