@@ -81,7 +81,10 @@ def standing(data: ReportData, size: str) -> Standing:
     summary = summary.join(per_model, on="model")
     counts = ["epochs_bound", "search_bound", "no_better", "tuning_helped", "tuning_compared"]  # none where nothing finished
     summary[counts] = summary[counts].fillna(0).astype(int)
-    return Standing(size, scores, summary.sort_values("avg_rank", ignore_index=True), wins / n.where(n > 0), n, elo,
+    # The models that ran the most of the size's tasks first: a rank over fewer tasks is not set above them.
+    summary["fewer_tasks"] = summary.tasks < summary.tasks.max()
+    summary = summary.sort_values(["fewer_tasks", "avg_rank"], ignore_index=True)
+    return Standing(size, scores, summary, wins / n.where(n > 0), n, elo,
                     agg.critical_difference(scores, ran=ran), ran, data.hardware_note(),
                     frozenset(data.other_hardware), data.in_context)
 
@@ -114,8 +117,10 @@ BOUND_NOTE = ("⚑ budget-bound: 'last epoch' counts cells whose selected trial 
 def summary_table(st: Standing, table_id: str) -> str:
     rows = []
     # The highest Elo is coloured only when one model has it: a tie is no one's win.
-    at_top = st.summary.elo >= st.summary.elo.max() - 1e-6
-    best_elo = st.summary.elo.max() if at_top.sum() == 1 else None
+    # ... and only among the models that ran the most of the tasks (a model's Elo from fewer games is not a win)
+    full = st.summary[~st.summary.fewer_tasks]
+    at_top = full.elo >= full.elo.max() - 1e-6
+    best_elo = full.elo.max() if at_top.sum() == 1 else None
     for r in st.summary.itertuples(index=False):
         s = pd.Series(r._asdict())
         elo_txt = f"{num(r.elo, '.0f')} [{num(r.elo_low, '.0f')}, {num(r.elo_high, '.0f')}]"
@@ -139,7 +144,9 @@ def summary_table(st: Standing, table_id: str) -> str:
     return (table(["model", "family", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]",
                    "improvability", "tuned − default test score", "train s / 1K rows", "predict s / 1K rows",
                    "budget-bound", "≤ constant predictor (cells)", "coverage (tasks)", "cells ok"], rows, table_id)
-            + note("Sorted by average rank. Coverage: the tasks the model ran of this table's tasks; a model never "
+            + note("Sorted by average rank, the models that ran the most of the tasks first (a rank, or an Elo, over "
+                   "fewer tasks is listed after them and never coloured the best). Coverage: the tasks the model ran "
+                   "of this table's tasks; a model never "
                    "planned on a task is left out of it, not scored 0. Improvability: how much lower the best model's error is than this "
                    "model's, as a share of its own, averaged over tasks (0% = best everywhere; TabArena). "
                    "Tuned − default: mean test-score gain of the selected configuration over the default one "

@@ -89,6 +89,14 @@ def test_a_model_that_ran_one_dataset_does_not_stand_for_its_family(tmp_path: Pa
         a = size_answer(size, data.cells[data.cells.sample_size == size], data.kinds)
         lead = a.leaders["attention network"]
         assert (lead.model, lead.tasks_ran, a.leader) == ("ft_transformer", 2, "gradient boosting"), size
+    # The Accuracy page's leaderboard: ranked first by its one task, it comes after the models that ran
+    # both, and its Elo (from fewer games) is not coloured the best.
+    from pipeline.report.accuracy import summary_table
+
+    st = standing(data, "all")
+    assert st.summary.model.tolist()[-1] == "ft-alpha" and st.summary.avg_rank.iloc[-1] < st.summary.avg_rank.iloc[0]
+    assert st.summary.elo.iloc[-1] == st.summary.elo.max()  # its one game won: the highest Elo, not the best
+    assert 'class="best"' not in summary_table(st, "t")  # the two that ran both tie: no one's colour
 
 
 def test_a_family_member_with_no_score_yet_leaves_the_family_crossover(tmp_path: Path):
@@ -110,3 +118,22 @@ def test_the_report_orders_models_by_name_not_by_the_views_rows(tmp_path: Path):
     s = Synth(models={k: MODELS[k] for k in ("xgboost", "mlp", "catboost")})
     data = ReportData.load(synthetic.build(tmp_path / "results.duckdb", s))
     assert list(data.kinds) == list(data.model_names) == ["catboost", "mlp", "xgboost"]
+
+
+def test_a_suite_whose_cells_another_suite_ran_reads_them_once(tmp_path: Path):
+    """A shipped suite that lists entries an earlier suite already ran (the tuned slice beside the study's
+    defaults) holds those results under the earlier suite's name, with no plan of it: they are the
+    shipped suite's planned cells, not also a plan-less suite of their own on a split key of its own."""
+    import duckdb
+
+    db = synthetic.build(tmp_path / "results.duckdb", Synth(models={k: MODELS[k] for k in ("xgboost", "mlp")}))
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE suite_cells SET suite = 'slice'")  # results keep suite 'synth'
+        con.execute("DELETE FROM results WHERE cell_id NOT IN (SELECT cell_id FROM suite_cells)")  # superseded
+    st = Store(db)
+    planned = st.query("SELECT count(*) AS n FROM suite_cells").n[0]
+    cells = st.query("SELECT suite, split_key, count(*) AS n FROM expected_cells GROUP BY ALL")
+    assert cells.n.sum() == planned and set(cells.suite) == {"slice"}
+    assert not (cells.split_key == "suite:synth").any()
+    assert st.query("SELECT count(*) AS n FROM current_results").n[0] == st.query(
+        "SELECT count(*) AS n FROM results WHERE cell_id IN (SELECT cell_id FROM suite_cells)").n[0]
