@@ -304,8 +304,9 @@ VIEWS: dict[str, str] = {
                     WHEN c.best_test_score IS NOT NULL THEN 1.0 END AS best_test_norm
         FROM c JOIN bounds b USING (dataset, split_key, sample_size, repeat, fold, seed)
     """,
-    # Cost per (task, model) over the cells that finished ok. fit_seconds is the selected trial's
-    # training; search_seconds the whole search (the sum of its trials' own run times).
+    # Cost per (task, model) over the cells compared (compared_cells: a task's shared splits) that finished
+    # ok. fit_seconds is the selected trial's training; search_seconds the whole search (the sum of its
+    # trials' own run times).
     # gpu_hours adds up the run time of every trial that ran on a CUDA device, one GPU each.
     "compute": f"""
         WITH gpu AS (SELECT cell_id, sum(seconds) AS s FROM trials WHERE device LIKE 'cuda%' GROUP BY cell_id)
@@ -322,9 +323,11 @@ VIEWS: dict[str, str] = {
                string_agg(DISTINCT r.precision, ',' ORDER BY r.precision) AS precision,
                coalesce(sum(g.s), 0) / 3600 AS gpu_hours
         FROM current_results r LEFT JOIN datasets d USING (dataset) LEFT JOIN gpu g USING (cell_id)
-        WHERE r.status = 'ok' GROUP BY r.{TASK.replace(", ", ", r.")}, r.model
+        WHERE r.status = 'ok' AND r.cell_id IN (SELECT cell_id FROM compared_cells)
+        GROUP BY r.{TASK.replace(", ", ", r.")}, r.model
     """,
-    # Peak memory of the selected trial per (task, model), against the dataset's width.
+    # Peak memory of the selected trial per (task, model), against the dataset's width; like compute, over
+    # the cells compared (compared_cells: a task's shared splits).
     "memory": f"""
         SELECT r.dataset, r.split_key, r.sample_size, r.model, string_agg(DISTINCT r.suite, ', ') AS suite,
                any_value(r.model_name) AS model_name,
@@ -332,7 +335,8 @@ VIEWS: dict[str, str] = {
                avg(r.peak_cpu_mb) AS peak_cpu_mb, max(r.peak_cpu_mb) AS peak_cpu_mb_max,
                avg(r.peak_gpu_mb) AS peak_gpu_mb, max(r.peak_gpu_mb) AS peak_gpu_mb_max
         FROM current_results r LEFT JOIN datasets d USING (dataset)
-        WHERE r.status = 'ok' GROUP BY r.{TASK.replace(", ", ", r.")}, r.model
+        WHERE r.status = 'ok' AND r.cell_id IN (SELECT cell_id FROM compared_cells)
+        GROUP BY r.{TASK.replace(", ", ", r.")}, r.model
     """,
     # Every failed current cell and every failed trial of one, with its error text and, in message, the
     # error's last line (the exception) with no trailing newline.

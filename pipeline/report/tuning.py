@@ -122,5 +122,5 @@ def tuned_beside_defaults(p: Page, data: ReportData) -> None:
                "searched; tuned, their searched entries (of several in a family, the one with the best validation "
                f"score on the split). Level: the difference within {MARGIN}; one fold gives no interval over "
                "folds. Not converged: the model behind was still improving when its epochs, rounds or time ran "
-               "out. Failed: a searched cell failed on that split. The mean is over the splits read ahead, level "
-               "or behind."))
+               "out. Failed: a searched cell failed on that split. Both means are over the same splits: those read "
+               "ahead, level or behind both at defaults and tuned."))

@@ -137,3 +137,10 @@ def test_a_suite_whose_cells_another_suite_ran_reads_them_once(tmp_path: Path):
     assert not (cells.split_key == "suite:synth").any()
     assert st.query("SELECT count(*) AS n FROM current_results").n[0] == st.query(
         "SELECT count(*) AS n FROM results WHERE cell_id IN (SELECT cell_id FROM suite_cells)").n[0]
+
+
+def test_cost_and_memory_are_over_the_compared_cells_too(one_fold_db: Path):
+    st = Store(one_fold_db)
+    for view in ("compute", "memory"):
+        n = st.query(f"SELECT model, sum(n_ok) AS n FROM {view} GROUP BY model").set_index("model").n
+        assert n.to_dict() == {"xgboost": 6, "catboost": 6, "cb-fold0": 6}, view  # fold 1 left out for all

@@ -100,3 +100,15 @@ def test_the_tuning_page_sets_tuned_beside_defaults(tuned_db: Path, tmp_path: Pa
     # a file with no searched entry beside its defaults has no such section
     plain = synthetic.build(tmp_path / "plain.duckdb")
     assert 'id="table-tuned-pairs"' not in (write_report(plain, tmp_path / "r2").parent / "tuning.html").read_text()
+
+
+def test_the_gap_means_at_defaults_and_tuned_cover_the_same_splits():
+    """A split read 'not converged' at defaults and 'ahead' tuned is in neither mean: a lead tuning seems to
+    make there would be set against defaults that left the split out."""
+    import pandas as pd
+
+    g = pd.DataFrame({"default_standing": ["not converged", "level", "behind"], "default_diff": [0.017, 0.001, -0.02],
+                      "tuned_standing": ["ahead", "level", "failed"], "tuned_diff": [0.015, 0.002, float("nan")]})
+    d, t = tn.gap_summary(g, "default"), tn.gap_summary(g, "tuned")
+    assert (d["n"], t["n"]) == (1, 1) and d["mean"] == pytest.approx(0.001) and t["mean"] == pytest.approx(0.002)
+    assert (d["not converged"], d["behind"], t["ahead"], t["failed"]) == (1, 1, 1, 1)  # counts: every split
