@@ -81,11 +81,13 @@ def standing(data: ReportData, size: str) -> Standing:
     summary = summary.join(per_model, on="model")
     counts = ["epochs_bound", "search_bound", "no_better", "tuning_helped", "tuning_compared"]  # none where nothing finished
     summary[counts] = summary[counts].fillna(0).astype(int)
-    # The models that ran the most of the size's tasks first: a rank over fewer tasks is not set above them.
+    # The models that ran the most of the size's tasks first: a rank over fewer tasks is not set above them;
+    # the critical difference compares those (one that ran a task of eight would leave it one common task).
     summary["fewer_tasks"] = summary.tasks < summary.tasks.max()
+    full = summary.model[~summary.fewer_tasks].tolist()
     summary = summary.sort_values(["fewer_tasks", "avg_rank"], ignore_index=True)
     return Standing(size, scores, summary, wins / n.where(n > 0), n, elo,
-                    agg.critical_difference(scores, ran=ran), ran, data.hardware_note(),
+                    agg.critical_difference(scores[full], ran=ran[full]), ran, data.hardware_note(),
                     frozenset(data.other_hardware), data.in_context)
 
 
@@ -384,7 +386,7 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
            "Elo: Bradley–Terry ratings from pairwise task outcomes, as TabArena computes them (its tiny ridge "
            "keeps a model that loses every game finite but far below), mean 1000, "
            f"{ELO_BOOTSTRAP} bootstrap resamples of tasks. Critical difference: Friedman test and Nemenyi "
-           "post-hoc (Demšar, 2006), α = 0.05, over the tasks every model ran.")
+           "post-hoc (Demšar, 2006), α = 0.05, over the tasks every model ran, of the models that ran the most of them.")
     if not standings:
         p.add(note("No results yet."))
         return p
@@ -415,14 +417,17 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
         p.figure(figs.elo_plot(st.elo.table, style, st.elo.level), f"fig-elo-{size}")
         p.h3("Critical difference")
         cd = st.cd
-        if cd.n_tasks < 2 or len(st.scores.columns) < 2:
+        fewer = st.summary.model[st.summary.fewer_tasks].tolist()
+        left_out = (f" Left out, as having run fewer of the tasks than the others: {', '.join(fewer)}."
+                    if fewer else "")
+        if cd.n_tasks < 2 or len(cd.avg_ranks) < 2:
             p.add(note("A critical-difference comparison needs at least two tasks that every model ran, and two "
-                       f"models ({cd.n_tasks} such task{'s' if cd.n_tasks != 1 else ''} here)."))
+                       f"models ({cd.n_tasks} such task{'s' if cd.n_tasks != 1 else ''} here)." + left_out))
         else:
-            common = f"the {cd.n_tasks} tasks every model ran" if st.uneven else f"{cd.n_tasks} tasks"
+            common = f"the {cd.n_tasks} tasks every model compared ran" if st.uneven else f"{cd.n_tasks} tasks"
             p.add(note(f"Friedman χ² = {num(cd.friedman_stat, '.2f')}, p = {num(cd.friedman_p, '.3g')} over "
                        f"{common}; Nemenyi CD = {num(cd.cd, '.2f')}. Models joined by a bar are not "
-                       "significantly different."))
+                       "significantly different." + left_out))
             p.figure(figs.cd_diagram(cd, style), f"fig-cd-{size}")
     if len(data.not_applicable):
         p.h2("Not applicable: past a model's declared limits", "not-applicable")

@@ -97,6 +97,8 @@ def test_a_model_that_ran_one_dataset_does_not_stand_for_its_family(tmp_path: Pa
     assert st.summary.model.tolist()[-1] == "ft-alpha" and st.summary.avg_rank.iloc[-1] < st.summary.avg_rank.iloc[0]
     assert st.summary.elo.iloc[-1] == st.summary.elo.max()  # its one game won: the highest Elo, not the best
     assert 'class="best"' not in summary_table(st, "t")  # the two that ran both tie: no one's colour
+    # the critical difference compares the two that ran both tasks, on both (not on ft-alpha's one)
+    assert sorted(st.cd.avg_ranks.index) == ["ft_transformer", "xgboost"] and st.cd.n_tasks == 2
 
 
 def test_a_family_member_with_no_score_yet_leaves_the_family_crossover(tmp_path: Path):
