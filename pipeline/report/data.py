@@ -193,9 +193,13 @@ class ReportData:
         if u.empty:
             return ""
         n, tasks = int(u.n.sum()), len(u[["dataset", "sample_size"]].drop_duplicates())
-        per_suite = "; ".join(f"{suite}: {int(g.n.sum())} cells of {g.model.nunique()} model{'s' if g.model.nunique() != 1 else ''}"
+        def count(k: int, word: str) -> str:
+            return f"{k} {word}{'s' if k != 1 else ''}"
+
+        per_suite = "; ".join(f"{suite}: {count(int(g.n.sum()), 'cell')} of {count(g.model.nunique(), 'model')}"
                               for suite, g in u.groupby("suite", sort=True))
-        return (f"Compared on shared splits: on {tasks} task{'s' if tasks != 1 else ''} the models that ran it planned "
+        return (f"Compared on shared splits: on {tasks} task{'s' if tasks != 1 else ''} the models that ran "
+                f"{'them' if tasks != 1 else 'it'} planned "
                 f"different splits (a suite run on fewer folds beside another, merged into one file), so {n} planned "
                 f"cell{'s' if n != 1 else ''} on splits only some of them planned ({per_suite}) are "
                 "left out of every comparison and every count, and each model's mean on a task covers the same "
