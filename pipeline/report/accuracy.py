@@ -81,9 +81,10 @@ def standing(data: ReportData, size: str) -> Standing:
     summary = summary.join(per_model, on="model")
     counts = ["epochs_bound", "search_bound", "no_better", "tuning_helped", "tuning_compared"]  # none where nothing finished
     summary[counts] = summary[counts].fillna(0).astype(int)
-    # The models that ran the most of the size's tasks first: a rank over fewer tasks is not set above them;
+    # The models that are planned on the most of the size's tasks first: a rank over fewer tasks is not set above them;
     # the critical difference compares those (one that ran a task of eight would leave it one common task).
-    summary["fewer_tasks"] = summary.tasks < summary.tasks.max()
+    planned = summary.tasks + summary.tasks_missing  # run, or planned with no record yet (not run yet is no gap)
+    summary["fewer_tasks"] = planned < planned.max()
     full = summary.model[~summary.fewer_tasks].tolist()
     summary = summary.sort_values(["fewer_tasks", "avg_rank"], ignore_index=True)
     return Standing(size, scores, summary, wins / n.where(n > 0), n, elo,
@@ -119,7 +120,7 @@ BOUND_NOTE = ("⚑ budget-bound: 'last epoch' counts cells whose selected trial 
 def summary_table(st: Standing, table_id: str) -> str:
     rows = []
     # The highest Elo is coloured only when one model has it: a tie is no one's win.
-    # ... and only among the models that ran the most of the tasks (a model's Elo from fewer games is not a win)
+    # ... and only among the models that are planned on the most of the tasks (a model's Elo from fewer games is not a win)
     full = st.summary[~st.summary.fewer_tasks]
     at_top = full.elo >= full.elo.max() - 1e-6
     best_elo = full.elo.max() if at_top.sum() == 1 else None
@@ -133,7 +134,7 @@ def summary_table(st: Standing, table_id: str) -> str:
         bound = bound_text(r.epochs_bound, r.search_bound)
         rows.append([cell(f"{r.model} †" if r.model in st.other_hardware else r.model), cell(family_of(r.kind) + (" · in-context" if r.model in st.in_context else "")),
                      cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
-                     cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo else ""),
+                     cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo and not r.fewer_tasks else ""),
                      cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),
                      gain, cell(num(r.train_s_per_1k, ".3g")), cell(num(r.predict_s_per_1k, ".3g")),
                      cell(bound or "—", "partial" if bound else ""),
@@ -146,7 +147,7 @@ def summary_table(st: Standing, table_id: str) -> str:
     return (table(["model", "family", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]",
                    "improvability", "tuned − default test score", "train s / 1K rows", "predict s / 1K rows",
                    "budget-bound", "≤ constant predictor (cells)", "coverage (tasks)", "cells ok"], rows, table_id)
-            + note("Sorted by average rank, the models that ran the most of the tasks first (a rank, or an Elo, over "
+            + note("Sorted by average rank, the models planned on the most of the tasks first (a rank, or an Elo, over "
                    "fewer tasks is listed after them and never coloured the best). Coverage: the tasks the model ran "
                    "of this table's tasks; a model never "
                    "planned on a task is left out of it, not scored 0. Improvability: how much lower the best model's error is than this "
@@ -386,7 +387,7 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
            "Elo: Bradley–Terry ratings from pairwise task outcomes, as TabArena computes them (its tiny ridge "
            "keeps a model that loses every game finite but far below), mean 1000, "
            f"{ELO_BOOTSTRAP} bootstrap resamples of tasks. Critical difference: Friedman test and Nemenyi "
-           "post-hoc (Demšar, 2006), α = 0.05, over the tasks every model ran, of the models that ran the most of them.")
+           "post-hoc (Demšar, 2006), α = 0.05, over the tasks every model ran, of the models planned on the most tasks.")
     if not standings:
         p.add(note("No results yet."))
         return p
@@ -418,7 +419,7 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
         p.h3("Critical difference")
         cd = st.cd
         fewer = st.summary.model[st.summary.fewer_tasks].tolist()
-        left_out = (f" Left out, as having run fewer of the tasks than the others: {', '.join(fewer)}."
+        left_out = (f" Left out, as planned on fewer of the tasks than the others: {', '.join(fewer)}."
                     if fewer else "")
         if cd.n_tasks < 2 or len(cd.avg_ranks) < 2:
             p.add(note("A critical-difference comparison needs at least two tasks that every model ran, and two "

@@ -4,7 +4,7 @@ leader beats the boosting leader, what each costs per 1,000 rows, and a few gene
 say all of that with its coverage. A model's family is its stored kind (``model_kind``), so old
 results files keep their families when models are renamed or removed.
 
-A family's representative at a size is, of its models that ran the most of that size's tasks, the one
+A family's representative at a size is, of its models planned on the most of that size's tasks, the one
 with the highest mean normalised validation score over them (:mod:`pipeline.report.pick`: the test set chooses nothing); what the
 tables show of it is its test scores (of the configurations validation selected), normalised alike. A family
 leads a size when its mean is more than 0.005 of normalised score above every other's; closer, they tie. Head-to-head
@@ -128,17 +128,19 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
     bound = cells.groupby("model")[["epochs_bound", "search_bound"]].sum()
     n_cells = cells[cells.status != Status.MISSING].groupby("model").size()  # finished: what a flag is out of
     has_result = set(cells.loc[cells.status != Status.MISSING, "model"])
+    # tasks planned, run or not yet (a model waiting on a task in a study in chunks is not one that ran fewer)
+    planned = cells[["model", "dataset", "split_key"]].drop_duplicates().groupby("model").size().to_dict()
     for family in families(kinds):
         # a model with no result at this size (planned, not run yet: a study in chunks) leads nothing here;
         # one whose every cell failed is still there, at the bottom
         members = [m for m in models_of_family(kinds, family, scores.columns) if m in has_result]
         if not members:
             continue
-        # Only the family's models that ran the most of this size's tasks stand for it: a mean over fewer
+        # Only the family's models planned on the most of this size's tasks stand for it: a mean over fewer
         # tasks (a one-dataset tuned entry merged in, a model added on a few datasets) is not set against
         # means over all of them.
-        most = max(int(ran[m].sum()) for m in members)
-        members = [m for m in members if int(ran[m].sum()) == most]
+        most = max(planned.get(m, 0) for m in members)
+        members = [m for m in members if planned.get(m, 0) == most]
         best = members[int(pick.index_by_validation(norm[members].to_numpy(), picked_by[members].to_numpy()))]
         out.leaders[family] = Leader(
             best, float(norm[best]), int(scores[best].notna().sum()), int(ran[best].sum()), len(scores),

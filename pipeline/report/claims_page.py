@@ -12,6 +12,8 @@ VERDICT_CLASS = {claims_mod.SUPPORTED: "best", claims_mod.CONTRADICTED: "missing
 
 def page_claims(data: ReportData) -> Page:
     p = Page("claims.html", "Claims")
+    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
+        p.add(note(data.unshared_note()))
     p.card("Five claims from the design notes behind these architectures, tested on the results in this file "
            "rather than assumed. Each gets an effect with a 95% interval and the comparisons behind it: "
            "supported when the interval lies on the claim's side, contradicted when it lies on the other, and "

@@ -14,6 +14,8 @@ from pipeline.report.markup import Page, cell, note, num, table
 
 def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
     p = Page("compute.html", "Compute")
+    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
+        p.add(note(data.unshared_note()))
     p.card("Per model, means over the (dataset, training size) rows of the compute view, cells that finished ok: "
            "train time of the selected trial, and per 1,000 training rows; the whole search's time (its trials' own "
            "run times, summed); prediction time per 1,000 rows and rows per second; forward FLOPs per row "

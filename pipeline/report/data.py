@@ -90,7 +90,8 @@ class ReportData:
                 attention=q("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, "
                             "r.sample_size, r.fold, r.repeat, r.seed, r.n_train FROM attention_maps a "
                             "JOIN current_results r USING (cell_id) WHERE r.status = 'ok'"),
-                configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id)"),
+                configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id) "
+                             "WHERE s.cell_id IN (SELECT cell_id FROM compared_cells)"),
                 trials=q("SELECT r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.cell_id, "
                          "count(t.trial_id) AS n_trials, "
                          # configurations a search scored (a trial lost to the infrastructure and run again
@@ -111,7 +112,8 @@ class ReportData:
             if has_predictions:  # files before schema 5 kept none
                 ok = "SELECT cell_id FROM current_results WHERE status = 'ok' AND variant IS NULL"
                 ens_cells = q("SELECT s.suite, s.dataset, s.split_key, s.sample_size, s.repeat, s.fold, s.seed, s.task_type, "
-                              "s.model, s.cell_id FROM scores s WHERE s.status = 'ok'")
+                              "s.model, s.cell_id FROM scores s WHERE s.status = 'ok' "
+                              "AND s.cell_id IN (SELECT cell_id FROM compared_cells)")
                 preds = q("SELECT p.cell_id, p.trial_id, t.trial_index, p.part, p.n_rows, p.n_cols, p.proba, p.value "
                           "FROM predictions p JOIN trials t USING (trial_id) "
                           f"WHERE p.cell_id IN ({ok}) AND t.status IN ('ok', 'stopped')")

@@ -9,6 +9,8 @@ from pipeline.report.markup import Page, cell, note, num, table
 
 def page_memory(data: ReportData) -> Page:
     p = Page("memory.html", "Memory")
+    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
+        p.add(note(data.unshared_note()))
     p.card("What is measured: the peak memory that training the selected trial of each cell needed, the same way "
            "for every model. CPU: the kernel's high-water mark of the worker process's resident memory during the "
            "fit, less its resident memory when the fit began; before each fit the worker returns the memory its "

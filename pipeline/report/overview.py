@@ -71,7 +71,7 @@ def overview_answer(p: Page, data: ReportData) -> None:
                                              for i, f in enumerate(fams)),
                  "leader", *(f"{f} vs {BOOSTING}: won–tied–lost [95% CI]" for f in others),
                  *([f"{ATTENTION} vs {NETWORK}: won–tied–lost [95% CI]"] if networks else [])], rows, "table-answer"))
-    p.add(note("Each family's best model at each size is, of its models that ran the most of that size's tasks, the "
+    p.add(note("Each family's best model at each size is, of its models planned on the most of that size's tasks, the "
                "one with the best mean normalised validation score over them (the test set chooses nothing); shown is its mean normalised "
                "test score (1 = best model on a task, 0 = worst of those that ran it; test scores of the "
                "configurations validation selected); a model never planned on a task is left out of it, not "

@@ -39,6 +39,8 @@ FALLS_SHOWN = 10  # the ill-behaved curve points named one by one, largest drop 
 
 def page_sample_size(data: ReportData) -> Page:
     p = Page("sample_size.html", "Sample-size sensitivity")
+    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
+        p.add(note(data.unshared_note()))
     p.card("Test score of each model against the number of training rows. Per dataset: the mean over folds "
            "and subset seeds, with its 95% confidence interval as a band where two or more splits finished; a "
            "size where a model has no score is a gap in its line. The crossover size is the smallest training "

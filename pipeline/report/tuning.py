@@ -18,6 +18,8 @@ from pipeline.report.standing import MARGIN
 
 def page_tuning(data: ReportData) -> Page:
     p = Page("tuning.html", "Tuning budget")
+    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
+        p.add(note(data.unshared_note()))
     p.card("Best validation score found after the first n trials of a model's search, as a function of "
            "n and of the compute seconds those trials took, and the test score of the configuration that "
            "validation selects after n trials (Grinsztajn et al., 2022). Trial 1 is always the "

@@ -101,7 +101,7 @@ def test_a_model_that_ran_one_dataset_does_not_stand_for_its_family(tmp_path: Pa
     assert sorted(st.cd.avg_ranks.index) == ["ft_transformer", "xgboost"] and st.cd.n_tasks == 2
 
 
-def test_a_family_member_with_no_score_yet_leaves_the_family_crossover(tmp_path: Path):
+def test_a_family_member_with_no_score_yet_keeps_the_family_crossover(tmp_path: Path):
     """'ft-later', an attention entry planned everywhere and run nowhere yet (a tuned slice's cells to
     come): the attention family's crossover against boosting is still told on every dataset."""
     from pipeline.report.answer import family_crossovers
@@ -146,3 +146,17 @@ def test_cost_and_memory_are_over_the_compared_cells_too(one_fold_db: Path):
     for view in ("compute", "memory"):
         n = st.query(f"SELECT model, sum(n_ok) AS n FROM {view} GROUP BY model").set_index("model").n
         assert n.to_dict() == {"xgboost": 6, "catboost": 6, "cb-fold0": 6}, view  # fold 1 left out for all
+
+
+def test_a_model_waiting_on_a_task_still_stands_for_its_family(tmp_path: Path):
+    """'ft-next', planned on both datasets but not run yet on beta (a study in chunks), is not a model that
+    ran fewer tasks: it stands for attention where validation picks it, and ranks among the others."""
+    from pipeline.report.answer import size_answer
+
+    s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")}
+              | {"ft-next": ("ft_transformer", 0.95, 0.0, 2.0)})
+    s.missing = {("beta", size, fold, "ft-next") for size in s.sizes for fold in s.folds}
+    data = ReportData.load(synthetic.build(tmp_path / "results.duckdb", s))
+    a = size_answer("all", data.cells[data.cells.sample_size == "all"], data.kinds)
+    assert a.leaders["attention network"].model == "ft-next"
+    assert not standing(data, "all").summary.fewer_tasks.any()
