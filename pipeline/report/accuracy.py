@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from pipeline.models.registry import family_of
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
@@ -65,7 +64,7 @@ def standing(data: ReportData, size: str) -> Standing:
                             "normalized_score": norm.mean().to_numpy(),
                             "tasks_scored": scores.notna().sum().to_numpy()})
     summary = summary.merge(elo.table.drop(columns="n_tasks"), on="model").join(cov, on="model")
-    summary["kind"] = summary.model.map(data.kinds)
+    summary["family"] = summary.model.map(data.family)
     summary["improvability"] = summary.model.map(agg.improvability(scores, ran))
     ok = cells[cells.status == Status.OK]
     per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"),
@@ -83,7 +82,7 @@ def standing(data: ReportData, size: str) -> Standing:
     summary[counts] = summary[counts].fillna(0).astype(int)
     # The models that are planned on the most of the size's tasks first: a rank over fewer tasks is not set above them;
     # the critical difference compares those (one that ran a task of eight would leave it one common task).
-    planned = summary.tasks + summary.tasks_missing  # run, or planned with no record yet (not run yet is no gap)
+    planned = summary.model.map(agg.tasks_planned(cells))
     summary["fewer_tasks"] = planned < planned.max()
     full = summary.model[~summary.fewer_tasks].tolist()
     summary = summary.sort_values(["fewer_tasks", "avg_rank"], ignore_index=True)
@@ -132,7 +131,7 @@ def summary_table(st: Standing, table_id: str) -> str:
                     if r.tuning_compared else "—",
                     title="" if r.tuning_compared else "one trial per cell (its default): no search to compare")
         bound = bound_text(r.epochs_bound, r.search_bound)
-        rows.append([cell(f"{r.model} †" if r.model in st.other_hardware else r.model), cell(family_of(r.kind) + (" · in-context" if r.model in st.in_context else "")),
+        rows.append([cell(f"{r.model} †" if r.model in st.other_hardware else r.model), cell(r.family + (" · in-context" if r.model in st.in_context else "")),
                      cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
                      cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo and not r.fewer_tasks else ""),
                      cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),

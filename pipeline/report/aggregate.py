@@ -58,6 +58,12 @@ def task_ran(cells: pd.DataFrame) -> pd.DataFrame:
     return ran.reindex(index=tasks, columns=models).fillna(False).astype(bool)
 
 
+def tasks_planned(cells: pd.DataFrame) -> pd.Series:
+    """Per model: the tasks it is planned on, run or not yet (a model waiting on a task in a study in
+    chunks has not run fewer tasks); what picks the models that stand for a family or lead a table."""
+    return cells[["model", *TASK]].drop_duplicates().groupby("model").size()
+
+
 def ran_mask(scores: pd.DataFrame, ran: pd.DataFrame | None) -> pd.DataFrame:
     """``ran`` aligned with ``scores``; every model ran every task when it is None."""
     if ran is None:

@@ -128,8 +128,7 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
     bound = cells.groupby("model")[["epochs_bound", "search_bound"]].sum()
     n_cells = cells[cells.status != Status.MISSING].groupby("model").size()  # finished: what a flag is out of
     has_result = set(cells.loc[cells.status != Status.MISSING, "model"])
-    # tasks planned, run or not yet (a model waiting on a task in a study in chunks is not one that ran fewer)
-    planned = cells[["model", "dataset", "split_key"]].drop_duplicates().groupby("model").size().to_dict()
+    planned = agg.tasks_planned(cells).to_dict()
     for family in families(kinds):
         # a model with no result at this size (planned, not run yet: a study in chunks) leads nothing here;
         # one whose every cell failed is still there, at the bottom

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.models.registry import family_of, models_of_family
+from pipeline.models.registry import models_of_family
 from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod
@@ -20,7 +20,7 @@ from pipeline.report import significance as sig
 from pipeline.report import standing as standing_mod
 from pipeline.report import traits as traits_mod
 from pipeline.report.accuracy import bound_text
-from pipeline.report.answer import BOOSTING, crossover_text, families, still_improving
+from pipeline.report.answer import ATTENTION, BOOSTING, crossover_text, families, still_improving
 from pipeline.report.data import ReportData, dataset_anchor, size_label
 from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, table
 
@@ -69,7 +69,7 @@ def page_sample_size(data: ReportData) -> Page:
     p.h2("Crossover: each model vs the best boosting model", "crossover")
     cross = crossover_mod.crossover(curves, networks, incumbents, best_label="best challenger")
     cross = cross[cross.model != "best challenger"]
-    attention = [m for m in networks if data.family(m) == family_of("attention")]
+    attention = [m for m in networks if data.family(m) == ATTENTION]
     if len(attention) > 1:  # the best attention model at each size, as the overview reports it
         best = crossover_mod.crossover(curves, attention, incumbents)
         cross = pd.concat([cross, best[best.model == "best attention"]], ignore_index=True)
