@@ -206,6 +206,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 SHOWN_CHOICES = 10  # a merge lists this many of its choices; the merge_choices table holds them all
 
 
+def _several(n: int) -> str:
+    return f"; {n} held by several inputs, the same result (copied once)" if n else ""
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     from pipeline.data.merge import merge
 
@@ -214,7 +218,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         print(f"merge: nothing new for {args.db} ({rep.cells_already} cells already there); the file is unchanged")
         return 0
     print(f"merge → {Path(args.db).resolve()}: {rep.cells_added} cells added, {rep.cells_replaced} replaced, "
-          f"{rep.cells_already} already there; {rep.runs_added} runs, {rep.datasets_added} datasets added; "
+          f"{rep.cells_already} already there{_several(rep.cells_in_several)}; {rep.runs_added} runs, "
+          f"{rep.datasets_added} datasets added; "
           f"suites: {', '.join(rep.suites) or '—'}")
     for c in rep.choices[:SHOWN_CHOICES]:
         print(f"  {c.label}: kept {c.kept} over {c.dropped} ({c.why})")

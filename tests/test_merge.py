@@ -102,6 +102,12 @@ def test_merge_runs_refuse_conflicts_and_change_no_input(ray_local, tmp_path: Pa
     apart = main("merge", str(a), str(other), "--db", str(tmp_path / "apart.duckdb"), "--no-report")
     assert apart.returncode == 0 and "2 cells added" in apart.stdout, apart.stderr
     assert len(Store(tmp_path / "apart.duckdb").query("SELECT * FROM merge_choices")) == 0
+    # A file merged before, beside one of its inputs: the same result twice, copied once and said so.
+    overlap = main("merge", str(a), str(tmp_path / "apart.duckdb"), "--db", str(tmp_path / "overlap.duckdb"),
+                   "--no-report")
+    assert overlap.returncode == 0 and "2 cells added" in overlap.stdout, overlap.stderr
+    assert "1 held by several inputs, the same result (copied once)" in overlap.stdout, overlap.stdout
+    assert len(Store(tmp_path / "overlap.duckdb").query("SELECT * FROM merge_choices")) == 0
 
     # Merging again changes nothing, byte for byte.
     merged_digest = digest(merged)

@@ -136,11 +136,25 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
         chunks.add_chunk(db, "grow", root=root)  # nothing new: no empty chunk
     bigger = tmp_path / "bigger.duckdb"
     bigger.write_bytes(db.read_bytes())
-    runner.run(parse_suite({**copy.deepcopy(REF_SUITE), "protocol": {**REF_SUITE["protocol"], "max_folds": 2}}),
+    meta = json.loads((root / "grow" / "reference.json").read_text())
+    runner.run(parse_suite({**copy.deepcopy(REF_SUITE), "description": "now on two folds",
+                            "protocol": {**REF_SUITE["protocol"], "max_folds": 2}}),
                bigger, progress=lambda _: None)
     added = chunks.add_chunk(bigger, "grow", root=root, predictions=False)
     assert added.chunk == "chunk-0002" and added.cells == 8 and not added.predictions  # fold 1's cells only
     assert digest(root / "grow" / "chunk-0001") == first
+    # reference.json says what the suite says now (two folds), and nothing else in it moves
+    assert json.loads((root / "grow" / "reference.json").read_text()) == {
+        **meta, "description": "now on two folds", "protocol": {**meta["protocol"], "max_folds": 2}}
+    # another validation share: other cells under the same name; refused, nothing written
+    other = tmp_path / "other.duckdb"
+    other.write_bytes(db.read_bytes())
+    runner.run(parse_suite({**copy.deepcopy(REF_SUITE), "protocol": {**REF_SUITE["protocol"], "validation_fraction": 0.3}}),
+               other, progress=lambda _: None)
+    before = {p: p.read_bytes() for p in (root / "grow").rglob("*") if p.is_file()}
+    with pytest.raises(references.ReferenceError, match=r"protocol\.validation_fraction is 0\.3 .* its cells differ"):
+        chunks.add_chunk(other, "grow", root=root)
+    assert {p: p.read_bytes() for p in (root / "grow").rglob("*") if p.is_file()} == before
     shipped = duckdb.sql(f"SELECT count(*) FROM read_parquet('{root / 'grow' / 'chunk-0001' / 'dataset_traits.parquet'}')"
                          ).fetchall()[0][0]
     again = duckdb.sql(f"SELECT count(*) FROM read_parquet('{root / 'grow' / 'chunk-0002' / 'dataset_traits.parquet'}')"

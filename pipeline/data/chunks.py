@@ -15,6 +15,7 @@ import pandas as pd
 
 from pipeline.data import characteristics
 from pipeline.data.references import (
+    SPLIT_KEYS,
     TABLES,
     Held,
     ReferenceError,
@@ -108,12 +109,13 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
               predictions: bool = True, note: str = "", curve_points: int | None = CURVE_POINTS,
               map_features: int | None = MAP_FEATURES, digits: int | None = DIGITS) -> Added:
     """Write the cells of ``db`` that the reference ``name`` does not hold yet as its next chunk
-    (``<root>/<name>/chunk-NNNN``); the first chunk also writes ``reference.json``. Earlier chunks are
-    never touched. ``predictions=False`` leaves the trials' predictions out (their size);
-    ``curve_points`` thins each trial's learning curve to that many points (:func:`thin_curve`; None
-    keeps them whole); ``map_features`` leaves out the attention maps of datasets with more features
-    (None keeps them all); ``digits`` rounds the curves' and maps' numbers to that many significant digits
-    (None keeps them whole; results and scores are never rounded). The results file keeps everything."""
+    (``<root>/<name>/chunk-NNNN``); the first chunk also writes ``reference.json``, each later one its
+    description as the suite's latest run gives it. Earlier chunks are never touched.
+    ``predictions=False`` leaves the trials' predictions out (their size); ``curve_points`` thins each
+    trial's learning curve to that many points (:func:`thin_curve`; None keeps them whole);
+    ``map_features`` leaves out the attention maps of datasets with more features (None keeps them all);
+    ``digits`` rounds the curves' and maps' numbers to that many significant digits (None keeps them
+    whole; results and scores are never rounded). The results file keeps everything."""
     import duckdb
 
     from pipeline.data.store import Store
@@ -137,6 +139,7 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             held = Held.of(old)
             old.close()
         spec = _suite_yaml(con, suite)
+        meta = _meta(meta_path, name, suite, spec)
         export_tables(con, "src", suite, "out", held)
         _add_traits(con, suite, held)
         n = _one(con, "SELECT count(*) FROM out_results")
@@ -175,15 +178,34 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "last_finished": str(cost[1]) if cost[1] else None, "hardware": hw,
             "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
             "maps_left_out": maps_left_out, "digits": digits, "ended_runs": ended, "note": note}, indent=2) + "\n")
-        if not meta_path.is_file():
-            meta_path.write_text(json.dumps({
-                "name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
-                "description": spec.get("description", ""),
-                "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}, indent=2) + "\n")
+        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits),
                      digits, ended)
     finally:
         con.close()
+
+
+def _meta(path: Path, name: str, suite: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """``reference.json`` as the suite's latest run gives it: the one file a chunk rewrites, so that a suite
+    that grew (more folds, sizes or models, a new description) says so, and ``--against`` takes its new
+    caps. A change to what makes a cell (seed, folds, repeats, validation share, preprocessing) is
+    refused: the chunks would hold two studies under one name."""
+    from pipeline.spec import Protocol
+
+    meta = {"name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
+            "description": spec.get("description", ""), "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}
+    if not path.is_file():
+        return meta
+    old = json.loads(path.read_text())
+    was, now = (Protocol.model_validate(m["protocol"], strict=False) for m in (old, meta))
+    for key in SPLIT_KEYS:
+        if getattr(was, key) != getattr(now, key):
+            raise ReferenceError(f"{path.parent}: protocol.{key} is {getattr(now, key)!r} in suite {suite!r}'s "
+                                 f"latest run and {getattr(was, key)!r} in the reference's chunks: its cells differ")
+    if old.get("seed", 0) != meta["seed"]:
+        raise ReferenceError(f"{path.parent}: seed is {meta['seed']} in suite {suite!r}'s latest run and "
+                             f"{old.get('seed', 0)} in the reference's chunks: the splits differ")
+    return {**old, "protocol": meta["protocol"], "description": meta["description"] or old.get("description", "")}
 
 
 def _add_traits(con: Any, suite: str, held: Held) -> None:

@@ -45,6 +45,7 @@ class MergeReport:
     cells_added: int = 0
     cells_replaced: int = 0
     cells_already: int = 0
+    cells_in_several: int = 0  # the same result (one run's) in more than one input: kept once
     runs_added: int = 0
     datasets_added: int = 0
     suites: list[str] = field(default_factory=list)
@@ -170,6 +171,7 @@ def _choose(con: Any, aliases: list[str], names: dict[str, str], report: MergeRe
             out_alias: str | None) -> dict[str, str]:
     """cell id → the alias whose rows are kept."""
     best: dict[str, tuple[tuple[int, int, str], str, str, str]] = {}
+    shared: set[str] = set()
     for a in aliases:
         kept = (f"EXISTS (SELECT 1 FROM {a}.predictions p WHERE p.cell_id = r.cell_id)"
                 if "predictions" in _tables(con, a) else "false")
@@ -185,6 +187,8 @@ def _choose(con: Any, aliases: list[str], names: dict[str, str], report: MergeRe
             if prev_run == run_id and prev_rank == rank:
                 if a == out_alias:  # the output holds this very result already: nothing to copy
                     best[cid] = (rank, a, run_id, status)
+                else:
+                    shared.add(cid)
                 continue  # the same result, reached by two paths (a file merged before)
             win, lose = ((rank, a, status), (prev_rank, prev_a, prev_status)) if rank > prev_rank else \
                 ((prev_rank, prev_a, prev_status), (rank, a, status))
@@ -197,6 +201,7 @@ def _choose(con: Any, aliases: list[str], names: dict[str, str], report: MergeRe
             report.choices.append(Choice(cid, label, names[win[1]], names[lose[1]], why))
             if rank > prev_rank:
                 best[cid] = (rank, a, run_id, status)
+    report.cells_in_several = sum(best[c][1] != out_alias for c in shared)  # those the output has: "already there"
     return {cid: v[1] for cid, v in best.items()}
 
 

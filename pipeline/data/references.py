@@ -35,6 +35,9 @@ CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
 TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "dataset_traits",
           "split_digests")
 SPLIT = ["dataset", "split_key", "repeat", "fold", "sample_size", "seed"]
+# The protocol keys that make a cell what it is (its rows, its preprocessing): a reference keeps them; the
+# caps (folds, sizes and repeats run) may grow, and a suite run against it may take fewer.
+SPLIT_KEYS = ("folds", "repeats", "validation_fraction", "preprocessing")
 DATASET_COLUMNS = ["dataset", "source", "task_type", "target", "n_rows", "n_features", "n_numeric", "n_categorical",
                    "n_classes", "classes", "openml_id", "openml_task_id", "checksum", "has_official_folds"]
 
@@ -109,7 +112,7 @@ class Reference:
         theirs = Protocol.model_validate(self.protocol, strict=False)
         update: dict[str, Any] = {}
         where = suite.source_path or suite.name
-        for key in ("folds", "repeats", "validation_fraction", "preprocessing"):
+        for key in SPLIT_KEYS:
             if key in given and getattr(mine, key) != getattr(theirs, key):
                 raise ReferenceError(f"{where}: protocol.{key} is {_shown(getattr(mine, key))} here and "
                                      f"{_shown(getattr(theirs, key))} in the reference {self.name!r}: its splits "
