@@ -8,7 +8,7 @@ import pandas as pd
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.accuracy import Standing
-from pipeline.report.data import ReportData, per_model, size_label
+from pipeline.report.data import ReportData, fewer_tasks_note, per_model, size_label
 from pipeline.report.markup import Page, cell, note, num, table
 
 
@@ -47,6 +47,8 @@ def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
                    "native bf16 units, fp32 elsewhere; weights, optimiser state and losses stay fp32). A model "
                    "timed in bf16 is faster than the same model in fp32 on the same machine: compare its "
                    "seconds with that in mind."))
+    if fewer_tasks_note(t):
+        p.add(note(fewer_tasks_note(t)))
     if data.hardware_note():
         p.add(note(data.hardware_note()))
     if not (t.gpu_hours > 0).any():

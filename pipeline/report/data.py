@@ -286,9 +286,25 @@ def size_label(size: str) -> str:
 def per_model(df: pd.DataFrame, how: dict[str, str], data: ReportData) -> pd.DataFrame:
     """The per-model rows shown on the compute and memory pages: plain means (or sums) over the view's
     (dataset, sample size) rows; docs/QUERIES.md gives the same numbers in SQL. ``coverage`` counts
-    the cells measured (ok) against the cells expected."""
+    the cells measured (ok) against the cells expected. A model planned on fewer tasks than the others (a
+    tuned slice merged beside a whole study) has its means over other rows: it comes last, ``fewer_tasks``
+    set, as on the Accuracy page (:func:`fewer_tasks_note` says so)."""
     out = df.groupby("model").agg(**{k: (k, v) for k, v in how.items() if k in df}, n_tasks=("dataset", "size"),
                                   n_ok=("n_ok", "sum")).reset_index()
     expected = data.cells.groupby("model").size()
     out["coverage"] = [f"{int(k)}/{int(expected.get(m, k))} cells" for m, k in zip(out.model, out.n_ok)]
-    return out
+    planned = agg.tasks_planned(data.cells)
+    out["fewer_tasks"] = out.model.map(planned).fillna(0) < planned.max()
+    return out.sort_values(["fewer_tasks", "model"], ignore_index=True)
+
+
+def fewer_tasks_note(t: pd.DataFrame) -> str:
+    """What the compute and memory tables say of the models :func:`per_model` lists last ("" when none)."""
+    fewer = t.model[t.fewer_tasks].tolist()
+    if not fewer:
+        return ""
+    return (f"Listed last: {', '.join(fewer)}, planned on fewer tasks than the others. "
+            f"{'Its means cover' if len(fewer) == 1 else 'Their means cover'} only those tasks (the tasks column), "
+            "often other sizes and datasets than the rows above average over: compare them with the others on "
+            "the same tasks (the Accuracy page's win rates do; in SQL, join the compute or memory view on "
+            "dataset and sample_size).")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline.report import figures as figs
-from pipeline.report.data import ReportData, per_model
+from pipeline.report.data import ReportData, fewer_tasks_note, per_model
 from pipeline.report.markup import Page, cell, note, num, table
 
 
@@ -34,6 +34,8 @@ def page_memory(data: ReportData) -> Page:
             for r in t.itertuples(index=False)]
     p.add(table(["model", "family", "peak CPU MB (mean)", "peak CPU MB (max)", "peak GPU MB (mean)",
                  "peak GPU MB (max)", "tasks", "coverage"], rows, "table-memory"))
+    if fewer_tasks_note(t):
+        p.add(note(fewer_tasks_note(t)))
     if data.hardware_note():
         p.add(note(data.hardware_note()))
     style = data.style()

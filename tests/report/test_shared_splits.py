@@ -160,3 +160,26 @@ def test_a_model_waiting_on_a_task_still_stands_for_its_family(tmp_path: Path):
     a = size_answer("all", data.cells[data.cells.sample_size == "all"], data.kinds)
     assert a.leaders["attention network"].model == "ft-next"
     assert not standing(data, "all").summary.fewer_tasks.any()
+
+
+def test_cost_and_memory_list_a_model_of_fewer_tasks_last_and_say_why(tmp_path: Path):
+    """'ft-alpha' ran alpha only (every size): its train time and peak are means over alpha's rows, not over
+    both datasets' as the others' are; the tables list it after them and say so once each."""
+    from pipeline.report.data import fewer_tasks_note, per_model
+
+    s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")}
+              | {"ft-alpha": ("ft_transformer", 0.95, 0.0, 2.0)})
+    s.unplanned = {("beta", size, fold, "ft-alpha") for size in s.sizes for fold in s.folds}
+    db = synthetic.build(tmp_path / "results.duckdb", s)
+    data = ReportData.load(db)
+    for view in (data.compute, data.memory):
+        t = per_model(view, {}, data)
+        assert t.model.tolist() == ["ft_transformer", "xgboost", "ft-alpha"]  # by name, then the fewer
+        assert t.n_tasks.tolist() == [6, 6, 3] and t.fewer_tasks.tolist() == [False, False, True]
+    write_report(db, tmp_path / "reports")
+    for page in ("compute.html", "memory.html"):
+        html = (tmp_path / "reports" / page).read_text()
+        assert html.count("Listed last: ft-alpha, planned on fewer tasks than the others. Its means cover") == 1, page
+    full = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")})
+    other = ReportData.load(synthetic.build(tmp_path / "full.duckdb", full))
+    assert fewer_tasks_note(per_model(other.compute, {}, other)) == ""
