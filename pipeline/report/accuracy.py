@@ -414,11 +414,11 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
                    "of tasks compared."))
         p.figure(figs.win_rate_heatmap(st.win_rates, st.matches), f"fig-winrate-{size}")
         p.h3("Elo")
-        p.figure(figs.elo_plot(st.elo.table, style, st.elo.level), f"fig-elo-{size}")
+        fewer = frozenset(st.summary.model[st.summary.fewer_tasks])
+        p.figure(figs.elo_plot(st.elo.table, style, st.elo.level, fewer), f"fig-elo-{size}")
         p.h3("Critical difference")
         cd = st.cd
-        fewer = st.summary.model[st.summary.fewer_tasks].tolist()
-        left_out = (f" Left out, as planned on fewer of the tasks than the others: {', '.join(fewer)}."
+        left_out = (f" Left out, as planned on fewer of the tasks than the others: {', '.join(sorted(fewer))}."
                     if fewer else "")
         if cd.n_tasks < 2 or len(cd.avg_ranks) < 2:
             p.add(note("A critical-difference comparison needs at least two tasks that every model ran, and two "

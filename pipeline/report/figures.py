@@ -130,16 +130,19 @@ def win_rate_heatmap(rates: pd.DataFrame, n: pd.DataFrame) -> go.Figure:
     return _layout(fig, height=max(320, side))
 
 
-def elo_plot(table: pd.DataFrame, style: Style, level: float) -> go.Figure:
-    """Elo points with bootstrap confidence intervals, best on top."""
-    t = table.sort_values("elo", ascending=True)
+def elo_plot(table: pd.DataFrame, style: Style, level: float, fewer: frozenset[str] = frozenset()) -> go.Figure:
+    """Elo points with bootstrap confidence intervals, best on top; the models of ``fewer`` (planned on
+    fewer tasks than the others: an Elo from fewer games) below them all, hollow, their tasks named."""
+    t = table.assign(full=~table.model.isin(fewer)).sort_values(["full", "elo"], ascending=True)
     fig = go.Figure()
     for r in t.itertuples(index=False):
-        fig.add_scatter(x=[r.elo], y=[lab(r.model)], mode="markers", name=lab(r.model),
-                        marker={"color": style.color(r.model), "size": 11, "symbol": style.symbol(r.model)},
+        name = lab(r.model) if r.full else f"{lab(r.model)} ({r.n_tasks} task{'s' if r.n_tasks != 1 else ''})"
+        symbol = style.symbol(r.model) if r.full else f"{style.symbol(r.model)}-open"
+        fig.add_scatter(x=[r.elo], y=[name], mode="markers", name=name,
+                        marker={"color": style.color(r.model), "size": 11, "symbol": symbol},
                         error_x={"type": "data", "symmetric": False, "array": [r.elo_high - r.elo],
                                  "arrayminus": [r.elo - r.elo_low]},
-                        hovertemplate=f"{lab(r.model)}<br>Elo %{{x:.0f}} "
+                        hovertemplate=f"{name}<br>Elo %{{x:.0f}} "
                                       f"[{r.elo_low:.0f}, {r.elo_high:.0f}] ({level:.0%} CI)<extra></extra>",
                         showlegend=False)
     fig.add_vline(x=1000, line_dash="dot", line_color="#999")

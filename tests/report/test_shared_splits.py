@@ -99,6 +99,12 @@ def test_a_model_that_ran_one_dataset_does_not_stand_for_its_family(tmp_path: Pa
     assert 'class="best"' not in summary_table(st, "t")  # the two that ran both tie: no one's colour
     # the critical difference compares the two that ran both tasks, on both (not on ft-alpha's one)
     assert sorted(st.cd.avg_ranks.index) == ["ft_transformer", "xgboost"] and st.cd.n_tasks == 2
+    # the Elo figure draws it below them (the first trace is the bottom row), hollow, its one task named
+    from pipeline.report import figures as figs
+
+    fig = figs.elo_plot(st.elo.table, data.style(), st.elo.level, frozenset(st.summary.model[st.summary.fewer_tasks]))
+    assert fig.data[0].name == "ft-alpha (1 task)" and fig.data[0].marker.symbol == "circle-open"
+    assert {t.name for t in fig.data[1:]} == {"ft_transformer", "xgboost"}
 
 
 def test_a_family_member_with_no_score_yet_keeps_the_family_crossover(tmp_path: Path):
