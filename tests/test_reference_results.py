@@ -142,6 +142,7 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
                bigger, progress=lambda _: None)
     added = chunks.add_chunk(bigger, "grow", root=root, predictions=False)
     assert added.chunk == "chunk-0002" and added.cells == 8 and not added.predictions  # fold 1's cells only
+    assert added.meta_changes == ["protocol.max_folds 1 → 2", "its description"]
     assert digest(root / "grow" / "chunk-0001") == first
     # reference.json says what the suite says now (two folds), and nothing else in it moves
     assert json.loads((root / "grow" / "reference.json").read_text()) == {
@@ -166,6 +167,23 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
     # A results file is a reference too.
     direct = references.load(str(bigger))
     assert direct.df("SELECT count(*) AS n FROM ref_results").n[0] == 16 and direct.suite == "tinyref"
+
+
+def test_reference_json_keeps_the_largest_caps_any_chunk_ran_and_refuses_other_cells(tmp_path: Path):
+    """A later chunk from a run with fewer folds or sizes (finishing one size) narrows nothing the chunks
+    hold; a run that recorded no suite leaves the file; another seed is refused in one line."""
+    path = tmp_path / "reference.json"
+    grown = {"folds": 3, "max_folds": 2, "sample_sizes": [256, "all"], "validation_fraction": 0.2}
+    first, changed = chunks._meta(path, "r", "s", {"seed": 1, "protocol": grown, "description": "two folds"})
+    assert changed == []
+    path.write_text(json.dumps(first))
+    narrow = {"folds": 3, "max_folds": 1, "sample_sizes": [64], "validation_fraction": 0.2}
+    meta, changed = chunks._meta(path, "r", "s", {"seed": 1, "protocol": narrow})
+    assert meta["protocol"]["max_folds"] == 2 and meta["protocol"]["sample_sizes"] == [64, 256, "all"]
+    assert meta["description"] == "two folds" and changed == ["protocol.sample_sizes [256, 'all'] → [64, 256, 'all']"]
+    assert chunks._meta(path, "r", "s", {}) == (first, [])
+    with pytest.raises(references.ReferenceError, match=r"seed is 2 in suite 's'.s latest run and 1 in the reference"):
+        chunks._meta(path, "r", "s", {"seed": 2, "protocol": grown})
 
 
 def test_a_reference_from_before_characteristics_were_shipped_gets_them_in_a_chunk_of_their_own(reference,

@@ -5,7 +5,7 @@ learning curves thinned, wide attention maps left out). Reading them is :mod:`pi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from pipeline.data.references import (
     Held,
     ReferenceError,
     _one,
+    _shown,
     _suite_yaml,
     export_tables,
     load,
@@ -50,6 +51,7 @@ class Added:
     traits: int = 0  # datasets whose characteristics from their rows this chunk ships
     digits: int | None = None  # significant digits the curves and maps kept (None: all)
     ended: list[str] | None = None  # runs an earlier chunk holds as running, shipped again now that they have ended
+    meta_changes: list[str] = field(default_factory=list)  # what this chunk changed in reference.json
 
 
 def thin_curve(curve: list[dict[str, Any]], points: int, best: int | None = None) -> list[dict[str, Any]]:
@@ -139,7 +141,7 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             held = Held.of(old)
             old.close()
         spec = _suite_yaml(con, suite)
-        meta = _meta(meta_path, name, suite, spec)
+        meta, meta_changes = _meta(meta_path, name, suite, spec)
         export_tables(con, "src", suite, "out", held)
         _add_traits(con, suite, held)
         n = _one(con, "SELECT count(*) FROM out_results")
@@ -180,32 +182,46 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "maps_left_out": maps_left_out, "digits": digits, "ended_runs": ended, "note": note}, indent=2) + "\n")
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits),
-                     digits, ended)
+                     digits, ended, meta_changes)
     finally:
         con.close()
 
 
-def _meta(path: Path, name: str, suite: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """``reference.json`` as the suite's latest run gives it: the one file a chunk rewrites, so that a suite
-    that grew (more folds, sizes or models, a new description) says so, and ``--against`` takes its new
-    caps. A change to what makes a cell (seed, folds, repeats, validation share, preprocessing) is
-    refused: the chunks would hold two studies under one name."""
+def _meta(path: Path, name: str, suite: str, spec: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``reference.json`` as the chunks, this one included, hold the suite, and what changed in it. It is
+    the one file a chunk rewrites: a suite that grew (more folds, repeats, subset seeds or sizes, a new
+    description) says so, and ``--against`` takes the caps of all the chunks together (a later run with
+    fewer narrows nothing). A change to what makes a cell (seed, folds, repeats, validation share,
+    preprocessing) is refused: the chunks would hold two studies under one name. A run that recorded
+    no suite text (an old file) leaves the file as it was."""
     from pipeline.spec import Protocol
 
     meta = {"name": name, "suite": suite, "seed": int(spec.get("seed", 0)), "protocol": spec.get("protocol", {}),
             "description": spec.get("description", ""), "how": f"attnbench run YOUR_SUITE.yaml --against {name}"}
     if not path.is_file():
-        return meta
+        return meta, []
     old = json.loads(path.read_text())
+    if not spec:
+        return old, []
     was, now = (Protocol.model_validate(m["protocol"], strict=False) for m in (old, meta))
     for key in SPLIT_KEYS:
         if getattr(was, key) != getattr(now, key):
-            raise ReferenceError(f"{path.parent}: protocol.{key} is {getattr(now, key)!r} in suite {suite!r}'s "
-                                 f"latest run and {getattr(was, key)!r} in the reference's chunks: its cells differ")
+            raise ReferenceError(f"{path.parent}: protocol.{key} is {_shown(getattr(now, key))} in suite {suite!r}'s "
+                                 f"latest run and {_shown(getattr(was, key))} in the reference's chunks: its cells "
+                                 "differ")
     if old.get("seed", 0) != meta["seed"]:
         raise ReferenceError(f"{path.parent}: seed is {meta['seed']} in suite {suite!r}'s latest run and "
-                             f"{old.get('seed', 0)} in the reference's chunks: the splits differ")
-    return {**old, "protocol": meta["protocol"], "description": meta["description"] or old.get("description", "")}
+                             f"{old.get('seed', 0)} in the reference's chunks: its cells differ")
+    caps: dict[str, Any] = {k: None if None in (getattr(was, k), getattr(now, k)) else max(getattr(was, k), getattr(now, k))
+                            for k in ("max_folds", "max_repeats")}
+    caps["subset_seeds"] = max(was.subset_seeds, now.subset_seeds)
+    caps["sample_sizes"] = sorted({*was.sample_sizes, *now.sample_sizes}, key=lambda s: (s == "all", s if s != "all" else 0))
+    protocol = now.model_copy(update=caps).model_dump(mode="json")
+    out = {**old, "protocol": protocol, "description": meta["description"] or old.get("description", "")}
+    before = was.model_dump(mode="json")
+    changed = [f"protocol.{k} {before[k]!r} → {protocol[k]!r}" for k in caps if before[k] != protocol[k]]
+    changed += ["its description"] if out["description"] != old.get("description") else []
+    return out, changed
 
 
 def _add_traits(con: Any, suite: str, held: Held) -> None:

@@ -171,7 +171,7 @@ def _choose(con: Any, aliases: list[str], names: dict[str, str], report: MergeRe
             out_alias: str | None) -> dict[str, str]:
     """cell id → the alias whose rows are kept."""
     best: dict[str, tuple[tuple[int, int, str], str, str, str]] = {}
-    shared: set[str] = set()
+    shared: dict[str, str] = {}  # cell id → the run whose same result several inputs hold
     for a in aliases:
         kept = (f"EXISTS (SELECT 1 FROM {a}.predictions p WHERE p.cell_id = r.cell_id)"
                 if "predictions" in _tables(con, a) else "false")
@@ -188,7 +188,7 @@ def _choose(con: Any, aliases: list[str], names: dict[str, str], report: MergeRe
                 if a == out_alias:  # the output holds this very result already: nothing to copy
                     best[cid] = (rank, a, run_id, status)
                 else:
-                    shared.add(cid)
+                    shared[cid] = run_id
                 continue  # the same result, reached by two paths (a file merged before)
             win, lose = ((rank, a, status), (prev_rank, prev_a, prev_status)) if rank > prev_rank else \
                 ((prev_rank, prev_a, prev_status), (rank, a, status))
@@ -201,7 +201,8 @@ def _choose(con: Any, aliases: list[str], names: dict[str, str], report: MergeRe
             report.choices.append(Choice(cid, label, names[win[1]], names[lose[1]], why))
             if rank > prev_rank:
                 best[cid] = (rank, a, run_id, status)
-    report.cells_in_several = sum(best[c][1] != out_alias for c in shared)  # those the output has: "already there"
+    # counted where that result is the one kept and copied (one the output holds is "already there")
+    report.cells_in_several = sum(best[c][2] == run and best[c][1] != out_alias for c, run in shared.items())
     return {cid: v[1] for cid, v in best.items()}
 
 

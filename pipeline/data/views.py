@@ -151,15 +151,16 @@ VIEWS: dict[str, str] = {
         LEFT JOIN split_floor k USING (dataset, split_key, repeat, fold, sample_size, seed)
     """,
     # Every expected cell: each planned cell (plan), or, for a suite with no plan on record, each
-    # split it has results for × each model it has results for. Status 'missing' where no current
+    # split it has results for × each model it has results for (its results are those of no planned
+    # cell: a cell two suites plan is one row, its suite named "a, b", not also a plan-less suite's). Status 'missing' where no current
     # result was written. A model has rows only on the tasks it was planned on.
     "expected_cells": """
         WITH legacy_splits AS (
             SELECT DISTINCT suite, dataset, split_key, task_type, sample_size, repeat, fold, seed FROM current_results
-            WHERE suite NOT IN (SELECT suite FROM suite_cells)
+            WHERE cell_id NOT IN (SELECT cell_id FROM suite_cells)
         ), legacy_models AS (
             SELECT suite, model, any_value(model_name) AS model_name, any_value(model_kind) AS model_kind
-            FROM current_results WHERE suite NOT IN (SELECT suite FROM suite_cells) GROUP BY ALL
+            FROM current_results WHERE cell_id NOT IN (SELECT cell_id FROM suite_cells) GROUP BY ALL
         ), legacy AS (
             SELECT s.suite, s.dataset, s.split_key, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model,
                    m.model_name, m.model_kind, r.cell_id

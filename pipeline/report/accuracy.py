@@ -5,6 +5,7 @@ difference."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -114,6 +115,12 @@ BOUND_NOTE = ("⚑ budget-bound: 'last epoch' counts cells whose selected trial 
               "last round) when it ran out of epochs, rounds or time, i.e. it was still improving; 'last trial' "
               "counts cells whose best configuration was the search's last trial. Either may rank higher with "
               "a larger budget.")
+
+
+def elo_figure(st: Standing, style: figs.Style) -> Any:
+    """The Elo figure of a standing, its models planned on fewer tasks drawn below the others, as the
+    table lists them last (:func:`pipeline.report.figures.elo_plot`)."""
+    return figs.elo_plot(st.elo.table, style, st.elo.level, frozenset(st.summary.model[st.summary.fewer_tasks]))
 
 
 def summary_table(st: Standing, table_id: str) -> str:
@@ -415,7 +422,7 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
         p.figure(figs.win_rate_heatmap(st.win_rates, st.matches), f"fig-winrate-{size}")
         p.h3("Elo")
         fewer = frozenset(st.summary.model[st.summary.fewer_tasks])
-        p.figure(figs.elo_plot(st.elo.table, style, st.elo.level, fewer), f"fig-elo-{size}")
+        p.figure(elo_figure(st, style), f"fig-elo-{size}")
         p.h3("Critical difference")
         cd = st.cd
         left_out = (f" Left out, as planned on fewer of the tasks than the others: {', '.join(sorted(fewer))}."

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, summary_table
+from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, elo_figure, summary_table
 from pipeline.report.answer import (
     ATTENTION,
     BOOSTING,
@@ -145,7 +145,7 @@ def page_index(data: ReportData, standings: dict[str, Standing], pages: list[tup
         st = standings[size]
         p.h2(f"Leaderboard ({size_label(size)}, {len(st.scores)} tasks)", "leaderboard")
         p.add(summary_table(st, "table-headline"))
-        p.figure(figs.elo_plot(st.elo.table, data.style(), st.elo.level), "fig-index-elo")
+        p.figure(elo_figure(st, data.style()), "fig-index-elo")
     p.h2("Pages", "pages")
     p.add('<div class="cards">' + "".join(
         f'<a href="{esc(href)}"><div class="card"><strong>{esc(label)}</strong>'

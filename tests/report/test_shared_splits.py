@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import synthetic
 from synthetic import MODELS, Synth
@@ -186,6 +187,35 @@ def test_cost_and_memory_list_a_model_of_fewer_tasks_last_and_say_why(tmp_path: 
     for page in ("compute.html", "memory.html"):
         html = (tmp_path / "reports" / page).read_text()
         assert html.count("Listed last: ft-alpha, planned on fewer tasks than the others. Its means cover") == 1, page
+    for page in ("index.html", "accuracy.html"):  # the Elo figures draw it hollow, below, its one task named
+        assert '"name":"ft-alpha (1 task)"' in (tmp_path / "reports" / page).read_text(), page
     full = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")})
     other = ReportData.load(synthetic.build(tmp_path / "full.duckdb", full))
     assert fewer_tasks_note(per_model(other.compute, {}, other)) == ""
+
+
+def test_a_cell_two_suites_plan_is_one_cell(tmp_path: Path):
+    """The tuned slice merged into the study's file: the slice plans the study's own fold-0 cells again
+    (its defaults, entry for entry). Each is one expected cell, named by both suites, counted once: every
+    count and score reads as before the second plan."""
+    import duckdb
+
+    from pipeline.report.data import per_model
+
+    db = synthetic.build(tmp_path / "results.duckdb", Synth(models={k: MODELS[k] for k in ("xgboost", "mlp")}))
+    lb_sql = "SELECT * EXCLUDE (suite) FROM leaderboard ORDER BY ALL"
+
+    def coverage() -> list[str]:
+        data = ReportData.load(db)
+        return per_model(data.compute, {}, data).coverage.tolist()
+
+    before, covered = Store(db).query(lb_sql), coverage()
+    with duckdb.connect(str(db)) as con:
+        con.execute("INSERT INTO suite_cells SELECT * REPLACE ('slice' AS suite) FROM suite_cells WHERE fold = 0")
+    st = Store(db)
+    for view in ("expected_cells", "compared_cells"):
+        n = st.query(f"SELECT count(*) AS n, count(DISTINCT cell_id) AS d FROM {view}").iloc[0]
+        assert n.n == n.d == 2 * 2 * 3 * 2, view  # 2 models × 2 datasets × 3 sizes × 2 folds
+    assert set(st.query("SELECT DISTINCT suite FROM expected_cells WHERE fold = 0").suite) == {"slice, synth"}
+    pd.testing.assert_frame_equal(st.query(lb_sql), before)
+    assert coverage() == covered
