@@ -274,7 +274,8 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
         if len(measured) < len(g):
             text += f" Not measured on {len(g) - len(measured)} (one training size)."
         if one:
-            text += f" {one} of these verdicts rest on one split each."
+            text += (" 1 of these verdicts rests on one split." if one == 1 else
+                     f" {one} of these verdicts rest on one split each.")
         out.append(text)
     bound: dict[str, list[int]] = {}
     for a in answers:

@@ -219,3 +219,16 @@ def test_a_cell_two_suites_plan_is_one_cell(tmp_path: Path):
     assert set(st.query("SELECT DISTINCT suite FROM expected_cells WHERE fold = 0").suite) == {"slice, synth"}
     pd.testing.assert_frame_equal(st.query(lb_sql), before)
     assert coverage() == covered
+
+
+def test_the_overview_says_which_crossover_verdicts_rest_on_one_split(tmp_path: Path):
+    """'xgb-fold0' planned on alpha's fold 0 only: alpha is compared on that fold alone, beta on both, so
+    one attention verdict of two rests on one split, and the overview says so once, in the singular."""
+    s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")} | {"xgb-fold0": MODELS["xgboost"]})
+    s.unplanned = {("alpha", size, 1, "xgb-fold0") for size in s.sizes}
+    s.missing = set()
+    db = synthetic.build(tmp_path / "results.duckdb", s)
+    write_report(db, tmp_path / "reports")
+    html = (tmp_path / "reports" / "index.html").read_text()
+    assert html.count("1 of these verdicts rests on one split.") == 1
+    assert "verdicts rest on one split" not in html
