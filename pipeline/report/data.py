@@ -29,6 +29,10 @@ def dataset_anchor(dataset: str, split_key: str) -> str:
 NOT_APPLICABLE = ["dataset", "sample_size", "model", "why"]
 
 
+# The order of the cell-level frames: a cell's split, then its model, then its id (unique).
+CELL_ORDER = "dataset, split_key, sample_size, repeat, fold, seed, model, cell_id"
+
+
 @dataclass
 class ReportData:
     """Everything the pages need, read once from the views."""
@@ -65,6 +69,8 @@ class ReportData:
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
+        """Every frame in a fixed row order, whatever order a view returns its rows in (DuckDB reads in
+        parallel): the same file makes the same report, to the last digit of a float summed in pandas."""
         store = Store(db, create=False)
         with store.connect(read_only=True, prepare=temporary_views) as con:
 
@@ -72,14 +78,14 @@ class ReportData:
                 return con.execute(sql).df()
 
             data = cls(
-                cells=q("SELECT * FROM compared_cells"),
+                cells=q(f"SELECT * FROM compared_cells ORDER BY {CELL_ORDER}"),
                 unshared=q("SELECT suite, model, dataset, sample_size, count(*) AS n, min(models_on_split) AS models_on_split, "
                            "min(models_on_task) AS models_on_task FROM unshared_cells GROUP BY ALL ORDER BY ALL"),
                 leaderboard=q("SELECT * FROM leaderboard ORDER BY dataset, split_key, sample_size, model"),
-                curves=q("SELECT * FROM learning_curves"),
-                tuning=q("SELECT * FROM tuning_curves"),
-                compute=q("SELECT * FROM compute"),
-                memory=q("SELECT * FROM memory"),
+                curves=q("SELECT * FROM learning_curves ORDER BY dataset, split_key, sample_size, model"),
+                tuning=q(f"SELECT * FROM tuning_curves ORDER BY {CELL_ORDER}, shuffle, trial_index"),
+                compute=q("SELECT * FROM compute ORDER BY dataset, split_key, sample_size, model"),
+                memory=q("SELECT * FROM memory ORDER BY dataset, split_key, sample_size, model"),
                 failures=q("SELECT * FROM failures ORDER BY level, dataset, split_key, model, sample_size, fold"),
                 # each run's cost (a chunk of a long study is a run): its wall time, and its trials' seconds
                 runs=q("SELECT r.*, r.finished_at - r.started_at AS wall, "
@@ -89,9 +95,9 @@ class ReportData:
                            "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
                 attention=q("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, "
                             "r.sample_size, r.fold, r.repeat, r.seed, r.n_train FROM attention_maps a "
-                            "JOIN current_results r USING (cell_id) WHERE r.status = 'ok'"),
+                            "JOIN current_results r USING (cell_id) WHERE r.status = 'ok' ORDER BY a.cell_id"),
                 configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id) "
-                             "WHERE s.cell_id IN (SELECT cell_id FROM compared_cells)"),
+                             "WHERE s.cell_id IN (SELECT cell_id FROM compared_cells) ORDER BY s.cell_id"),
                 trials=q("SELECT r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.cell_id, "
                          "count(t.trial_id) AS n_trials, "
                          # configurations a search scored (a trial lost to the infrastructure and run again
@@ -99,13 +105,14 @@ class ReportData:
                          "count(DISTINCT t.suggestion) FILTER (WHERE t.status IN ('ok', 'stopped')) AS n_configs, "
                          "count(t.trial_id) FILTER (WHERE t.status NOT IN ('ok', 'stopped')) AS n_failed, "
                          "count(t.trial_id) FILTER (WHERE t.status = 'stopped') AS n_stopped, "
-                         "sum(t.seconds) AS seconds FROM current_results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL"),
+                         "sum(t.seconds) AS seconds FROM current_results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL "
+                         "ORDER BY r.cell_id"),
                 superseded=q("SELECT suite, model, sample_size, why, count(*) AS n, max(finished_at) AS last "
                              "FROM superseded GROUP BY ALL ORDER BY suite, model, sample_size, why"),
                 kinds={}, model_names={},
             )
-            timed = q("SELECT DISTINCT model, run_id FROM current_results WHERE status = 'ok'")
-            names = q("SELECT DISTINCT suite, model_key, model FROM plan")  # the report's name of each entry
+            timed = q("SELECT DISTINCT model, run_id FROM current_results WHERE status = 'ok' ORDER BY ALL")
+            names = q("SELECT DISTINCT suite, model_key, model FROM plan ORDER BY ALL")  # the report's name of each entry
             data.traits = dataset_traits(con, sorted(set(data.cells.dataset)) if len(data.cells) else [])
             has_predictions = q("SELECT count(*) AS n FROM information_schema.tables "
                                 "WHERE table_name = 'predictions'").n.iloc[0] > 0
@@ -113,11 +120,11 @@ class ReportData:
                 ok = "SELECT cell_id FROM current_results WHERE status = 'ok' AND variant IS NULL"
                 ens_cells = q("SELECT s.suite, s.dataset, s.split_key, s.sample_size, s.repeat, s.fold, s.seed, s.task_type, "
                               "s.model, s.cell_id FROM scores s WHERE s.status = 'ok' "
-                              "AND s.cell_id IN (SELECT cell_id FROM compared_cells)")
+                              "AND s.cell_id IN (SELECT cell_id FROM compared_cells) ORDER BY s.cell_id")
                 preds = q("SELECT p.cell_id, p.trial_id, t.trial_index, p.part, p.n_rows, p.n_cols, p.proba, p.value "
                           "FROM predictions p JOIN trials t USING (trial_id) "
-                          f"WHERE p.cell_id IN ({ok}) AND t.status IN ('ok', 'stopped')")
-                targets = q(f"SELECT cell_id, part, y FROM targets WHERE cell_id IN ({ok})")
+                          f"WHERE p.cell_id IN ({ok}) AND t.status IN ('ok', 'stopped') ORDER BY p.cell_id, t.trial_index, p.part")
+                targets = q(f"SELECT cell_id, part, y FROM targets WHERE cell_id IN ({ok}) ORDER BY cell_id, part")
         c = data.cells
         # sorted by name: a group's order breaks ties in validation (report/pick.py), never the views' row order
         data.model_names = dict(sorted(zip(c.model, c.model_name))) if len(c) else {}

@@ -670,3 +670,18 @@ def test_plan_notes_name_models_as_the_report_does_and_keep_to_its_tasks():
     assert in_context == {"mlp [b]"}
     assert na[["dataset", "sample_size", "model"]].values.tolist() == [["d1", "all", "mlp [b]"]]  # no task at 128 here
     assert na.why[0].endswith("(on the folds left out; it ran the others)")
+
+
+def test_the_report_reads_every_frame_in_one_fixed_order(synth_db):
+    """DuckDB returns a view's rows in whatever order its threads finish; sums in pandas then differ in the
+    last bit from build to build. Every frame is read sorted, so the same file makes the same report."""
+    from pipeline.report.data import CELL_ORDER, ReportData
+
+    data = ReportData.load(synth_db)
+    cell = [c.strip() for c in CELL_ORDER.split(",")]
+    task = ["dataset", "split_key", "sample_size", "model"]
+    for name, keys in (("cells", cell), ("tuning", [*cell, "shuffle", "trial_index"]), ("curves", task),
+                       ("compute", task), ("memory", task), ("configured", ["cell_id"]), ("trials", ["cell_id"])):
+        frame = getattr(data, name)
+        assert len(frame) > 1, name
+        pd.testing.assert_frame_equal(frame, frame.sort_values(keys, ignore_index=True), obj=name)
