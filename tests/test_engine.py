@@ -164,7 +164,7 @@ def test_progress_prints_plain_status_lines_off_a_terminal():
     p.line("[4/10] done")
     assert lines[0].strip().startswith("cells 4/10 done (1 failed), 2 running, 4 pending")
     assert "slots 2/2 busy" in lines[0] and "ETA" in lines[0] and lines[1] == "[4/10] done"
-    assert Progress.describe(c, 60).endswith("ETA 3:00")  # 10 of 40 trials took a minute
+    assert Progress.describe(c, 60).endswith("ETA 3:00 (10/40 trials)")  # 10 of 40 trials took a minute
 
 
 def test_usage_reads_busy_time_overlap_and_node_spread_from_the_trials():

@@ -68,7 +68,9 @@ class Progress:
         eta = "?"
         if c.trials_done and c.trials_planned:
             left = max(0, c.trials_planned - c.trials_done)
-            eta = clock(elapsed / c.trials_done * left)
+            # at the pace of the trials done so far, whose count it gives (searches' trials differ a hundredfold
+            # in length: the first few finished say little of the rest)
+            eta = f"{clock(elapsed / c.trials_done * left)} ({c.trials_done}/{c.trials_planned} trials)"
         failed = f" ({c.cells_failed} failed)" if c.cells_failed else ""
         return (f"cells {finished}/{c.cells_total} done{failed}, {c.cells_running} running, {pending} pending · "
                 f"slots {c.slots_busy}/{c.slots} busy · {clock(elapsed)} elapsed · ETA {eta}")
