@@ -133,7 +133,7 @@ def cmd_reference(args: argparse.Namespace) -> int:
               f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''}"
               f"{f', curves and maps to {added.digits} significant digits' if added.digits else ''}{left})")
         if added.meta_changes:
-            print(f"  reference.json now gives the suite as its latest run does: {'; '.join(added.meta_changes)}")
+            print(f"  reference.json, for every chunk it holds now: {'; '.join(added.meta_changes)}")
         return 0
     if args.reference_command == "export":
         return _export_reference(args.name, args.db)

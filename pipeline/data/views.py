@@ -39,6 +39,9 @@ N_SHUFFLES = 10
 # A split, and a task: what the views group by.
 SPLIT = "dataset, split_key, sample_size, repeat, fold, seed"
 TASK = "dataset, split_key, sample_size"
+# The suites of a group's rows, each once, sorted: a row's suite may already name several ("a, b": a cell
+# two suites plan).
+SUITES = "array_to_string(list_sort(list_distinct(flatten(list(string_split({col}, ', '))))), ', ') AS suite"
 # How many of the models that ran each task (a record there, ok or failed) planned the task and each of
 # its splits (compared_cells, unshared_cells): a model planned with nothing run yet narrows nothing.
 # expected_cells is read once (materialised: each read of it costs its joins again).
@@ -211,7 +214,7 @@ VIEWS: dict[str, str] = {
     "leaderboard": f"""
         WITH g AS (
             SELECT {TASK}, any_value(task_type) AS task_type, model,
-                   string_agg(DISTINCT suite, ', ' ORDER BY suite) AS suite, any_value(score_name) AS metric,
+                   {SUITES.format(col="suite")}, any_value(score_name) AS metric,
                    avg(score) AS score_mean, stddev_samp(score) AS score_std, avg(val_score) AS val_mean,
                    count(*) FILTER (WHERE status = 'ok') AS n_ok,
                    count(*) AS n_cells,
@@ -241,9 +244,9 @@ VIEWS: dict[str, str] = {
     # Test score against training size: one row per (dataset, split_key, model, sample_size); n_train is
     # the mean number of training rows actually used ('all' becomes the dataset's size); val_mean the mean
     # validation score (what picks the best of several models at a size).
-    "learning_curves": """
+    "learning_curves": f"""
         SELECT dataset, split_key, any_value(task_type) AS task_type, model, sample_size,
-               string_agg(DISTINCT suite, ', ' ORDER BY suite) AS suite,
+               {SUITES.format(col="suite")},
                avg(n_train) AS n_train, any_value(score_name) AS metric,
                avg(score) AS score_mean, stddev_samp(score) AS score_std,
                min(score) AS score_min, max(score) AS score_max, avg(val_score) AS val_mean,
@@ -311,7 +314,7 @@ VIEWS: dict[str, str] = {
     # gpu_hours adds up the run time of every trial that ran on a CUDA device, one GPU each.
     "compute": f"""
         WITH gpu AS (SELECT cell_id, sum(seconds) AS s FROM trials WHERE device LIKE 'cuda%' GROUP BY cell_id)
-        SELECT r.dataset, r.split_key, r.sample_size, r.model, string_agg(DISTINCT r.suite, ', ') AS suite,
+        SELECT r.dataset, r.split_key, r.sample_size, r.model, {SUITES.format(col="r.suite")},
                any_value(r.model_name) AS model_name,
                any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train,
                count(*) AS n_ok,
@@ -330,7 +333,7 @@ VIEWS: dict[str, str] = {
     # Peak memory of the selected trial per (task, model), against the dataset's width; like compute, over
     # the cells compared (compared_cells: a task's shared splits).
     "memory": f"""
-        SELECT r.dataset, r.split_key, r.sample_size, r.model, string_agg(DISTINCT r.suite, ', ') AS suite,
+        SELECT r.dataset, r.split_key, r.sample_size, r.model, {SUITES.format(col="r.suite")},
                any_value(r.model_name) AS model_name,
                any_value(d.n_features) AS n_features, avg(r.n_train) AS n_train, count(*) AS n_ok,
                avg(r.peak_cpu_mb) AS peak_cpu_mb, max(r.peak_cpu_mb) AS peak_cpu_mb_max,

@@ -86,11 +86,11 @@ class ReportData:
                 tuning=q(f"SELECT * FROM tuning_curves ORDER BY {CELL_ORDER}, shuffle, trial_index"),
                 compute=q("SELECT * FROM compute ORDER BY dataset, split_key, sample_size, model"),
                 memory=q("SELECT * FROM memory ORDER BY dataset, split_key, sample_size, model"),
-                failures=q("SELECT * FROM failures ORDER BY level, dataset, split_key, model, sample_size, fold"),
+                failures=q("SELECT * FROM failures ORDER BY level, dataset, split_key, model, sample_size, repeat, fold, id"),
                 # each run's cost (a chunk of a long study is a run): its wall time, and its trials' seconds
                 runs=q("SELECT r.*, r.finished_at - r.started_at AS wall, "
                        "(SELECT sum(t.seconds) FROM trials t WHERE t.run_id = r.run_id) AS trial_seconds "
-                       "FROM runs r ORDER BY r.started_at DESC"),
+                       "FROM runs r ORDER BY r.started_at DESC, r.run_id"),
                 datasets=q("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n_categorical, "
                            "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
                 attention=q("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, "

@@ -219,6 +219,8 @@ def test_a_cell_two_suites_plan_is_one_cell(tmp_path: Path):
     assert set(st.query("SELECT DISTINCT suite FROM expected_cells WHERE fold = 0").suite) == {"slice, synth"}
     pd.testing.assert_frame_equal(st.query(lb_sql), before)
     assert coverage() == covered
+    for view in ("leaderboard", "learning_curves", "compute", "memory"):  # each suite named once
+        assert set(st.query(f"SELECT DISTINCT suite FROM {view}").suite) == {"slice, synth"}, view
 
 
 def test_the_overview_says_which_crossover_verdicts_rest_on_one_split(tmp_path: Path):
