@@ -155,8 +155,9 @@ VIEWS: dict[str, str] = {
     """,
     # Every expected cell: each planned cell (plan), or, for a suite with no plan on record, each
     # split it has results for × each model it has results for (its results are those of no planned
-    # cell: a cell two suites plan is one row, its suite named "a, b", not also a plan-less suite's). Status 'missing' where no current
-    # result was written. A model has rows only on the tasks it was planned on.
+    # cell: a cell two suites plan is one row, its suite named "a, b", not also a plan-less suite's).
+    # Status 'missing' where no current result was written. A model has rows only on the tasks it was
+    # planned on.
     "expected_cells": """
         WITH legacy_splits AS (
             SELECT DISTINCT suite, dataset, split_key, task_type, sample_size, repeat, fold, seed FROM current_results

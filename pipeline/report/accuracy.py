@@ -40,6 +40,11 @@ class Standing:
     in_context: frozenset[str] = frozenset()  # the in-context models (their family says so)
 
     @property
+    def fewer(self) -> frozenset[str]:
+        """The models planned on fewer of the size's tasks than the others: listed and drawn after them."""
+        return frozenset(self.summary.model[self.summary.fewer_tasks])
+
+    @property
     def uneven(self) -> bool:
         """Some model did not run every task: its figures rest on fewer tasks than another's."""
         return bool(len(self.ran)) and not bool(self.ran.to_numpy().all())
@@ -120,7 +125,7 @@ BOUND_NOTE = ("⚑ budget-bound: 'last epoch' counts cells whose selected trial 
 def elo_figure(st: Standing, style: figs.Style) -> Any:
     """The Elo figure of a standing, its models planned on fewer tasks drawn below the others, as the
     table lists them last (:func:`pipeline.report.figures.elo_plot`)."""
-    return figs.elo_plot(st.elo.table, style, st.elo.level, frozenset(st.summary.model[st.summary.fewer_tasks]))
+    return figs.elo_plot(st.elo.table, style, st.elo.level, st.fewer)
 
 
 def summary_table(st: Standing, table_id: str) -> str:
@@ -421,12 +426,11 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
                    "of tasks compared."))
         p.figure(figs.win_rate_heatmap(st.win_rates, st.matches), f"fig-winrate-{size}")
         p.h3("Elo")
-        fewer = frozenset(st.summary.model[st.summary.fewer_tasks])
         p.figure(elo_figure(st, style), f"fig-elo-{size}")
         p.h3("Critical difference")
         cd = st.cd
-        left_out = (f" Left out, as planned on fewer of the tasks than the others: {', '.join(sorted(fewer))}."
-                    if fewer else "")
+        left_out = (f" Left out, as planned on fewer of the tasks than the others: {', '.join(sorted(st.fewer))}."
+                    if st.fewer else "")
         if cd.n_tasks < 2 or len(cd.avg_ranks) < 2:
             p.add(note("A critical-difference comparison needs at least two tasks that every model ran, and two "
                        f"models ({cd.n_tasks} such task{'s' if cd.n_tasks != 1 else ''} here)." + left_out))
