@@ -167,6 +167,18 @@ def test_progress_prints_plain_status_lines_off_a_terminal():
     assert Progress.describe(c, 60).endswith("ETA 3:00 (10/40 trials)")  # 10 of 40 trials took a minute
 
 
+def test_progress_line_fits_a_narrow_terminal():
+    """A live line wider than the terminal wraps, and "\\r" then redraws only its last row: the live line
+    takes the terminal's width, the short form where the full one does not fit, cut where neither does."""
+    c = Counts(cells_total=120, cells_done=30, cells_failed=1, cells_running=2, trials_planned=400, trials_done=100,
+               slots_busy=2, slots=2)
+    full = Progress.describe(c, 3725)
+    assert len(full) > 79 and Progress.describe(c, 3725, width=len(full)) == full
+    short = Progress.describe(c, 3725, width=79)
+    assert short == "31/120 done (1 failed) · 2 running · 1:02:05 · ETA 3:06:15" and len(short) <= 79
+    assert len(Progress.describe(c, 3725, width=30)) == 30
+
+
 def test_usage_reads_busy_time_overlap_and_node_spread_from_the_trials():
     import pandas as pd
 

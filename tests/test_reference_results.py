@@ -225,17 +225,26 @@ def test_a_chunk_ships_the_characteristics_of_the_rows_over_a_stale_table(refere
 
 
 def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_path: Path):
-    """A study's first chunk carries its whole plan and the cells finished so far; the next chunk, from the
-    same file later, adds the cells finished since, and no plan row, floor, run or dataset twice."""
+    """A study's first chunk carries its whole plan and the cells finished so far, with the trials a search
+    has committed before its cell finished (and the run they ran in); the next chunk, from the same file
+    later, adds the cells finished since, and no plan row, floor, run, dataset or trial twice."""
     db, _ = reference
     early = tmp_path / "early.duckdb"
     early.write_bytes(db.read_bytes())
-    with duckdb.connect(str(early)) as con:  # as the file stood mid-study: 3 of 8 cells not run yet
+    with duckdb.connect(str(early)) as con:  # as the file stood mid-study: 3 of 8 cells not finished yet
         later = [r[0] for r in con.execute("SELECT cell_id FROM results ORDER BY cell_id LIMIT 3").fetchall()]
         for table in ("predictions", "targets", "attention_maps", "trials", "results"):
-            con.execute(f"DELETE FROM {table} WHERE list_contains(?, cell_id)", [later])
+            gone = later[1:] if table in ("predictions", "targets", "trials") else later
+            con.execute(f"DELETE FROM {table} WHERE list_contains(?, cell_id)", [gone])
+        # the first of them mid-search: its trial committed by a run that ended before finishing any cell
+        con.execute("INSERT INTO runs SELECT * REPLACE ('trials-only' AS run_id) FROM runs LIMIT 1")
+        con.execute("UPDATE trials SET run_id = 'trials-only' WHERE cell_id = ?", [later[0]])
     root = tmp_path / "refs"
     first = chunks.add_chunk(early, "study", root=root)
+    shipped = duckdb.sql(f"SELECT cell_id, run_id FROM '{root / 'study' / first.chunk / 'trials.parquet'}'").df()
+    assert later[0] in set(shipped.cell_id) and "trials-only" in set(shipped.run_id)
+    assert "trials-only" in set(duckdb.sql(f"SELECT run_id FROM '{root / 'study' / first.chunk / 'runs.parquet'}'")
+                                .df().run_id)
     # as a chunk written before references carried their datasets' characteristics: the next one adds them
     for path in (root / "study" / first.chunk).glob("dataset_traits*.parquet"):
         path.unlink()
@@ -249,6 +258,18 @@ def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_pat
     assert counts["suite_cells"] == [8, 8] and counts["results"] == [8, 8], counts
     assert counts["dataset_traits"] == [2, 2], counts
     assert all(n == d for n, d in counts.values()), counts  # nothing twice
+    with duckdb.connect(str(db), read_only=True) as con:
+        want = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("trials", "predictions", "targets")}
+    for table, key in (("trials", "trial_id"), ("predictions", "(trial_id, part)"), ("targets", "(cell_id, part)")):
+        files = [str(p) for p in sorted((root / "study").glob(f"chunk-*/{table}.parquet"))]
+        n, d = duckdb.sql(f"SELECT count(*), count(DISTINCT {key}) FROM read_parquet({files})").fetchall()[0]
+        assert n == d == want[table], (table, n, d, want[table])  # the mid-search cell's rows shipped once
+    # chunks written before each row was shipped once: the reference reads each row once all the same
+    (root / "study" / "chunk-0003").mkdir()
+    (root / "study" / "chunk-0003" / "trials.parquet").write_bytes(
+        (root / "study" / first.chunk / "trials.parquet").read_bytes())
+    again = references.load(str(root / "study"))
+    assert again.df("SELECT count(*) AS n FROM ref_trials").n[0] == want["trials"]
 
 
 def test_a_chunk_thins_learning_curves_and_keeps_the_best_point(reference, tmp_path: Path):

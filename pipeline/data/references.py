@@ -34,6 +34,10 @@ from pipeline.errors import AttnbenchError
 CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
 TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "dataset_traits",
           "split_digests")
+# What names one row of each cell table: a search's trials (with their predictions and targets) are shipped
+# as they are committed, before its cell has a result, and a later chunk ships only the rows it lacks.
+ROW_KEYS = {"results": "cell_id", "trials": "trial_id", "attention_maps": "cell_id",
+            "predictions": "trial_id || '/' || part", "targets": "cell_id || '/' || part"}
 SPLIT = ["dataset", "split_key", "repeat", "fold", "sample_size", "seed"]
 # The protocol keys that make a cell what it is (its rows, its preprocessing): a reference keeps them; the
 # caps (folds, sizes and repeats run) may grow, and a suite run against it may take fewer.
@@ -266,6 +270,9 @@ def load(ref: str) -> Reference:
             con.execute("CREATE TABLE ref_runs AS SELECT * EXCLUDE (filename) FROM read_parquet(?, union_by_name = true, "
                         "filename = true) QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY filename DESC) = 1",
                         [files])  # chunk-NNNN: the path's order is the chunks'
+        elif files and table in ROW_KEYS:  # chunks from before ROW_KEYS held a search's trials once per chunk
+            con.execute(f"CREATE TABLE ref_{table} AS SELECT * FROM read_parquet(?, union_by_name = true) "
+                        f"QUALIFY row_number() OVER (PARTITION BY {ROW_KEYS[table]}) = 1", [files])
         elif files:
             con.execute(f"CREATE TABLE ref_{table} AS SELECT * FROM read_parquet(?, union_by_name = true)", [files])
     return Reference(meta["name"], str(path), meta["suite"], meta["protocol"], int(meta.get("seed", 0)), con, meta)
@@ -306,9 +313,10 @@ def _suite_yaml(con: Any, suite: str) -> dict[str, Any]:
 class Held:
     """What a reference's earlier chunks hold, so that a new chunk writes each row once: the planned cells
     (a chunk of a study carries the whole plan, every chunk after it the new plan rows only), the cells
-    with results, the runs, the datasets, the datasets' characteristics from their rows, and the constant
-    predictor's splits. A run shipped while still running (``open_runs``) is shipped once more when it has
-    ended (finished, interrupted, failed, or marked killed by a later run)."""
+    with results, the rows of the other cell tables (``rows``, by :data:`ROW_KEYS`: a search's trials
+    shipped before its cell finished), the runs, the datasets, the datasets' characteristics from their
+    rows, and the constant predictor's splits. A run shipped while still running (``open_runs``) is
+    shipped once more when it has ended (finished, interrupted, failed, or marked killed by a later run)."""
 
     plan: set[str] = field(default_factory=set)
     results: set[str] = field(default_factory=set)
@@ -317,6 +325,7 @@ class Held:
     scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SPLIT))
     traits: set[str] = field(default_factory=set)
     open_runs: set[str] = field(default_factory=set)
+    rows: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, ref: Reference) -> Held:
@@ -327,17 +336,21 @@ class Held:
                    ids("SELECT run_id FROM ref_runs"), ids("SELECT dataset FROM ref_datasets"),
                    ref.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_reference_scores"),
                    ids("SELECT dataset FROM ref_dataset_traits") if ref._has("dataset_traits") else set(),
-                   ids("SELECT run_id FROM ref_runs WHERE status = 'running'"))
+                   ids("SELECT run_id FROM ref_runs WHERE status = 'running'"),
+                   {t: ids(f"SELECT {k} FROM ref_{t}") for t, k in ROW_KEYS.items() if t != "results" and ref._has(t)})
 
 
 def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None = None) -> None:
     """The reference tables of ``suite`` from the results file attached as ``src``, as tables
     ``<prefix>_<table>`` on ``con``, less what an earlier chunk ``held`` holds: the plan rows, the cells'
     results (with their trials, maps and predictions), the runs (and those it holds as running that have ended
-    since), the datasets (and the characteristics of their rows the file holds) and the floor it has."""
+    since; and those of the trials of cells not finished yet), the datasets (and the characteristics of their
+    rows the file holds) and the floor it has."""
     held = held or Held()
+    skip_rows = {f"skip_{t}_rows": held.rows.get(t, set()) for t in CELL_TABLES}
     for name, values in (("skip_plan", held.plan), ("skip_results", held.results), ("skip_runs", held.runs),
-                         ("skip_datasets", held.datasets), ("skip_traits", held.traits), ("open_runs", held.open_runs)):
+                         ("skip_datasets", held.datasets), ("skip_traits", held.traits), ("open_runs", held.open_runs),
+                         *skip_rows.items()):
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name} (id VARCHAR)")
         if values:
             con.executemany(f"INSERT INTO {name} VALUES (?)", [[v] for v in sorted(values)])
@@ -349,16 +362,17 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
     new_cells = (f"(SELECT cell_id FROM {src}.suite_cells WHERE suite = ? "
                  "AND cell_id NOT IN (SELECT id FROM skip_results))")
     for table in CELL_TABLES:
-        con.execute(f"CREATE TABLE {prefix}_{table} AS SELECT * FROM {src}.{table} WHERE cell_id IN {new_cells}",
-                    [suite])
+        con.execute(f"CREATE TABLE {prefix}_{table} AS SELECT * FROM {src}.{table} WHERE cell_id IN {new_cells} "
+                    f"AND ({ROW_KEYS[table]}) NOT IN (SELECT id FROM skip_{table}_rows)", [suite])
     con.execute(f"CREATE TABLE {prefix}_reference_scores AS SELECT k.* FROM {src}.reference_scores k WHERE suite = ? "
                 f"AND NOT EXISTS (SELECT 1 FROM held_scores h WHERE {' AND '.join(f'h.{c} = k.{c}' for c in SPLIT)})",
                 [suite])
     con.unregister("held_scores")
     con.execute(f"CREATE TABLE {prefix}_runs AS SELECT * FROM {src}.runs WHERE (run_id IN "
-                f"(SELECT run_id FROM {prefix}_results UNION SELECT run_id FROM {prefix}_suite_cells) "
+                f"(SELECT run_id FROM {prefix}_results UNION SELECT run_id FROM {prefix}_suite_cells UNION SELECT run_id "
+                f"FROM {src}.trials WHERE cell_id IN (SELECT cell_id FROM {src}.suite_cells WHERE suite = ?)) "
                 "AND run_id NOT IN (SELECT id FROM skip_runs)) OR (run_id IN (SELECT id FROM open_runs) "
-                "AND status <> 'running')")
+                "AND status <> 'running')", [suite])
     datasets = (f"(SELECT dataset FROM {prefix}_suite_cells UNION SELECT dataset FROM {prefix}_results "
                 "EXCEPT SELECT id FROM skip_datasets)")
     con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "

@@ -1,12 +1,14 @@
 """Progress of a run: a live status line on a terminal, plain lines in logs (``ray job logs``).
 
 Each finished cell and each notice is one line either way. On a terminal a status line below them is
-redrawn in place (cells done / running / pending, slots busy, elapsed, ETA); elsewhere the same
-status is printed as a plain line every ``PLAIN_EVERY_S`` seconds.
+redrawn in place (cells done / running / pending, slots busy, elapsed, ETA), in a shorter form where
+the terminal is narrower than the full line (a line that wraps cannot be redrawn in place); elsewhere
+the same status is printed as a plain line every ``PLAIN_EVERY_S`` seconds.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -53,27 +55,34 @@ class Progress:
         if not force and now - self.last < (LIVE_EVERY_S if self.live else PLAIN_EVERY_S):
             return
         self.last = now
-        text = self.describe(c, now - self.t0)
         if self.live:
+            text = self.describe(c, now - self.t0, width=shutil.get_terminal_size().columns - 1)
             sys.stdout.write("\r\x1b[K" + text)
             sys.stdout.flush()
             self.shown = True
         else:
-            self.emit("  " + text)
+            self.emit("  " + self.describe(c, now - self.t0))
 
     @staticmethod
-    def describe(c: Counts, elapsed: float) -> str:
+    def describe(c: Counts, elapsed: float, *, width: int | None = None) -> str:
+        """The status line; within ``width`` characters where given: the short form, cut if need be."""
         finished = c.cells_done + c.cells_failed
         pending = c.cells_total - finished - c.cells_running
-        eta = "?"
+        eta = left_s = "?"
         if c.trials_done and c.trials_planned:
             left = max(0, c.trials_planned - c.trials_done)
             # at the pace of the trials done so far, whose count it gives (searches' trials differ a hundredfold
             # in length: the first few finished say little of the rest)
-            eta = f"{clock(elapsed / c.trials_done * left)} ({c.trials_done}/{c.trials_planned} trials)"
+            left_s = clock(elapsed / c.trials_done * left)
+            eta = f"{left_s} ({c.trials_done}/{c.trials_planned} trials)"
         failed = f" ({c.cells_failed} failed)" if c.cells_failed else ""
-        return (f"cells {finished}/{c.cells_total} done{failed}, {c.cells_running} running, {pending} pending · "
+        text = (f"cells {finished}/{c.cells_total} done{failed}, {c.cells_running} running, {pending} pending · "
                 f"slots {c.slots_busy}/{c.slots} busy · {clock(elapsed)} elapsed · ETA {eta}")
+        if width is None or len(text) <= width:
+            return text
+        text = (f"{finished}/{c.cells_total} done{failed} · {c.cells_running} running · {clock(elapsed)} · "
+                f"ETA {left_s}")
+        return text if len(text) <= width else text[:max(0, width - 1)] + "…"
 
     def close(self) -> None:
         if self.live and self.shown:
