@@ -248,7 +248,14 @@ def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_pat
     # as a chunk written before references carried their datasets' characteristics: the next one adds them
     for path in (root / "study" / first.chunk).glob("dataset_traits*.parquet"):
         path.unlink()
-    second = chunks.add_chunk(db, "study", root=root)
+    late = tmp_path / "late.duckdb"
+    late.write_bytes(db.read_bytes())
+    with duckdb.connect(str(late)) as con:  # the mid-search cell's search went on: a trial after the shipped one
+        for table in ("trials", "predictions"):
+            con.execute(f"INSERT INTO {table} SELECT * REPLACE (trial_id || '-b' AS trial_id) FROM {table} "
+                        "WHERE cell_id = ?", [later[0]])
+        want = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("trials", "predictions", "targets")}
+    second = chunks.add_chunk(late, "study", root=root)
     assert (first.cells, second.cells) == (5, 3)
     ref = references.load(str(root / "study"))
     counts = {t: ref.df(f"SELECT count(*) AS n, count(DISTINCT {k}) AS d FROM ref_{t}").iloc[0].tolist()
@@ -258,18 +265,30 @@ def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_pat
     assert counts["suite_cells"] == [8, 8] and counts["results"] == [8, 8], counts
     assert counts["dataset_traits"] == [2, 2], counts
     assert all(n == d for n, d in counts.values()), counts  # nothing twice
-    with duckdb.connect(str(db), read_only=True) as con:
-        want = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("trials", "predictions", "targets")}
-    for table, key in (("trials", "trial_id"), ("predictions", "(trial_id, part)"), ("targets", "(cell_id, part)")):
+    keys = {"trials": "(cell_id, trial_id)", "predictions": "(trial_id, part)", "targets": "(cell_id, part)"}
+    for table, key in keys.items():
         files = [str(p) for p in sorted((root / "study").glob(f"chunk-*/{table}.parquet"))]
         n, d = duckdb.sql(f"SELECT count(*), count(DISTINCT {key}) FROM read_parquet({files})").fetchall()[0]
-        assert n == d == want[table], (table, n, d, want[table])  # the mid-search cell's rows shipped once
+        assert n == d == want[table], (table, n, d, want[table])  # the mid-search cell's rows, each once
+    # a results file's upgrade moves a finished cell to a new id: its trials (same trial ids) move with it
+    moved = tmp_path / "moved.duckdb"
+    moved.write_bytes(late.read_bytes())
+    with duckdb.connect(str(moved)) as con:
+        cell = con.execute("SELECT cell_id FROM results WHERE NOT list_contains(?, cell_id) ORDER BY cell_id LIMIT 1",
+                           [later]).fetchall()[0][0]
+        n_trials = con.execute("SELECT count(*) FROM trials WHERE cell_id = ?", [cell]).fetchall()[0][0]
+        for table in ("suite_cells", "results", "trials", "predictions", "targets", "attention_maps"):
+            con.execute(f"UPDATE {table} SET cell_id = cell_id || '-moved' WHERE cell_id = ?", [cell])
+    assert chunks.add_chunk(moved, "study", root=root).cells == 1
+    ref = references.load(str(root / "study"))
+    assert n_trials and ref.df("SELECT count(*) AS n FROM ref_trials WHERE cell_id = ?", [cell + "-moved"]).n[0] == n_trials
     # chunks written before each row was shipped once: the reference reads each row once all the same
-    (root / "study" / "chunk-0003").mkdir()
-    (root / "study" / "chunk-0003" / "trials.parquet").write_bytes(
+    before = ref.df("SELECT count(*) AS n FROM ref_trials").n[0]
+    (root / "study" / "chunk-0009").mkdir()
+    (root / "study" / "chunk-0009" / "trials.parquet").write_bytes(
         (root / "study" / first.chunk / "trials.parquet").read_bytes())
     again = references.load(str(root / "study"))
-    assert again.df("SELECT count(*) AS n FROM ref_trials").n[0] == want["trials"]
+    assert again.df("SELECT count(*) AS n FROM ref_trials").n[0] == before
 
 
 def test_a_chunk_thins_learning_curves_and_keeps_the_best_point(reference, tmp_path: Path):

@@ -36,8 +36,9 @@ TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "
           "split_digests")
 # What names one row of each cell table: a search's trials (with their predictions and targets) are shipped
 # as they are committed, before its cell has a result, and a later chunk ships only the rows it lacks.
-ROW_KEYS = {"results": "cell_id", "trials": "trial_id", "attention_maps": "cell_id",
-            "predictions": "trial_id || '/' || part", "targets": "cell_id || '/' || part"}
+# (A trial keeps its trial_id where a results file's upgrade moves its cell to a new cell_id: keyed by both.)
+ROW_KEYS = {"results": "cell_id", "trials": "cell_id || '/' || trial_id", "attention_maps": "cell_id",
+            "predictions": "cell_id || '/' || trial_id || '/' || part", "targets": "cell_id || '/' || part"}
 SPLIT = ["dataset", "split_key", "repeat", "fold", "sample_size", "seed"]
 # The protocol keys that make a cell what it is (its rows, its preprocessing): a reference keeps them; the
 # caps (folds, sizes and repeats run) may grow, and a suite run against it may take fewer.
@@ -208,6 +209,8 @@ class Reference:
         parts["reference_scores"] = self.df(
             f"SELECT k.* FROM ref_reference_scores k JOIN user_splits USING ({', '.join(SPLIT)})")
         runs = set(plan.run_id) | set(parts["results"].run_id)
+        if "trials" in parts:  # a run that finished no cell, its trials resumed by the next
+            runs |= set(parts["trials"].run_id)
         parts["runs"] = self.df("SELECT * FROM ref_runs WHERE list_contains(?, run_id)", [sorted(runs)])
         added = 0
         with store.transaction() as con:
@@ -270,9 +273,11 @@ def load(ref: str) -> Reference:
             con.execute("CREATE TABLE ref_runs AS SELECT * EXCLUDE (filename) FROM read_parquet(?, union_by_name = true, "
                         "filename = true) QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY filename DESC) = 1",
                         [files])  # chunk-NNNN: the path's order is the chunks'
-        elif files and table in ROW_KEYS:  # chunks from before ROW_KEYS held a search's trials once per chunk
-            con.execute(f"CREATE TABLE ref_{table} AS SELECT * FROM read_parquet(?, union_by_name = true) "
-                        f"QUALIFY row_number() OVER (PARTITION BY {ROW_KEYS[table]}) = 1", [files])
+        elif files and table in ROW_KEYS:  # chunks from before ROW_KEYS held a search's trials once per chunk:
+            # the latest chunk's row
+            con.execute(f"CREATE TABLE ref_{table} AS SELECT * EXCLUDE (filename) FROM read_parquet(?, union_by_name "
+                        f"= true, filename = true) QUALIFY row_number() OVER (PARTITION BY {ROW_KEYS[table]} ORDER BY "
+                        "filename DESC) = 1", [files])
         elif files:
             con.execute(f"CREATE TABLE ref_{table} AS SELECT * FROM read_parquet(?, union_by_name = true)", [files])
     return Reference(meta["name"], str(path), meta["suite"], meta["protocol"], int(meta.get("seed", 0)), con, meta)
@@ -344,7 +349,7 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
     """The reference tables of ``suite`` from the results file attached as ``src``, as tables
     ``<prefix>_<table>`` on ``con``, less what an earlier chunk ``held`` holds: the plan rows, the cells'
     results (with their trials, maps and predictions), the runs (and those it holds as running that have ended
-    since; and those of the trials of cells not finished yet), the datasets (and the characteristics of their
+    since; and those of the trials it holds, a run that finished no cell too), the datasets (and the characteristics of their
     rows the file holds) and the floor it has."""
     held = held or Held()
     skip_rows = {f"skip_{t}_rows": held.rows.get(t, set()) for t in CELL_TABLES}
@@ -370,9 +375,10 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
     con.unregister("held_scores")
     con.execute(f"CREATE TABLE {prefix}_runs AS SELECT * FROM {src}.runs WHERE (run_id IN "
                 f"(SELECT run_id FROM {prefix}_results UNION SELECT run_id FROM {prefix}_suite_cells UNION SELECT run_id "
-                f"FROM {src}.trials WHERE cell_id IN (SELECT cell_id FROM {src}.suite_cells WHERE suite = ?)) "
+                f"FROM {prefix}_trials UNION SELECT run_id FROM {src}.trials WHERE ({ROW_KEYS['trials']}) IN "
+                "(SELECT id FROM skip_trials_rows)) "
                 "AND run_id NOT IN (SELECT id FROM skip_runs)) OR (run_id IN (SELECT id FROM open_runs) "
-                "AND status <> 'running')", [suite])
+                "AND status <> 'running')")
     datasets = (f"(SELECT dataset FROM {prefix}_suite_cells UNION SELECT dataset FROM {prefix}_results "
                 "EXCEPT SELECT id FROM skip_datasets)")
     con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "
