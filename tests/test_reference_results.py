@@ -227,7 +227,8 @@ def test_a_chunk_ships_the_characteristics_of_the_rows_over_a_stale_table(refere
 def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_path: Path):
     """A study's first chunk carries its whole plan and the cells finished so far, with the trials a search
     has committed before its cell finished (and the run they ran in); the next chunk, from the same file
-    later, adds the cells finished since, and no plan row, floor, run, dataset or trial twice."""
+    later, adds the cells finished since, and no plan row, floor, run, dataset or trial twice; a cell moved
+    to a new id or re-run after it shipped is shipped again, as the results file holds it."""
     db, _ = reference
     early = tmp_path / "early.duckdb"
     early.write_bytes(db.read_bytes())
@@ -282,6 +283,23 @@ def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_pat
     assert chunks.add_chunk(moved, "study", root=root).cells == 1
     ref = references.load(str(root / "study"))
     assert n_trials and ref.df("SELECT count(*) AS n FROM ref_trials WHERE cell_id = ?", [cell + "-moved"]).n[0] == n_trials
+    # a shipped cell re-run (lost to the infrastructure, --retry-failed, --force): its new attempt's result and
+    # trials are shipped, and the older attempt's trials dropped as the results file dropped them
+    rerun = tmp_path / "rerun.duckdb"
+    rerun.write_bytes(moved.read_bytes())
+    with duckdb.connect(str(rerun)) as con:
+        cell, tries = con.execute("SELECT cell_id, attempts FROM results WHERE NOT list_contains(?, cell_id) AND "
+                                  "cell_id NOT LIKE '%-moved' ORDER BY cell_id LIMIT 1", [later]).fetchall()[0]
+        con.execute("UPDATE results SET attempts = ? WHERE cell_id = ?", [tries + 1, cell])
+        con.execute("UPDATE trials SET trial_id = trial_id || '-again', cell_attempt = ? WHERE cell_id = ?",
+                    [tries + 1, cell])
+        con.execute("UPDATE predictions SET trial_id = trial_id || '-again' WHERE cell_id = ?", [cell])
+    assert chunks.add_chunk(rerun, "study", root=root).cells == 1
+    ref = references.load(str(root / "study"))
+    assert ref.df("SELECT attempts FROM ref_results WHERE cell_id = ?", [cell]).attempts.tolist() == [tries + 1]
+    for table in ("trials", "predictions"):
+        ids = ref.df(f"SELECT trial_id FROM ref_{table} WHERE cell_id = ?", [cell]).trial_id
+        assert len(ids) and ids.str.endswith("-again").all(), (table, ids.tolist())
     # chunks written before each row was shipped once: the reference reads each row once all the same
     before = ref.df("SELECT count(*) AS n FROM ref_trials").n[0]
     (root / "study" / "chunk-0009").mkdir()

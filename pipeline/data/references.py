@@ -34,11 +34,18 @@ from pipeline.errors import AttnbenchError
 CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
 TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "dataset_traits",
           "split_digests")
-# What names one row of each cell table: a search's trials (with their predictions and targets) are shipped
-# as they are committed, before its cell has a result, and a later chunk ships only the rows it lacks.
-# (A trial keeps its trial_id where a results file's upgrade moves its cell to a new cell_id: keyed by both.)
-ROW_KEYS = {"results": "cell_id", "trials": "cell_id || '/' || trial_id", "attention_maps": "cell_id",
-            "predictions": "cell_id || '/' || trial_id || '/' || part", "targets": "cell_id || '/' || part"}
+# A cell's result, by attempt: a cell re-run after a chunk shipped it (lost to the infrastructure, or
+# --retry-failed, --force) is shipped again by the next chunk, its older attempt's trials dropped on load.
+RESULT_KEY = "cell_id || '/' || coalesce(attempts, 0)"
+# What names one row of the tables a chunk ships row by row: a search's trials (with their predictions and
+# targets) are shipped as they are committed, before their cell has a result, and a later chunk ships only
+# the rows it lacks. (A trial keeps its trial_id where a results file's upgrade moves its cell to a new
+# cell_id: keyed by both.)
+ROW_KEYS = {"trials": "cell_id || '/' || trial_id", "predictions": "cell_id || '/' || trial_id || '/' || part",
+            "targets": "cell_id || '/' || part"}
+# One row per key in a reference: where chunks hold a key twice, the latest chunk's row (a run shipped while
+# running and again once it ended; a cell re-run; a search's trials in chunks from before ROW_KEYS).
+LATEST = {"runs": "run_id", "results": "cell_id", "attention_maps": "cell_id", **ROW_KEYS}
 SPLIT = ["dataset", "split_key", "repeat", "fold", "sample_size", "seed"]
 # The protocol keys that make a cell what it is (its rows, its preprocessing): a reference keeps them; the
 # caps (folds, sizes and repeats run) may grow, and a suite run against it may take fewer.
@@ -268,19 +275,28 @@ def load(ref: str) -> Reference:
     if not chunks:
         raise ReferenceError(f"--against {ref}: {path} holds no chunk of results")
     for table in TABLES:
-        files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))
-        if files and table == "runs":  # a run shipped while running is shipped again once it ends: its latest row
-            con.execute("CREATE TABLE ref_runs AS SELECT * EXCLUDE (filename) FROM read_parquet(?, union_by_name = true, "
-                        "filename = true) QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY filename DESC) = 1",
-                        [files])  # chunk-NNNN: the path's order is the chunks'
-        elif files and table in ROW_KEYS:  # chunks from before ROW_KEYS held a search's trials once per chunk:
-            # the latest chunk's row
+        files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))  # chunk-NNNN: the chunks' order
+        if files and table in LATEST:
             con.execute(f"CREATE TABLE ref_{table} AS SELECT * EXCLUDE (filename) FROM read_parquet(?, union_by_name "
-                        f"= true, filename = true) QUALIFY row_number() OVER (PARTITION BY {ROW_KEYS[table]} ORDER BY "
+                        f"= true, filename = true) QUALIFY row_number() OVER (PARTITION BY {LATEST[table]} ORDER BY "
                         "filename DESC) = 1", [files])
         elif files:
             con.execute(f"CREATE TABLE ref_{table} AS SELECT * FROM read_parquet(?, union_by_name = true)", [files])
+    _drop_older_attempts(con)
     return Reference(meta["name"], str(path), meta["suite"], meta["protocol"], int(meta.get("seed", 0)), con, meta)
+
+
+def _drop_older_attempts(con: Any) -> None:
+    """A re-run cell's trials of its older attempts, and their predictions, as the results file dropped
+    them when the new attempt's result committed (``Store.put``)."""
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if not {"ref_results", "ref_trials"} <= have:
+        return
+    con.execute("DELETE FROM ref_trials USING ref_results r WHERE ref_trials.cell_id = r.cell_id "
+                "AND coalesce(ref_trials.cell_attempt, 0) < coalesce(r.attempts, 0)")
+    if "ref_predictions" in have:
+        con.execute("DELETE FROM ref_predictions p WHERE p.cell_id IN (SELECT cell_id FROM ref_results) AND NOT EXISTS "
+                    "(SELECT 1 FROM ref_trials t WHERE t.cell_id = p.cell_id AND t.trial_id = p.trial_id)")
 
 
 def _from_results_file(path: Path) -> Reference:
@@ -318,8 +334,8 @@ def _suite_yaml(con: Any, suite: str) -> dict[str, Any]:
 class Held:
     """What a reference's earlier chunks hold, so that a new chunk writes each row once: the planned cells
     (a chunk of a study carries the whole plan, every chunk after it the new plan rows only), the cells
-    with results, the rows of the other cell tables (``rows``, by :data:`ROW_KEYS`: a search's trials
-    shipped before its cell finished), the runs, the datasets, the datasets' characteristics from their
+    with results (by :data:`RESULT_KEY`), the rows shipped row by row (``rows``, by :data:`ROW_KEYS`: a
+    search's trials shipped before its cell finished), the runs, the datasets, the datasets' characteristics from their
     rows, and the constant predictor's splits. A run shipped while still running (``open_runs``) is
     shipped once more when it has ended (finished, interrupted, failed, or marked killed by a later run)."""
 
@@ -337,12 +353,12 @@ class Held:
         def ids(sql: str) -> set[str]:
             return set(ref.df(sql).iloc[:, 0])
 
-        return cls(ids("SELECT cell_id FROM ref_suite_cells"), ids("SELECT cell_id FROM ref_results"),
+        return cls(ids("SELECT cell_id FROM ref_suite_cells"), ids(f"SELECT {RESULT_KEY} FROM ref_results"),
                    ids("SELECT run_id FROM ref_runs"), ids("SELECT dataset FROM ref_datasets"),
                    ref.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_reference_scores"),
                    ids("SELECT dataset FROM ref_dataset_traits") if ref._has("dataset_traits") else set(),
                    ids("SELECT run_id FROM ref_runs WHERE status = 'running'"),
-                   {t: ids(f"SELECT {k} FROM ref_{t}") for t, k in ROW_KEYS.items() if t != "results" and ref._has(t)})
+                   {t: ids(f"SELECT {k} FROM ref_{t}") for t, k in ROW_KEYS.items() if ref._has(t)})
 
 
 def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None = None) -> None:
@@ -352,7 +368,7 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
     since; and those of the trials it holds, a run that finished no cell too), the datasets (and the characteristics of their
     rows the file holds) and the floor it has."""
     held = held or Held()
-    skip_rows = {f"skip_{t}_rows": held.rows.get(t, set()) for t in CELL_TABLES}
+    skip_rows = {f"skip_{t}_rows": held.rows.get(t, set()) for t in ROW_KEYS}
     for name, values in (("skip_plan", held.plan), ("skip_results", held.results), ("skip_runs", held.runs),
                          ("skip_datasets", held.datasets), ("skip_traits", held.traits), ("open_runs", held.open_runs),
                          *skip_rows.items()):
@@ -365,10 +381,11 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
     con.execute(f"CREATE TABLE {prefix}_suite_cells AS SELECT * FROM {src}.suite_cells WHERE suite = ? "
                 "AND cell_id NOT IN (SELECT id FROM skip_plan)", [suite])
     new_cells = (f"(SELECT cell_id FROM {src}.suite_cells WHERE suite = ? "
-                 "AND cell_id NOT IN (SELECT id FROM skip_results))")
+                 f"EXCEPT SELECT cell_id FROM {src}.results WHERE ({RESULT_KEY}) IN (SELECT id FROM skip_results))")
     for table in CELL_TABLES:
-        con.execute(f"CREATE TABLE {prefix}_{table} AS SELECT * FROM {src}.{table} WHERE cell_id IN {new_cells} "
-                    f"AND ({ROW_KEYS[table]}) NOT IN (SELECT id FROM skip_{table}_rows)", [suite])
+        rows = f" AND ({ROW_KEYS[table]}) NOT IN (SELECT id FROM skip_{table}_rows)" if table in ROW_KEYS else ""
+        con.execute(f"CREATE TABLE {prefix}_{table} AS SELECT * FROM {src}.{table} WHERE cell_id IN {new_cells}{rows}",
+                    [suite])
     con.execute(f"CREATE TABLE {prefix}_reference_scores AS SELECT k.* FROM {src}.reference_scores k WHERE suite = ? "
                 f"AND NOT EXISTS (SELECT 1 FROM held_scores h WHERE {' AND '.join(f'h.{c} = k.{c}' for c in SPLIT)})",
                 [suite])
