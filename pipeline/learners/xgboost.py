@@ -93,8 +93,12 @@ class XGBoostLearner(Learner):
         history = self.model.evals_result()["validation_0"]
         # Tree nodes, the closest thing a forest has to a parameter count.
         nodes = len(self.model.get_booster().trees_to_dataframe())
-        return rounds_report(list(next(iter(history.values()))), int(self.model.best_iteration) + 1,
-                             int(c["n_estimators"]), self.pruned, nodes, device, timed_out=self.timed_out)
+        losses = list(next(iter(history.values())))
+        # XGBoost asks its callbacks in turn and stops at the first that says stop: where the time limit (or a
+        # rung) stopped the first round, early stopping never recorded a best round, and the model keeps all.
+        best = self.model.get_booster().attr("best_iteration")
+        return rounds_report(losses, int(best) + 1 if best is not None else len(losses), int(c["n_estimators"]),
+                             self.pruned, nodes, device, timed_out=self.timed_out)
 
     def predict(self, part: Part) -> np.ndarray:
         x = frame(part, self.data)

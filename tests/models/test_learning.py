@@ -306,6 +306,20 @@ def test_boosting_stops_at_its_time_limit(name):
     assert np.isfinite(learner.predict(random_fold(64).test)).all()
 
 
+@pytest.mark.parametrize("name", sorted(n for n, i in REGISTRY.items() if i.capabilities.rungs == "boosting rounds"))
+def test_boosting_past_its_time_limit_in_the_first_round_keeps_that_round(name):
+    """A limit that passes within the first round (a large dataset, a small budget) stops after it: one round
+    kept, not an error (XGBoost's early stopping had recorded no best round)."""
+    from pipeline.learners import make_learner
+
+    info = REGISTRY[name]
+    cap = "iterations" if "iterations" in info.defaults else "n_estimators"
+    learner = make_learner(info, {**info.config_defaults(), cap: 1000, "early_stopping_rounds": 1000}, max_seconds=1e-9)
+    report = learner.fit(random_fold(500))
+    assert report.stop_reason == "time_limit" and report.iterations == 1 == report.best_iteration, report
+    assert np.isfinite(learner.predict(random_fold(64).test)).all()
+
+
 def test_huge_learning_rate_raises_diverged():
     with pytest.raises(Diverged, match="training loss became"):
         fit_small("mlp", random_fold(), lr=1e10, max_epochs=3)
