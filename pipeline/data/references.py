@@ -335,8 +335,8 @@ class Held:
     """What a reference's earlier chunks hold, so that a new chunk writes each row once: the planned cells
     (a chunk of a study carries the whole plan, every chunk after it the new plan rows only), the cells
     with results (by :data:`RESULT_KEY`), the rows shipped row by row (``rows``, by :data:`ROW_KEYS`: a
-    search's trials shipped before its cell finished), the runs, the datasets, the datasets' characteristics from their
-    rows, and the constant predictor's splits. A run shipped while still running (``open_runs``) is
+    search's trials shipped before its cell finished), the runs, the datasets, the datasets'
+    characteristics from their rows, and the constant predictor's splits. A run shipped while still running (``open_runs``) is
     shipped once more when it has ended (finished, interrupted, failed, or marked killed by a later run)."""
 
     plan: set[str] = field(default_factory=set)
@@ -365,8 +365,8 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
     """The reference tables of ``suite`` from the results file attached as ``src``, as tables
     ``<prefix>_<table>`` on ``con``, less what an earlier chunk ``held`` holds: the plan rows, the cells'
     results (with their trials, maps and predictions), the runs (and those it holds as running that have ended
-    since; and those of the trials it holds, a run that finished no cell too), the datasets (and the characteristics of their
-    rows the file holds) and the floor it has."""
+    since; and those of the trials it holds, a run that finished no cell too), the datasets (and the
+    characteristics of their rows the file holds) and the floor it has."""
     held = held or Held()
     skip_rows = {f"skip_{t}_rows": held.rows.get(t, set()) for t in ROW_KEYS}
     for name, values in (("skip_plan", held.plan), ("skip_results", held.results), ("skip_runs", held.runs),
