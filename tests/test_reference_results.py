@@ -249,9 +249,28 @@ def test_a_study_in_chunks_ships_each_chunks_new_results_once(reference, tmp_pat
     # as a chunk written before references carried their datasets' characteristics: the next one adds them
     for path in (root / "study" / first.chunk).glob("dataset_traits*.parquet"):
         path.unlink()
+    # a run that ended within that search again, finishing no cell: its trial and its run ship alone
+    mid = tmp_path / "mid.duckdb"
+    mid.write_bytes(early.read_bytes())
+    with duckdb.connect(str(mid)) as con:
+        con.execute("INSERT INTO runs SELECT * REPLACE ('trials-only-2' AS run_id) FROM runs LIMIT 1")
+        for table in ("trials", "predictions"):
+            con.execute(f"INSERT INTO {table} SELECT * REPLACE (trial_id || '-b' AS trial_id"
+                        f"{', $$trials-only-2$$ AS run_id' if table == 'trials' else ''}) FROM {table} "
+                        "WHERE cell_id = ?", [later[0]])
+    alone = chunks.add_chunk(mid, "study", root=root)
+    assert (alone.cells, alone.searching) == (0, 1)
+    trials_alone = duckdb.sql(f"SELECT trial_id, run_id FROM '{root / 'study' / alone.chunk / 'trials.parquet'}'").df()
+    assert trials_alone.run_id.tolist() == ["trials-only-2"] and trials_alone.trial_id.str.endswith("-b").all()
+    assert duckdb.sql(f"SELECT run_id FROM '{root / 'study' / alone.chunk / 'runs.parquet'}'").df().run_id.tolist() \
+        == ["trials-only-2"]
+    before = sorted(p.name for p in (root / "study").iterdir())
+    with pytest.raises(references.ReferenceError, match="nothing new"):  # and nothing new: refused, nothing written
+        chunks.add_chunk(mid, "study", root=root)
+    assert sorted(p.name for p in (root / "study").iterdir()) == before
     late = tmp_path / "late.duckdb"
     late.write_bytes(db.read_bytes())
-    with duckdb.connect(str(late)) as con:  # the mid-search cell's search went on: a trial after the shipped one
+    with duckdb.connect(str(late)) as con:  # the mid-search cell's search went on, then finished
         for table in ("trials", "predictions"):
             con.execute(f"INSERT INTO {table} SELECT * REPLACE (trial_id || '-b' AS trial_id) FROM {table} "
                         "WHERE cell_id = ?", [later[0]])

@@ -51,6 +51,7 @@ class Added:
     traits: int = 0  # datasets whose characteristics from their rows this chunk ships
     digits: int | None = None  # significant digits the curves and maps kept (None: all)
     ended: list[str] | None = None  # runs an earlier chunk holds as running, shipped again now that they have ended
+    searching: int = 0  # trials of searches whose cell has not finished yet (a run that finished no cell ships these)
     meta_changes: list[str] = field(default_factory=list)  # what this chunk changed in reference.json
 
 
@@ -147,10 +148,13 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         n = _one(con, "SELECT count(*) FROM out_results")
         traits = _one(con, "SELECT count(*) FROM out_dataset_traits")
         # A chunk of characteristics alone: a reference from before they were shipped; of ended runs alone: a
-        # run shipped while running, closed since (its cells were shipped with it).
+        # run shipped while running, closed since (its cells were shipped with it); of trials alone: a run that
+        # ended within a search, finished no cell, and should still say what it cost.
         ended = sorted({r[0] for r in con.execute("SELECT run_id FROM out_runs").fetchall()} & held.open_runs)
-        if not n and not traits and not ended:
-            raise ReferenceError(f"{db}: no finished cell of suite {suite!r} that {folder} does not hold already")
+        searching = _one(con, "SELECT count(*) FROM out_trials WHERE cell_id NOT IN (SELECT cell_id FROM out_results)")
+        if not n and not traits and not ended and not searching:
+            raise ReferenceError(f"{db}: nothing new for {folder}: no finished cell or committed trial of suite "
+                                 f"{suite!r} that it does not hold already")
         if not predictions:
             for table in ("predictions", "targets"):
                 con.execute(f"DELETE FROM out_{table}")
@@ -179,10 +183,11 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "run_seconds": cost[2], "first_started": str(cost[0]) if cost[0] else None,
             "last_finished": str(cost[1]) if cost[1] else None, "hardware": hw,
             "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
-            "maps_left_out": maps_left_out, "digits": digits, "ended_runs": ended, "note": note}, indent=2) + "\n")
+            "maps_left_out": maps_left_out, "digits": digits, "ended_runs": ended, "searching_trials": int(searching),
+            "note": note}, indent=2) + "\n")
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits),
-                     digits, ended, meta_changes)
+                     digits, ended, int(searching), meta_changes)
     finally:
         con.close()
 
