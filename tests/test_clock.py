@@ -47,10 +47,10 @@ from pipeline.learners.resolve import resolve_name
 core = sorted(os.sched_getaffinity(0))[0]
 os.sched_setaffinity(0, {core})
 rng = np.random.default_rng(0)
-x = rng.normal(size=(3000, 8))
+x = rng.normal(size=(1000, 8))  # small: many epochs and rounds fit in the limit, however the core is shared
 y = pd.Series((x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(int).astype(str))
 data = build_fold(pd.DataFrame(x, columns=[f"f{i}" for i in range(8)]), y, "binary", ["0", "1"],
-                  np.arange(2000), np.arange(2000, 2500), np.arange(2500, 3000))
+                  np.arange(600), np.arange(600, 800), np.arange(800, 1000))
 MODELS = (("mlp", {"max_epochs": 1_000_000, "patience": 1_000_000}),
           ("xgboost", {"n_estimators": 1_000_000, "early_stopping_rounds": 1_000_000, "learning_rate": 1e-4,
                        "max_depth": 8}))
@@ -88,12 +88,16 @@ def test_a_trial_sharing_its_core_stops_at_the_same_cpu_seconds_as_alone():
     for name in ("mlp", "xgboost"):
         alone, wall, cpu = fits[f"{name}-alone"], fits[f"{name}-wall"], fits[f"{name}-cpu"]
         assert alone["stop"] == wall["stop"] == cpu["stop"] == "time_limit", fits
-        # Beside the busy loop the fit had half of its core or less: on the wall clock it stops after
-        # half the work or less...
-        assert wall["cpu"] < 0.75 * wall["wall"] and wall["iterations"] < 0.75 * cpu["iterations"], (name, fits)
-        # ...on the CPU clock it gets its whole 0.6 s, however long that takes, and does what it did alone.
+        # Beside the busy loop the fit had half of its core or less: on the wall clock it stops after half
+        # of its CPU seconds or less...
+        assert wall["cpu"] < 0.75 * wall["wall"], (name, fits)
+        # ...on the CPU clock it gets its whole 0.6 s, however long that takes: the CPU seconds it had alone,
+        # and at least the work it did on the wall clock beside the same loop. Not "the same epochs as alone":
+        # how much an epoch or round costs in CPU seconds changes with what shares the core (on a 2-core VM
+        # an epoch of this MLP took from 1x to 4x its alone CPU time beside the loop, run to run).
         assert cpu["wall"] > 1.5 * cpu["cpu"], (name, cpu)
-        assert cpu["iterations"] == pytest.approx(alone["iterations"], rel=0.25), (name, fits)
+        assert cpu["cpu"] == pytest.approx(alone["cpu"], rel=0.3), (name, fits)
+        assert cpu["iterations"] >= wall["iterations"], (name, fits)
 
 
 class Napper(Learner):
