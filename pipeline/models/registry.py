@@ -73,6 +73,12 @@ def family_of(kind: str | None) -> str:
     return KINDS.get(kind or "", kind or "unknown")
 
 
+def families(kinds: Mapping[str, str]) -> list[str]:
+    """The families of these models (model → kind): ours in a fixed order, then users' own, sorted."""
+    present = {family_of(k) for k in kinds.values()}
+    return [f for f in KINDS.values() if f in present] + sorted(present - set(KINDS.values()))
+
+
 def normal_kind(word: str) -> str:
     """A declared kind as stored: lower case, and a family's name in words (``attention network``)
     read as its kind (``attention``). Raises a ValueError listing the accepted words.

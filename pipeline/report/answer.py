@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.models.registry import KINDS, family_of, models_of_family
+from pipeline.models.registry import KINDS, families, models_of_family
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import crossover as cross
@@ -105,12 +105,6 @@ class SizeAnswer:
     def leader_text(self) -> str:
         lead = self.leading
         return lead[0] if len(lead) == 1 else ("tie: " + ", ".join(lead) if lead else "—")
-
-
-def families(kinds: dict[str, str]) -> list[str]:
-    """The families of these models (model → kind): ours in a fixed order, then users' own, sorted."""
-    present = {family_of(k) for k in kinds.values()}
-    return [f for f in KINDS.values() if f in present] + sorted(present - set(KINDS.values()))
 
 
 def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAnswer:

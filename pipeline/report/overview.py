@@ -3,6 +3,7 @@ head-to-head win rates, costs, crossovers), the headline leaderboard, and links 
 
 from __future__ import annotations
 
+from pipeline.models.registry import families
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
@@ -13,7 +14,6 @@ from pipeline.report.answer import (
     NETWORK,
     SizeAnswer,
     crossover_text,
-    families,
     family_crossovers,
     floor_sentence,
     size_answer,

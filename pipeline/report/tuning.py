@@ -7,10 +7,10 @@ from __future__ import annotations
 import pandas as pd
 
 from pipeline.data.views import N_SHUFFLES
+from pipeline.models.registry import families
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report import tuned as tn
-from pipeline.report.answer import families
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, cell, note, num, table
 from pipeline.report.standing import MARGIN
