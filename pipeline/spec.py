@@ -258,7 +258,7 @@ class ModelSpec(_Strict):
     @field_validator("kind")
     @classmethod
     def _kind(cls, v: str | None) -> str | None:
-        from pipeline.models.registry import normal_kind
+        from pipeline.models.kinds import normal_kind
 
         return None if v is None else normal_kind(v)  # a ValueError lists the accepted words
 

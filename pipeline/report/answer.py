@@ -21,15 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.models.registry import KINDS, families, models_of_family
+from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, families, models_of_family
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import crossover as cross
 from pipeline.report import pick
 from pipeline.report.standing import MARGIN
 
-BOOSTING = KINDS["boosting"]  # the family every other family is compared with
-ATTENTION, NETWORK = KINDS["attention"], KINDS["network"]  # and attention with the best non-attention network
+# BOOSTING is the family every other family is compared with; ATTENTION with the best of NETWORK too.
 FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
 
 

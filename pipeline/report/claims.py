@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pipeline.models.registry import models_of_kind
+from pipeline.models.kinds import models_of_kind
 from pipeline.records import Status
 from pipeline.report import pick, standing
 from pipeline.report.aggregate import SPLIT, wilson

@@ -14,7 +14,7 @@ import pandas as pd
 
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
-from pipeline.models.registry import family_of
+from pipeline.models.kinds import family_of
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.traits import dataset_traits
@@ -53,6 +53,7 @@ class ReportData:
     kinds: dict[str, str]  # model → its stored kind: attention | network | boosting | trees | a user's own
     model_names: dict[str, str]  # model (results key) → registered model name
     legacy_kinds: list[str] = field(default_factory=list)  # models whose kind no run stored (files before schema 4)
+    model_families: dict[str, str] = field(default_factory=dict)  # model → its kind in words, what the pages group by
     # model → the other hardware its timings were measured on (not the latest run's machine): a shipped
     # reference's, or another cluster's merged in; the pages mark those timings †
     other_hardware: dict[str, str] = field(default_factory=dict)
@@ -131,12 +132,13 @@ class ReportData:
         stored = c.dropna(subset=["model_kind"]).groupby("model").model_kind.first().to_dict() if len(c) else {}
         data.legacy_kinds = sorted(set(data.model_names) - set(stored))
         data.kinds = {m: stored.get(m) or legacy_kind(data.model_names[m]) for m in data.model_names}
+        data.model_families = {m: family_of(k) for m, k in data.kinds.items()}
         data.timed_runs, data.other_hardware = timed, other_hardware(data.runs, timed)
         data.not_applicable, data.in_context = plan_notes(data.runs, data.cells, names)
         if has_predictions:
             from pipeline.report.ensembles import ensembles
 
-            data.ensembles = ensembles(ens_cells, preds, targets, {m: data.family(m) for m in data.kinds})
+            data.ensembles = ensembles(ens_cells, preds, targets, data.model_families)
         return data
 
     @property
@@ -173,14 +175,14 @@ class ReportData:
 
     def family(self, model: str) -> str:
         """The model's family: its stored kind in words."""
-        return family_of(self.kinds.get(model))
+        return self.model_families.get(model, family_of(None))
 
     def family_text(self, model: str) -> str:
         """The family as a table shows it: an in-context model's says so."""
         return self.family(model) + (" · in-context" if model in self.in_context else "")
 
     def style(self) -> figs.Style:
-        return figs.Style(self.models, self.kinds)
+        return figs.Style(self.models, self.model_families)
 
     def timed(self, model: str) -> str:
         """The model's name where its timings sit beside others': marked † when another machine took them."""

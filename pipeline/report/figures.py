@@ -18,14 +18,15 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, TREES
 from pipeline.report.aggregate import CriticalDifference
 
 TEMPLATE = "plotly_white"
 PALETTE = qualitative.Plotly + qualitative.D3 + qualitative.Set2
-# By kind: boosting dashed squares, attention solid circles, other networks dotted diamonds, other
-# trees dash-dotted triangles; a user's own kind long-dashed crosses.
-DASH = {"boosting": "dash", "attention": "solid", "network": "dot", "trees": "dashdot"}
-SYMBOL = {"boosting": "square", "attention": "circle", "network": "diamond", "trees": "triangle-up"}
+# By family: boosting dashed squares, attention solid circles, other networks dotted diamonds, other
+# trees dash-dotted triangles; a user's own family long-dashed crosses.
+DASH = {BOOSTING: "dash", ATTENTION: "solid", NETWORK: "dot", TREES: "dashdot"}
+SYMBOL = {BOOSTING: "square", ATTENTION: "circle", NETWORK: "diamond", TREES: "triangle-up"}
 
 
 def lab(x: object) -> str:
@@ -34,20 +35,20 @@ def lab(x: object) -> str:
 
 
 class Style:
-    """A stable colour per model and a line style per kind (boosting dashed, attention solid)."""
+    """A stable colour per model and a line style per family (boosting dashed, attention solid)."""
 
-    def __init__(self, models: Sequence[str], kinds: Mapping[str, str]) -> None:
+    def __init__(self, models: Sequence[str], families: Mapping[str, str]) -> None:
         self.colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(models))}
-        self.kinds = dict(kinds)
+        self.families = dict(families)  # model → family
 
     def color(self, model: str) -> str:
         return self.colors.get(model, "#888888")
 
     def dash(self, model: str) -> str:
-        return DASH.get(self.kinds.get(model, ""), "longdash")
+        return DASH.get(self.families.get(model, ""), "longdash")
 
     def symbol(self, model: str) -> str:
-        return SYMBOL.get(self.kinds.get(model, ""), "x")
+        return SYMBOL.get(self.families.get(model, ""), "x")
 
 
 def _layout(fig: go.Figure, height: int = 420, **kw: object) -> go.Figure:

@@ -3,15 +3,12 @@ head-to-head win rates, costs, crossovers), the headline leaderboard, and links 
 
 from __future__ import annotations
 
-from pipeline.models.registry import families
+from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, families
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, elo_figure, summary_table
 from pipeline.report.answer import (
-    ATTENTION,
-    BOOSTING,
-    NETWORK,
     SizeAnswer,
     crossover_text,
     family_crossovers,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.models.registry import families, models_of_family
+from pipeline.models.kinds import families, models_of_family
 from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod

@@ -23,12 +23,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pipeline.models.registry import KINDS
+from pipeline.models.kinds import BOOSTING
 from pipeline.records import Status
 from pipeline.report import aggregate as agg
 from pipeline.report import standing as st
 
-BOOSTING = KINDS["boosting"]
 PAIR_COLUMNS = ["model", "tuned", "splits", "default", "tuned_score", "diff", "low", "high", "better", "level",
                 "worse", "failed"]
 NOT_FAILED = (Status.OK.value, Status.MISSING.value)  # a cell with a score, or none yet

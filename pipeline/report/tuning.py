@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pipeline.data.views import N_SHUFFLES
-from pipeline.models.registry import families
+from pipeline.models.kinds import BOOSTING, families
 from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report import tuned as tn
@@ -95,7 +95,7 @@ def tuned_beside_defaults(p: Page, data: ReportData) -> None:
                   cell(f"{r.better} / {r.level} / {r.worse}"), cell(r.failed, "missing" if r.failed else "")]
                  for r in pairs.itertuples(index=False)], "table-tuned-pairs"))
     shown = False
-    for family in [f for f in families(data.kinds) if f != tn.BOOSTING]:
+    for family in [f for f in families(data.kinds) if f != BOOSTING]:
         g = tn.gaps(cells, data.family, found, family)
         if g.empty:
             continue

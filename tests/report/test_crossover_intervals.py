@@ -126,7 +126,7 @@ def test_many_datasets_share_one_grid_of_panels_and_one_legend():
                  "score_mean": 0.7 + 0.01 * i, "score_low": np.nan, "score_high": np.nan}
                 for i, (s, n) in enumerate(SIZES.items()) for m in ("ft", "xgb")]
         panels.append((f"d{d}", pd.DataFrame(rows), "accuracy"))
-    fig = figs.learning_curve_grid(panels, figs.Style(["ft", "xgb"], {"ft": "attention", "xgb": "boosting"}))
+    fig = figs.learning_curve_grid(panels, figs.Style(["ft", "xgb"], {"ft": "attention network", "xgb": "gradient boosting"}))
     titles = [a.text for a in fig.layout.annotations]
     assert titles[:8] == [f"d{d} · accuracy" for d in range(8)]
     lines = [t for t in fig.data if t.mode == "lines+markers"]
