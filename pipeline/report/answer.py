@@ -28,7 +28,6 @@ from pipeline.report import crossover as cross
 from pipeline.report import pick
 from pipeline.report.standing import MARGIN
 
-# BOOSTING is the family every other family is compared with; ATTENTION with the best of NETWORK too.
 FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
 
 

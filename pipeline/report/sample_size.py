@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.models.kinds import families, models_of_family
+from pipeline.models.kinds import ATTENTION, BOOSTING, families, models_of_family
 from pipeline.report import aggregate as agg
 from pipeline.report import claims as claims_mod
 from pipeline.report import crossover as crossover_mod
@@ -20,7 +20,7 @@ from pipeline.report import significance as sig
 from pipeline.report import standing as standing_mod
 from pipeline.report import traits as traits_mod
 from pipeline.report.accuracy import bound_text
-from pipeline.report.answer import ATTENTION, BOOSTING, crossover_text, still_improving
+from pipeline.report.answer import crossover_text, still_improving
 from pipeline.report.data import ReportData, dataset_anchor, size_label
 from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, table
 
