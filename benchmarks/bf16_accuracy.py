@@ -16,7 +16,7 @@ the paired difference bf16 − fp32 of the test score (accuracy, or R² for regr
 
 The goal the `amp: auto` choice rests on: each model's mean difference within ±0.002 with its interval
 printed, and no dataset worse by more than its spread; a model that misses it trains in fp32 under
-``auto`` (pipeline/train/precision.py) and the README says why.
+``auto`` (pipeline/train/precision.py) and docs/PERFORMANCE.md says why.
 """
 
 from __future__ import annotations
