@@ -1,0 +1,72 @@
+"""The guides stay whole: every link between README.md and docs/*.md reaches a file and a heading that
+exist, and docs/SUITES.md's "Every key" tables name every key a suite file may hold."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from pipeline import spec
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+FENCED = re.compile(r"^```.*?^```", re.M | re.S)
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub makes of a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#{1,6}[ \t]+(.+)$", FENCED.sub("", text), re.M)}
+
+
+def test_anchors_are_made_as_github_makes_them():
+    assert anchors("# A\n## `run`: options and exit codes\n### The design notes' claims, tested\n```\n# no\n```") == {
+        "a", "run-options-and-exit-codes", "the-design-notes-claims-tested"}
+
+
+def test_every_link_between_the_docs_reaches_a_file_and_a_heading():
+    problems, checked = [], 0
+    for doc in DOCS:
+        for target in LINK.findall(FENCED.sub("", doc.read_text(encoding="utf-8"))):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            path, _, fragment = target.partition("#")
+            file = (doc.parent / path).resolve() if path else doc
+            checked += 1
+            if not file.exists():
+                problems.append(f"{doc.name}: ({target}): no such file")
+            elif fragment and file.suffix == ".md" and fragment not in anchors(file.read_text(encoding="utf-8")):
+                problems.append(f"{doc.name}: ({target}): no heading makes #{fragment} in {file.name}")
+    assert checked >= 20, checked  # the README's links to the guides, and theirs to each other
+    assert not problems, "\n".join(problems)
+
+
+def keys(model: type[BaseModel], prefix: str = "") -> set[str]:
+    out = set()
+    for name, field in model.model_fields.items():
+        if field.exclude:
+            continue
+        inner = field.annotation
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            out |= keys(inner, f"{prefix}{name}.")
+        else:
+            out.add(prefix + name)
+    return out
+
+
+def test_every_suite_key_is_in_the_suites_guide():
+    text = (REPO / "docs" / "SUITES.md").read_text(encoding="utf-8")
+    section = text.split("## Every key", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"^\| `([^`]+)`(?:, `([^`]+)`)?", section, re.M))
+    named_keys = {k for pair in named for k in pair if k}
+    datasets = (spec.OpenMLTask, spec.OpenMLSuite, spec.LocalFile, spec.SklearnDataset, spec.SyntheticDataset)
+    top = {k for k, f in spec.SuiteSpec.model_fields.items() if not f.exclude}  # name, datasets, protocol, …
+    every = top | keys(spec.Protocol) | keys(spec.ModelSpec) | set().union(*(keys(d) for d in datasets))
+    synthetic = {"n_rows", "n_noise", "n_cat_noise"}  # in the `synthetic` row, with their defaults
+    assert "source_path" not in every and {"folds", "preprocessing.numeric", "resources.gpus", "checksum"} <= every
+    missing = sorted(every - named_keys - synthetic)
+    assert not missing, f"docs/SUITES.md, Every key: no row for {missing}"
+    assert all(f"`{k}`" in section.split("| `synthetic` |")[1].split("\n")[0] for k in synthetic)
