@@ -8,7 +8,10 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -83,3 +86,56 @@ def wait_for_port(port: int, timeout_s: float = 60) -> None:
                 return
         time.sleep(0.5)
     raise TimeoutError(f"nothing listens on port {port} after {timeout_s} s")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by a process and its living descendants (0 once it is gone)."""
+    total = 0.0
+    with contextlib.suppress(psutil.Error):
+        root = psutil.Process(pid)
+        for q in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                t = q.cpu_times()
+                total += t.user + t.system
+    return total
+
+
+class Stalled(AssertionError):
+    """A process that did no work for the whole of a wait's idle bound."""
+
+
+def wait_working(proc: subprocess.Popen, *, until: Callable[[], bool] | None = None, idle_s: float = 90.0,
+                 what: str = "the command") -> None:
+    """Wait for ``proc`` to exit (or for ``until()`` to hold), bounded by the work it does rather than by a
+    wall time: the wait fails only when the process and its descendants used less than a tenth of a CPU
+    second in ``idle_s`` seconds (a hang), so a loaded machine, which slows the work, never fails it. A
+    process that exits before ``until()`` holds fails it too."""
+    last_cpu, last_change = tree_cpu_seconds(proc.pid), time.monotonic()
+    while True:
+        if until is not None and until():
+            return
+        if proc.poll() is not None:
+            if until is None:
+                return
+            raise AssertionError(f"{what} exited ({proc.returncode}) before what the test waited for")
+        cpu = tree_cpu_seconds(proc.pid)
+        if cpu - last_cpu >= 0.1:
+            last_cpu, last_change = cpu, time.monotonic()
+        elif time.monotonic() - last_change > idle_s:
+            raise Stalled(f"{what} did no work for {idle_s:.0f} s (a hang, not a slow machine)")
+        time.sleep(0.2)
+
+
+def run_working(args: list[str], *, idle_s: float = 90.0, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run(args, capture_output=True, text=True, **kwargs)`` bounded by ``wait_working``: killed
+    (with every descendant) and failed only if it stops working, never for taking long."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        procs = Spawned()
+        proc = procs.start(args, stdout=out, stderr=err, text=True, **kwargs)
+        try:
+            wait_working(proc, idle_s=idle_s, what=" ".join(map(str, args[:4])))
+        finally:
+            procs.stop(grace_s=2.0)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(args, proc.returncode, out.read(), err.read())

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from processes import Spawned, free_port, wait_for_port
+from processes import Spawned, free_port, run_working, wait_for_port, wait_working
 
 from pipeline import runner
 from pipeline.data.store import Store
@@ -227,9 +227,8 @@ def test_a_kill_by_rays_memory_monitor_is_recorded_as_oom(tmp_path: Path):
     env = {**os.environ, "RAY_memory_usage_threshold": f"{threshold:.3f}", "RAY_memory_monitor_refresh_ms": "100",
            "RAY_TMPDIR": f"/tmp/abm-{os.getpid()}"}
     env.pop("RAY_ADDRESS", None)
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db",
-                          str(tmp_path / "r.duckdb"), "--no-report", "--num-cpus", "1"],
-                         env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = run_working([sys.executable, "-m", "pipeline.cli", "run", str(tmp_path / "s.yaml"), "--db",
+                       str(tmp_path / "r.duckdb"), "--no-report", "--num-cpus", "1"], env=env, cwd=REPO)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     assert out.returncode == 3, out.stdout + out.stderr[-3000:]
     res = results(tmp_path / "r.duckdb").set_index("model")
@@ -274,21 +273,21 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path: Path):
         nodes.append(victim)
         with log.open("w") as out:
             run = driver.start(cmd, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 180
-        while "[1/2]" not in log.read_text():
-            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.2)
-        while True:  # the worker node's trial worker that trains the MLP (its node's own process tree)
+        def mlp_training() -> bool:  # the worker node's trial worker that trains the MLP (its own process tree)
             victim.snapshot()
-            if any(_title(q).startswith(RUNNING) for q in victim.seen.values()):
-                break
-            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.1)
+            return any(_title(q).startswith(RUNNING) for q in victim.seen.values())
+
+        try:
+            wait_working(run, until=lambda: "[1/2]" in log.read_text(), what="the driver")
+            wait_working(run, until=mlp_training, what="the driver")
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{log.read_text()[-3000:]}") from None
         # Mid-trial: the MLP trains until its 10 s limit.
         victim.kill()
         killed_at = datetime.now(timezone.utc)
         nodes.append(node("b", f"--address=127.0.0.1:{gcs}", "--num-cpus=1"))  # the replacement
-        assert run.wait(timeout=240) == 0, log.read_text()[-4000:]
+        wait_working(run, what="the driver")
+        assert run.returncode == 0, log.read_text()[-4000:]
         output = log.read_text()
         assert "lost to the infrastructure" in output, output[-3000:]
         print(output)
@@ -308,7 +307,7 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path: Path):
         # cluster declared the node dead) the actor became unreachable.
         assert re.search(r"Actor(Died|Unavailable)Error", trials.error[0]), trials.error[0]
 
-        again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
+        again = run_working(cmd, env=env, cwd=REPO)
         assert again.returncode == 0, again.stdout + again.stderr[-3000:]
         assert "0 cells done, 0 failed, 2 already done before" in again.stdout, again.stdout
         assert len(results(db)) == 2

@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +45,14 @@ STORAGE_VERSION = "v1.5.0"
 SEAL = ("SET enable_external_access = false", "SET autoinstall_known_extensions = false",
         "SET autoload_known_extensions = false", "SET allow_community_extensions = false",
         "SET lock_configuration = true")
+
+
+# One connection to a results file at a time in this process, held from open to close. DuckDB's Python
+# client shares one database instance between a process's connections to a file and registers its
+# pandas and Arrow scans on an instance only after handing it out: a thread that opened the file while
+# another was opening it could find `pandas_scan` missing (the commit thread's `register` did, beside the
+# driver loading a split). Serialised, each open finds the instance whole (tests/test_store_threads.py).
+_OPEN = threading.RLock()
 
 
 def _seal(con: Any) -> None:
@@ -104,12 +113,18 @@ class Store:
                 prepare: Callable[[Any], None] | None = None, init: bool = True) -> Iterator[Any]:
         """A connection to the file. A read-only one is sealed (see ``SEAL``) after ``prepare(con)``
         has run on it (the report's temporary views, say): it reads this file and nothing else."""
-        import duckdb
-
         if read_only and not self.path.exists():
             raise StoreError(f"{self.path}: no results database here yet; run `attnbench run` first")
         if not read_only and not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _OPEN, self._open(read_only, wait_s, prepare, init) as con:
+            yield con
+
+    @contextlib.contextmanager
+    def _open(self, read_only: bool, wait_s: float, prepare: Callable[[Any], None] | None,
+              init: bool) -> Iterator[Any]:
+        import duckdb
+
         deadline = time.monotonic() + wait_s
         delay = 0.05
         while True:
