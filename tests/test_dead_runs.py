@@ -23,7 +23,7 @@ from pipeline import runner
 from pipeline.data import chunks, references, run_lock
 from pipeline.errors import AttnbenchError
 from pipeline.report.data import ReportData
-from pipeline.report.runs import duration, page_runs
+from pipeline.report.pages.runs import duration, page_runs
 from pipeline.spec import parse_suite
 
 pytestmark = pytest.mark.slow

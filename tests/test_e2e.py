@@ -130,7 +130,7 @@ def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
     # The accuracy page's table: default, tuned and tuned + ensembled side by side, per size, for the
     # models with a cell whose search scored two configurations or more (one is default = tuned = ensembled:
     # an MLP cell whose other trials drew n_blocks = 0 and failed has nothing to ensemble).
-    from pipeline.report.accuracy import ensemble_table
+    from pipeline.report.pages.accuracy import ensemble_table
 
     configs = store.query("SELECT r.sample_size, r.model, count(DISTINCT t.suggestion) AS n FROM trials t "
                           "JOIN results r USING (cell_id) WHERE t.status = 'ok' GROUP BY r.cell_id, 1, 2")

@@ -102,6 +102,49 @@ def test_no_two_files_import_each_other_in_a_circle():
         ["compression", "trial", "compression"]]
 
 
+# The report's two rooms (docs/ARCHITECTURE.md): report/stats/ computes, report/pages/ shows, one module a page.
+STATS, PAGES = "pipeline.report.stats", "pipeline.report.pages"
+DRAWING = ["pipeline.report.markup", "pipeline.report.figures", "pipeline.report.parts", "pipeline.report.site", PAGES]
+
+
+def within(module: str, names: list[str]) -> bool:
+    return any(module == n or module.startswith(n + ".") for n in names)
+
+
+def room_breaches(module: str, imported: set[str]) -> list[str]:
+    """What ``module`` imports against the report's rooms: a page module (of report/pages/, its __init__
+    collecting them aside) never imports another page, nor the pages package; a statistics module (of
+    report/stats/) never imports a page, the site, or what draws one (markup, figures, the pages' shared parts)."""
+    if module.startswith(PAGES + "."):
+        return sorted(m for m in imported if within(m, [PAGES]))
+    if within(module, [STATS]):
+        return sorted(m for m in imported if within(m, DRAWING))
+    return []
+
+
+def test_a_page_imports_statistics_never_another_page(tmp_path: Path):
+    rooms = {module_name(p): p for p in (PKG / "report").rglob("*.py")}
+    pages = [m for m in rooms if m.startswith(PAGES + ".")]
+    assert len(pages) >= 9 and any(m.startswith(STATS + ".") for m in rooms)
+    bad = {m: room_breaches(m, imports(p)) for m, p in sorted(rooms.items())}
+    assert {m: b for m, b in bad.items() if b} == {}, "imports across the report's rooms"
+    # each page declares its own spec (file, label, title) once and builds its page from it; the notes
+    # every page shares are the site's, added by no page
+    for m in pages:
+        text = rooms[m].read_text(encoding="utf-8")
+        assert text.count("SPEC = PageSpec(") == 1 and "Page(" not in text.replace("PageSpec(", ""), m
+        assert "unshared_note" not in text, m
+    # What the check reads: the imports pages made of each other before the rooms (a page's Standing taken
+    # from the Accuracy page), and a statistic that drew a table.
+    probe = tmp_path / "probe.py"
+    probe.write_text("from pipeline.report.pages.accuracy import Standing\nfrom pipeline.report.stats import pick\n")
+    assert room_breaches("pipeline.report.pages.compute", imports(probe)) == [
+        "pipeline.report.pages.accuracy", "pipeline.report.pages.accuracy.Standing"]
+    probe.write_text("def f():\n    from pipeline.report.markup import table\n")
+    assert room_breaches("pipeline.report.stats.answer", imports(probe)) == [
+        "pipeline.report.markup", "pipeline.report.markup.table"]
+
+
 def test_the_runner_writes_no_sql_and_the_store_knows_no_report():
     runner = (PKG / "runner.py").read_text(encoding="utf-8")
     assert not re.search(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE)\b", runner)
@@ -141,7 +184,7 @@ def test_only_the_learners_and_the_registry_branch_on_a_models_kind(tmp_path: Pa
     Learner (its capabilities, defaults, space, libraries). The report groups models by the kind stored
     with each result: naming families is what it is for, so it is left out of this check."""
     checked = [p for p in PKG.rglob("*.py")
-               if p.parent.name not in ("learners", "report") and p.name != "registry.py"]
+               if p.relative_to(PKG).parts[0] not in ("learners", "report") and p.name != "registry.py"]
     bad = [b for p in checked for b in kind_branches(p)]
     assert bad == [], f"kind branches outside the learners and the registry: {bad}"
     # The check sees the branches it is for (the code before the Learner answered these questions).

@@ -20,8 +20,8 @@ from sklearn.datasets import load_breast_cancer
 from pipeline import runner
 from pipeline.data import characteristics, chunks, references
 from pipeline.data.store import Store
-from pipeline.report import traits
 from pipeline.report.data import ReportData
+from pipeline.report.stats import traits
 from pipeline.spec import load_suite, parse_suite
 
 pytestmark = pytest.mark.slow

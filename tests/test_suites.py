@@ -106,7 +106,7 @@ def test_the_study_reaches_above_ten_thousand_rows_on_every_large_dataset(shared
     each gives a point above 10,000 rows; the full study runs every registered model with TPE on one
     budget, the lite a subset with one limit for all."""
     from pipeline.models.registry import REGISTRY
-    from pipeline.report.claims import REFERENCE_ROWS
+    from pipeline.report.stats.claims import REFERENCE_ROWS
 
     large = pd.read_csv(shared_data.parent / "openml-large" / "INDEX.csv")
     dev = pd.read_csv(shared_data / "INDEX.csv")

@@ -19,10 +19,10 @@ from pipeline import plan, runner
 from pipeline.data.merge import merge
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
-from pipeline.report import aggregate as agg
-from pipeline.report.accuracy import standing
 from pipeline.report.data import ReportData
 from pipeline.report.pages import write_report
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats.ranking import ranking
 from pipeline.spec import parse_suite
 
 pytestmark = pytest.mark.slow
@@ -77,7 +77,7 @@ def test_merging_another_suite_leaves_the_first_suites_figures_as_they_were(file
         ["dataset", "model"], ignore_index=True)
     pd.testing.assert_frame_equal(alone, merged, check_dtype=False)
     # On wine, where the MLP did not run, LightGBM's normalised score, rank and record are unchanged.
-    before, after = (standing(ReportData.load(files[k]), "all") for k in ("a", "all"))
+    before, after = (ranking(ReportData.load(files[k]), "all") for k in ("a", "all"))
     wine = ("wine", before.scores.index[1][1], "all")
     assert before.scores.index[1][0] == "wine"
     norm_before = agg.normalized_scores(before.scores, ran=before.ran).loc[wine]
@@ -89,7 +89,7 @@ def test_merging_another_suite_leaves_the_first_suites_figures_as_they_were(file
 def test_the_model_that_ran_one_task_of_two_is_ranked_on_it_and_unscored_on_the_other(files: dict[str, Path]):
     for key in ("all", "all_same_name"):
         data = ReportData.load(files[key])
-        st = standing(data, "all")
+        st = ranking(data, "all")
         mlp = st.summary.set_index("model").loc["mlp"]
         assert (mlp.tasks, mlp.tasks_total, mlp.cells_missing) == (1, 2, 0), key
         assert st.ran.loc[st.ran.index[1], "mlp"] == False  # noqa: E712  (wine)

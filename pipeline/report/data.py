@@ -15,9 +15,9 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.models.kinds import family_of
-from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.traits import dataset_traits
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats.traits import dataset_traits
 
 
 def dataset_anchor(dataset: str, split_key: str) -> str:
@@ -58,9 +58,9 @@ class ReportData:
     # reference's, or another cluster's merged in; the pages mark those timings †
     other_hardware: dict[str, str] = field(default_factory=dict)
     timed_runs: pd.DataFrame = field(default_factory=pd.DataFrame)  # (model, run_id) of every ok cell's result
-    # Tuned + ensembled per ok cell (and per family and split) from stored predictions: report/ensembles.py
+    # Tuned + ensembled per ok cell (and per family and split) from stored predictions: report/stats/ensembles.py
     ensembles: pd.DataFrame = field(default_factory=pd.DataFrame)
-    traits: pd.DataFrame = field(default_factory=pd.DataFrame)  # each dataset's characteristics: report/traits.py
+    traits: pd.DataFrame = field(default_factory=pd.DataFrame)  # each dataset's characteristics: report/stats/traits.py
     # (dataset, sample_size, model, why): cells left out of the plans as past a model's declared limits
     not_applicable: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NOT_APPLICABLE))
     in_context: frozenset[str] = frozenset()  # the in-context models (no training loop)
@@ -127,7 +127,7 @@ class ReportData:
                           f"WHERE p.cell_id IN ({ok}) AND t.status IN ('ok', 'stopped') ORDER BY p.cell_id, t.trial_index, p.part")
                 targets = q(f"SELECT cell_id, part, y FROM targets WHERE cell_id IN ({ok}) ORDER BY cell_id, part")
         c = data.cells
-        # sorted by name: a group's order breaks ties in validation (report/pick.py), never the views' row order
+        # sorted by name: a group's order breaks ties in validation (report/stats/pick.py), never the views' row order
         data.model_names = dict(sorted(zip(c.model, c.model_name))) if len(c) else {}
         stored = c.dropna(subset=["model_kind"]).groupby("model").model_kind.first().to_dict() if len(c) else {}
         data.legacy_kinds = sorted(set(data.model_names) - set(stored))
@@ -136,7 +136,7 @@ class ReportData:
         data.timed_runs, data.other_hardware = timed, other_hardware(data.runs, timed)
         data.not_applicable, data.in_context = plan_notes(data.runs, data.cells, names)
         if has_predictions:
-            from pipeline.report.ensembles import ensembles
+            from pipeline.report.stats.ensembles import ensembles
 
             data.ensembles = ensembles(ens_cells, preds, targets, data.model_families)
         return data

@@ -19,7 +19,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, TREES
-from pipeline.report.aggregate import CriticalDifference
+from pipeline.report.stats.aggregate import CriticalDifference
 
 TEMPLATE = "plotly_white"
 PALETTE = qualitative.Plotly + qualitative.D3 + qualitative.Set2

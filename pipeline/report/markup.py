@@ -122,9 +122,18 @@ class Page:
     title: str
     parts: list[str] = field(default_factory=list)
     n_figures: int = 0
+    notes_at: int = 0  # where the notes every page shares go (the site adds them): the top unless the page marks a place
 
     def add(self, *markup: str) -> None:
         self.parts.extend(markup)
+
+    def shared_notes_here(self) -> None:
+        """Mark this point of the page as where the site puts the notes every page shares (default: the top)."""
+        self.notes_at = len(self.parts)
+
+    def add_shared(self, notes: Sequence[str]) -> None:
+        """The site's notes every page shares (pipeline.report.site.shared_notes), where the page marked."""
+        self.parts[self.notes_at:self.notes_at] = list(notes)
 
     def h2(self, text: str, anchor: str = "") -> None:
         self.parts.append(f'<h2{f" id={chr(34)}{esc(anchor)}{chr(34)}" if anchor else ""}>{esc(text)}</h2>')

@@ -1,7 +1,8 @@
-"""The report: self-contained HTML pages under ``reports/``, one index linking them all. This module
-writes them all (:func:`write_report`); each page has a module of its own (overview.py: the index;
-accuracy, sample_size, tuning, compute, memory, attention, claims_page, runs), and every page reads
-:class:`pipeline.report.data.ReportData`: the views, read once.
+"""The report's site: self-contained HTML pages under ``reports/``, one index linking them all. Each page
+is a module of :mod:`pipeline.report.pages` that declares its :class:`PageSpec` once (file, link label,
+title, what the overview says of it, its builder); :func:`write` builds every page from the one
+:class:`Site` (the views read once, the ranking at each training size), adds the notes every page that
+compares models shares, and writes them all.
 
 Pages with figures load the one copy of plotly.js written beside them (no CDN: the folder works
 offline over ``file://``, and a report of many pages carries plotly.js once). Every page
@@ -16,74 +17,57 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.report.accuracy import Standing, page_accuracy, standing
-from pipeline.report.attention import page_attention
-from pipeline.report.claims_page import page_claims
-from pipeline.report.compute import page_compute
 from pipeline.report.data import ReportData
-from pipeline.report.markup import PLOTLY_JS, Page
-from pipeline.report.memory import page_memory
-from pipeline.report.overview import page_index
-from pipeline.report.runs import page_runs
-from pipeline.report.sample_size import page_sample_size
-from pipeline.report.tuning import page_tuning
+from pipeline.report.markup import PLOTLY_JS, Page, note
+from pipeline.report.stats.ranking import Ranking, ranking
 
 
 @dataclass(frozen=True)
 class Site:
-    """What every page is built from: the views read once, the standings per training size, the pages."""
+    """What every page is built from: the views read once, the ranking at each training size, the pages."""
 
     data: ReportData
-    standings: dict[str, Standing]
+    rankings: dict[str, Ranking]
     pages: list[PageSpec]
 
 
 @dataclass(frozen=True)
 class PageSpec:
-    """One page of the report: its file, its link's label, what the overview says of it, its builder."""
+    """One page of the report, declared once in its module: its file, its link's label, what the
+    overview says of it, its builder, its title (the label unless given), and whether it compares models
+    on the compared cells (then the site adds the notes every such page shares, :func:`shared_notes`;
+    the attention maps and the run details read every current result)."""
 
     file: str
     label: str
     description: str
     build: Callable[[Site], Page]
+    title: str = ""
+    compares: bool = True
+
+    def page(self) -> Page:
+        """The page to fill, under this spec's file and title."""
+        return Page(self.file, self.title or self.label)
 
 
-# The report's pages, in the header's order; a new page is its module and one row here.
-PAGES: list[PageSpec] = [
-    PageSpec("index.html", "Overview", "The answer by training size, the headline leaderboard.",
-             lambda s: page_index(s.data, s.standings, [(p.label, p.file, p.description) for p in s.pages])),
-    PageSpec("accuracy.html", "Accuracy",
-             "Per-dataset scores, average rank, normalised score, win rates, Elo, critical difference.",
-             lambda s: page_accuracy(s.data, s.standings)),
-    PageSpec("sample_size.html", "Sample size", "Test score against training size; where attention overtakes boosting.",
-             lambda s: page_sample_size(s.data)),
-    PageSpec("tuning.html", "Tuning budget",
-             "Best validation score, and the selected configuration's test score, against trials and seconds.",
-             lambda s: page_tuning(s.data)),
-    PageSpec("compute.html", "Compute", "Train time, inference speed, FLOPs, parameters, GPU-hours; score/time Pareto front.",
-             lambda s: page_compute(s.data, s.standings)),
-    PageSpec("memory.html", "Memory", "Peak CPU and GPU memory, and its growth with the number of features.",
-             lambda s: page_memory(s.data)),
-    PageSpec("attention.html", "Attention maps", "Mean feature-to-feature attention maps per dataset and model.",
-             lambda s: page_attention(s.data)),
-    PageSpec("claims.html", "Claims", "The design notes' five claims, each with a verdict, its effect, interval and cells.",
-             lambda s: page_claims(s.data)),
-    PageSpec("runs.html", "Run details", "Suites, versions, hardware, trial counts and every failure with its error.",
-             lambda s: page_runs(s.data)),
-]
+def shared_notes(data: ReportData) -> list[str]:
+    """The notes every page that compares models shows: the splits left out of every comparison (a merged
+    file whose models ran different folds of a task)."""
+    return [t for t in (data.unshared_note(),) if t]
 
 
-def write_report(db: str | Path, out_dir: str | Path, pages: list[PageSpec] | None = None) -> Path:
-    """Write every page of ``pages`` (default: :data:`PAGES`) under ``out_dir``, each atomically, and
-    return the index's path."""
-    data = ReportData.load(db)
+def write(data: ReportData, out_dir: str | Path, pages: list[PageSpec]) -> Path:
+    """Write every page of ``pages`` under ``out_dir``, each atomically, and return the index's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    site = Site(data, {s: standing(data, s) for s in reversed(data.sizes)}, list(PAGES if pages is None else pages))
+    site = Site(data, {s: ranking(data, s) for s in reversed(data.sizes)}, list(pages))
     nav = [(p.label, p.file) for p in site.pages]
+    notes = [note(t) for t in shared_notes(data)]
     _write_plotly_js(out)  # first: a page is never there before the script it loads
     for spec in [*(p for p in site.pages if p.file != "index.html"), *(p for p in site.pages if p.file == "index.html")]:
         page = spec.build(site)
+        if spec.compares:
+            page.add_shared(notes)
         path = out / page.file
         tmp = path.with_suffix(".html.tmp")
         tmp.write_text(page.render(nav), encoding="utf-8")

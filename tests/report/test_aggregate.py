@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.report import aggregate as agg
-from pipeline.report import crossover as xo
-from pipeline.report import elo
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats import crossover as xo
+from pipeline.report.stats import elo
 
 NAN = float("nan")
 
@@ -339,7 +339,7 @@ def test_crossover_needs_two_sizes_and_calls_a_tie_level():
     r = xo.crossover(tied_before, ["ft"], ["xgb"]).iloc[0]
     assert r.verdict == "crossover" and r.crossover_n == 800 and r.before == "level" and r.n_splits == 1
 
-    from pipeline.report.answer import crossover_text
+    from pipeline.report.stats.answer import crossover_text
 
     texts = {v: crossover_text(x) for v, x in (("one", xo.crossover(one, ["ft"], ["xgb"]).iloc[0]),
                                                 ("level", xo.crossover(level, ["ft"], ["xgb"]).iloc[0]),
@@ -352,7 +352,7 @@ def test_crossover_needs_two_sizes_and_calls_a_tie_level():
 def test_behind_at_the_largest_size_while_still_improving_is_not_converged_not_never():
     """A 'never' whose challenger was still improving at the largest size when its budget ran out
     (n_epochs_bound) is said as not converged; one that stopped on its own stays 'never'."""
-    from pipeline.report.answer import crossover_text
+    from pipeline.report.stats.answer import crossover_text
 
     rows = curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.81, 0.83, 0.85])
     for r in rows:
@@ -381,7 +381,7 @@ def test_a_size_planned_but_not_run_yet_is_no_point_of_the_curve():
 def test_the_answer_at_a_size_says_how_many_of_its_tasks_have_run_yet():
     """A study in chunks: at 10,000 rows 3 tasks are planned and only T1 has run. The sentence says so, and
     the leader's mean rests on T1 (it is 1.00 there, not 0.33 from two 0s)."""
-    from pipeline.report.answer import size_answer, summary_sentences
+    from pipeline.report.stats.answer import size_answer, summary_sentences
 
     rows = []
     for task, status in (("T1", "ok"), ("T2", "missing"), ("T3", "missing")):
@@ -415,7 +415,7 @@ def test_a_model_with_nothing_run_yet_has_no_elo_and_does_not_empty_the_critical
 def test_the_budget_bound_count_is_out_of_the_cells_that_finished_not_those_not_run_yet():
     """A study in chunks: 1 of ft's 3 planned cells at this size has finished, and it kept its last epoch.
     The sentence says 1 of 1, not 1 of 3 (two cells not run yet are not cells that converged)."""
-    from pipeline.report.answer import size_answer, summary_sentences
+    from pipeline.report.stats.answer import size_answer, summary_sentences
 
     rows = [("s", task, "10000", 0, 0, 0, model, status, score if status == "ok" else None)
             for task, status in (("T1", "ok"), ("T2", "missing"), ("T3", "missing"))
@@ -431,7 +431,7 @@ def test_the_budget_bound_count_is_out_of_the_cells_that_finished_not_those_not_
 
 def test_a_head_to_head_calls_scores_within_the_margin_a_tie():
     """The overview's won–tied–lost: 0.900 against 0.897 is level (within 0.005), a tie, not a win; 0.91 wins."""
-    from pipeline.report.answer import size_answer
+    from pipeline.report.stats.answer import size_answer
 
     scores = pd.DataFrame({"a": [0.900, 0.910, np.nan], "b": [0.897, 0.897, 0.8]})
     exact, near = agg.pairwise_record(scores), agg.pairwise_record(scores, margin=0.005)

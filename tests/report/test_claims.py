@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.report import claims
+from pipeline.report.stats import claims
 
 
 def cell(split: int, name: str, model: str, score: float, config: dict, seconds: float = 1.0, mb: float = 10.0,

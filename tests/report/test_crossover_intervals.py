@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from pipeline.report import crossover as xo
+from pipeline.report.stats import crossover as xo
 
 SIZES = {"256": 256, "1024": 1024, "4096": 4096}
 
@@ -92,7 +92,7 @@ def test_a_curve_that_falls_clearly_is_flagged_and_noise_is_not():
 
 
 def test_a_study_s_ill_behaved_points_name_the_largest_drops_and_count_the_rest():
-    from pipeline.report.sample_size import FALLS_SHOWN, falls_note
+    from pipeline.report.pages.sample_size import FALLS_SHOWN, falls_note
 
     falls = pd.DataFrame([{"dataset": f"d{i}", "split_key": "k", "model": "m", "at_n": 1024, "from_n": 256,
                            "drop": 0.001 * (i + 1)} for i in range(FALLS_SHOWN + 5)])
@@ -104,7 +104,7 @@ def test_a_study_s_ill_behaved_points_name_the_largest_drops_and_count_the_rest(
 
 def test_coverage_greys_a_size_not_run_yet_and_reds_only_a_size_whose_cells_failed():
     """A study in chunks has sizes no cell of which has run yet: that is not a failure (it was red)."""
-    from pipeline.report.sample_size import curve_coverage
+    from pipeline.report.pages.sample_size import curve_coverage
 
     curves = pd.DataFrame([
         {"model": "m", "sample_size": "128", "n_ok": 0, "n_cells": 3, "n_failed": 0, "n_missing": 3},

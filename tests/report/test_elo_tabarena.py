@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.report import elo
+from pipeline.report.stats import elo
 
 
 def tabarena_elo(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> pd.Series:

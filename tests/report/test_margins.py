@@ -13,7 +13,7 @@ from tables import table_rows
 def test_a_family_leads_only_by_more_than_the_margin():
     """Means 0.745 against 0.742 (within 0.005) are level: a tie that no family leads, in the table and in
     words; 0.750 against 0.740 is a lead."""
-    from pipeline.report.answer import Leader, SizeAnswer, summary_sentences
+    from pipeline.report.stats.answer import Leader, SizeAnswer, summary_sentences
 
     def answer(attention: float, boosting: float) -> SizeAnswer:
         a = SizeAnswer("128", 20, n_run=20)
@@ -35,15 +35,17 @@ def test_tuning_and_ensembling_help_only_by_more_than_the_margin(tmp_path: Path)
     tuning helped: "+0.003 (0/2 tasks)", not "(2/2 tasks)"."""
     import duckdb
 
-    from pipeline.report import aggregate as agg
-    from pipeline.report.accuracy import ensemble_rows, standing, summary_table
     from pipeline.report.data import ReportData
+    from pipeline.report.pages.accuracy import ensemble_rows
+    from pipeline.report.parts import summary_table
+    from pipeline.report.stats import aggregate as agg
+    from pipeline.report.stats.ranking import ranking
 
     db = synthetic.build(tmp_path / "near.duckdb")
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE trials t SET accuracy = r.accuracy - 0.003, r2 = r.r2 - 0.003 FROM results r "
                     "WHERE t.cell_id = r.cell_id AND r.model = 'ft_transformer' AND t.trial_index = 0")
-    st = standing(ReportData.load(db), "all")
+    st = ranking(ReportData.load(db), "all")
     by = st.summary.set_index("model")
     assert by.loc["ft_transformer", "tuning_compared"] == 2 and by.loc["ft_transformer", "tuning_helped"] == 0
     assert abs(by.loc["ft_transformer", "tuning_gain"] - 0.003) < 1e-9

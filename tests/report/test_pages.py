@@ -252,15 +252,15 @@ def test_every_documented_query_runs(synth_db):
 
 
 def test_documented_sql_gives_the_page_numbers(synth_db):
-    from pipeline.report import aggregate as agg
-    from pipeline.report.accuracy import standing
     from pipeline.report.data import ReportData
+    from pipeline.report.stats import aggregate as agg
+    from pipeline.report.stats.ranking import ranking
 
     data = ReportData.load(synth_db)
     (rank_sql,) = [b for b in doc_sql() if "task_rank" in b]
     sql = Store(synth_db).query(rank_sql).set_index(["sample_size", "model"])
     for size in data.sizes:
-        page = standing(data, size).summary.set_index("model")
+        page = ranking(data, size).summary.set_index("model")
         for model in page.index:
             assert sql.loc[(size, model), "avg_rank"] == pytest.approx(page.loc[model, "avg_rank"])
             assert sql.loc[(size, model), "normalized_score"] == pytest.approx(page.loc[model, "normalized_score"])
@@ -327,16 +327,18 @@ def test_a_model_run_with_one_trial_per_cell_has_no_tuned_minus_default(synth_db
 
     import duckdb
 
-    from pipeline.report import aggregate as agg
-    from pipeline.report.accuracy import ensemble_rows, standing, summary_table
     from pipeline.report.data import ReportData
+    from pipeline.report.pages.accuracy import ensemble_rows
+    from pipeline.report.parts import summary_table
+    from pipeline.report.stats import aggregate as agg
+    from pipeline.report.stats.ranking import ranking
 
     db = tmp_path / "one-trial.duckdb"
     shutil.copy(synth_db, db)
     with duckdb.connect(str(db)) as con:
         con.execute("DELETE FROM trials WHERE trial_index > 0 AND cell_id IN "
                     "(SELECT cell_id FROM results WHERE model = 'catboost')")
-    st = standing(ReportData.load(db), "all")
+    st = ranking(ReportData.load(db), "all")
     by = st.summary.set_index("model")
     assert by.loc["catboost", "tuning_compared"] == 0 and by.loc["ft_transformer", "tuning_compared"] == 2
     rows = {r[0]: r for r in table_rows(summary_table(st, "t"), "t")}
@@ -355,7 +357,7 @@ def test_a_model_run_with_one_trial_per_cell_has_no_tuned_minus_default(synth_db
         con.execute("INSERT INTO trials SELECT * REPLACE (trial_id || '-again' AS trial_id, 0 AS trial_index, "
                     "'ok' AS status) FROM trials WHERE status = 'infra'")
     assert ReportData.load(db).trials.groupby("model").n_trials.max()["catboost"] == 2
-    assert standing(ReportData.load(db), "all").summary.set_index("model").loc["catboost", "tuning_compared"] == 0
+    assert ranking(ReportData.load(db), "all").summary.set_index("model").loc["catboost", "tuning_compared"] == 0
 
 
 def test_a_task_not_run_yet_is_grey_in_the_per_dataset_table_and_one_that_failed_red(synth_db: Path,
@@ -365,8 +367,8 @@ def test_a_task_not_run_yet_is_grey_in_the_per_dataset_table_and_one_that_failed
 
     import duckdb
 
-    from pipeline.report.accuracy import per_dataset_table
     from pipeline.report.data import ReportData
+    from pipeline.report.pages.accuracy import per_dataset_table
 
     db = tmp_path / "partial.duckdb"
     shutil.copy(synth_db, db)
@@ -479,7 +481,7 @@ def test_the_constant_predictor_is_the_floor_of_every_table(tmp_path):
 def test_a_study_s_floor_sentence_counts_per_model_not_per_size():
     """At a study's size (8 models × 6 sizes flagged) the overview's floor sentence is a total per model and
     the size where most fell, not 48 clauses; the per-size counts stay on the Accuracy page."""
-    from pipeline.report.answer import FLOOR_PARTS, floor_sentence
+    from pipeline.report.stats.answer import FLOOR_PARTS, floor_sentence
 
     sizes, models = ["128", "256", "1024", "4096", "10000", "12288"], [f"m{i}" for i in range(8)]
     rows = [{"model": m, "sample_size": s, "status": "ok", "no_better_than_constant": k < (3 if s == "128" else 1)}
@@ -529,8 +531,8 @@ def test_published_figures_ship_with_the_package_and_match_the_shared_files(shar
 
 
 def test_accuracy_page_sets_published_figures_beside_ours(synth_db):
-    from pipeline.report.accuracy import published_table
     from pipeline.report.data import ReportData
+    from pipeline.report.pages.accuracy import published_table
 
     data = ReportData.load(synth_db)
     assert "None of this report&#x27;s datasets" in published_table(data)
@@ -554,24 +556,27 @@ def test_accuracy_page_sets_published_figures_beside_ours(synth_db):
     assert rf[6] == f"{expect.model}: {expect.score_mean:.3f} (all training rows)" and expect.model != lb.loc[on_test, "model"]
 
 
-def test_a_new_page_is_a_module_and_one_row_of_pages(synth_db, tmp_path, monkeypatch):
-    """A toy page added the way the report's own are: a builder and one PageSpec row. It is written, every
-    page links it in its header, and the overview describes it; nothing else was touched."""
+def test_a_new_page_is_a_module_that_declares_its_spec(synth_db, tmp_path, monkeypatch):
+    """A toy page added the way the report's own are: a builder and its PageSpec, declared once (file, link
+    label, title), in the site's list. It is written under its title, every page links it in its header, and
+    the overview describes it; nothing else was touched."""
     from pipeline.report import pages as pages_mod
     from pipeline.report.markup import Page
+    from pipeline.report.site import PageSpec
 
     def page_toy(data) -> Page:
-        p = Page("toy.html", "Toy")
+        p = spec.page()
         p.add(f"<p id='toy'>{len(data.models)} models</p>")
         return p
 
-    row = pages_mod.PageSpec("toy.html", "Toy page", "A page added by one row.", lambda s: page_toy(s.data))
-    monkeypatch.setattr(pages_mod, "PAGES", [*pages_mod.PAGES, row])
+    spec = PageSpec("toy.html", "Toy page", "A page added by one row.", lambda s: page_toy(s.data), title="Toy")
+    monkeypatch.setattr(pages_mod, "PAGES", [*pages_mod.PAGES, spec])
     out = tmp_path / "reports"
     pages_mod.write_report(synth_db, out)
-    assert "models</p>" in (out / "toy.html").read_text()
-    for spec in pages_mod.PAGES:
-        assert '<a href="toy.html"' in (out / spec.file).read_text(), spec.file
+    toy = (out / "toy.html").read_text()
+    assert "models</p>" in toy and "<h1>Toy</h1>" in toy and "<title>Toy · attnbench</title>" in toy
+    for each in pages_mod.PAGES:
+        assert '<a href="toy.html"' in (out / each.file).read_text(), each.file
     assert "A page added by one row." in (out / "index.html").read_text()
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipeline.report import claims, pick, standing
-from pipeline.report import crossover as xo
-from pipeline.report.answer import size_answer
+from pipeline.report.stats import claims, pick, standing
+from pipeline.report.stats import crossover as xo
+from pipeline.report.stats.answer import size_answer
 
 # size → model → (test, validation); three folds, a little apart
 POINTS = {
@@ -118,7 +118,7 @@ def test_the_best_attention_row_is_the_attention_model_validation_picked():
 def test_the_held_out_sign_check_picks_each_side_by_validation():
     """At the held-out size attention (0.83) is ahead of xgb (validation's pick, 0.80) and behind lgbm (the
     best on test, 0.86): the observed sign is +, which the prediction (+) gets right."""
-    from pipeline.report import projection
+    from pipeline.report.stats import projection
 
     row = {"dataset": "d", "split_key": "k", "from_n": 4096, "to_n": 12288}
     check = pd.DataFrame([

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipeline.report import projection
+from pipeline.report.stats import projection
 
 SIZES = (256, 1024, 4096, 12288)
 

@@ -13,9 +13,9 @@ import synthetic
 from synthetic import MODELS, Synth
 
 from pipeline.data.store import Store
-from pipeline.report.accuracy import standing
 from pipeline.report.data import ReportData
-from pipeline.report.pages import write_report
+from pipeline.report.pages import PAGES, write_report
+from pipeline.report.stats.ranking import ranking
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_an_entry_and_its_one_fold_copy_tie_on_every_task(one_fold_db: Path):
     assert (per_task["catboost"] - per_task["cb-fold0"]).abs().max() < 1e-12  # not 0.005 apart
     assert (lb.n_cells == 1).all() and not lb.is_best.any()
     data = ReportData.load(one_fold_db)
-    st = standing(data, "all").summary.set_index("model")
+    st = ranking(data, "all").summary.set_index("model")
     assert st.loc["catboost", "avg_rank"] == st.loc["cb-fold0", "avg_rank"]
     assert st.loc["catboost", "normalized_score"] == st.loc["cb-fold0", "normalized_score"]
 
@@ -54,6 +54,12 @@ def test_the_left_out_folds_are_listed_and_said(one_fold_db: Path, tmp_path: Pat
         html = (tmp_path / "reports" / page).read_text()
         assert "so 12 planned cells on splits only some of them planned" in html, page
         assert "synth: 12 cells of 2 models" in html, page
+    # The site says it once on every page that compares models (no page adds it by hand); the attention
+    # maps and the run details read every current result, and do not.
+    for spec in PAGES:
+        html = (tmp_path / "reports" / spec.file).read_text()
+        assert html.count("Compared on shared splits:") == (1 if spec.compares else 0), spec.file
+    assert {s.file for s in PAGES if not s.compares} == {"attention.html", "runs.html"}
 
 
 def test_a_file_whose_models_share_their_splits_says_nothing(tmp_path: Path):
@@ -80,7 +86,7 @@ def test_the_documented_query_lists_them(one_fold_db: Path):
 def test_a_model_that_ran_one_dataset_does_not_stand_for_its_family(tmp_path: Path):
     """'ft-alpha', an attention entry far better than FT-Transformer, ran alpha only: its mean over one task
     would make attention lead every size; FT-Transformer, which ran both datasets, stands for the family."""
-    from pipeline.report.answer import size_answer
+    from pipeline.report.stats.answer import size_answer
 
     s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")}
               | {"ft-alpha": ("ft_transformer", 0.95, 0.0, 2.0)})
@@ -92,9 +98,9 @@ def test_a_model_that_ran_one_dataset_does_not_stand_for_its_family(tmp_path: Pa
         assert (lead.model, lead.tasks_ran, a.leader) == ("ft_transformer", 2, "gradient boosting"), size
     # The Accuracy page's leaderboard: ranked first by its one task, it comes after the models that ran
     # both, and its Elo (from fewer games) is not coloured the best.
-    from pipeline.report.accuracy import summary_table
+    from pipeline.report.parts import summary_table
 
-    st = standing(data, "all")
+    st = ranking(data, "all")
     assert st.summary.model.tolist()[-1] == "ft-alpha" and st.summary.avg_rank.iloc[-1] < st.summary.avg_rank.iloc[0]
     assert st.summary.elo.iloc[-1] == st.summary.elo.max()  # its one game won: the highest Elo, not the best
     assert 'class="best"' not in summary_table(st, "t")  # the two that ran both tie: no one's colour
@@ -111,7 +117,7 @@ def test_a_model_that_ran_one_dataset_does_not_stand_for_its_family(tmp_path: Pa
 def test_a_family_member_with_no_score_yet_keeps_the_family_crossover(tmp_path: Path):
     """'ft-later', an attention entry planned everywhere and run nowhere yet (a tuned slice's cells to
     come): the attention family's crossover against boosting is still told on every dataset."""
-    from pipeline.report.answer import family_crossovers
+    from pipeline.report.stats.answer import family_crossovers
 
     s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")} | {"ft-later": MODELS["ft_transformer"]})
     s.missing = {(ds.name, size, fold, "ft-later") for ds in s.datasets for size in s.sizes for fold in s.folds}
@@ -122,7 +128,7 @@ def test_a_family_member_with_no_score_yet_keeps_the_family_crossover(tmp_path: 
 
 
 def test_the_report_orders_models_by_name_not_by_the_views_rows(tmp_path: Path):
-    """A tie in validation goes to the first model of a group (report/pick.py): that order is the models'
+    """A tie in validation goes to the first model of a group (report/stats/pick.py): that order is the models'
     names, so the same file reads the same whatever order a view returns its rows in."""
     s = Synth(models={k: MODELS[k] for k in ("xgboost", "mlp", "catboost")})
     data = ReportData.load(synthetic.build(tmp_path / "results.duckdb", s))
@@ -158,7 +164,7 @@ def test_cost_and_memory_are_over_the_compared_cells_too(one_fold_db: Path):
 def test_a_model_waiting_on_a_task_still_stands_for_its_family(tmp_path: Path):
     """'ft-next', planned on both datasets but not run yet on beta (a study in chunks), is not a model that
     ran fewer tasks: it stands for attention where validation picks it, and ranks among the others."""
-    from pipeline.report.answer import size_answer
+    from pipeline.report.stats.answer import size_answer
 
     s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")}
               | {"ft-next": ("ft_transformer", 0.95, 0.0, 2.0)})
@@ -166,7 +172,7 @@ def test_a_model_waiting_on_a_task_still_stands_for_its_family(tmp_path: Path):
     data = ReportData.load(synthetic.build(tmp_path / "results.duckdb", s))
     a = size_answer("all", data.cells[data.cells.sample_size == "all"], data.kinds)
     assert a.leaders["attention network"].model == "ft-next"
-    assert not standing(data, "all").summary.fewer_tasks.any()
+    assert not ranking(data, "all").summary.fewer_tasks.any()
 
 
 def test_cost_and_memory_list_a_model_of_fewer_tasks_last_and_say_why(tmp_path: Path):

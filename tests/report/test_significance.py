@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.report import significance as sig
+from pipeline.report.stats import significance as sig
 
 NAN = float("nan")
 

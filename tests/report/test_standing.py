@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipeline.report import standing
+from pipeline.report.stats import standing
 
 
 def cells(per_dataset: dict[str, dict[str, list[float]]], bound: set[tuple[str, str]] = frozenset(),

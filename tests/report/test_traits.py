@@ -10,7 +10,7 @@ import pandas as pd
 from pipeline.data import characteristics
 from pipeline.data.ingest import TARGET
 from pipeline.data.schema import SCHEMA
-from pipeline.report import traits
+from pipeline.report.stats import traits
 
 
 def test_a_forest_finds_the_noise_features_uninformative():

@@ -1,4 +1,4 @@
-"""Tuned beside defaults (pipeline.report.tuned, the tuning page): a file holding a model at its defaults
+"""Tuned beside defaults (pipeline.report.stats.tuned, the tuning page): a file holding a model at its defaults
 and searched sets the two side by side on the splits the searched entry ran, and each family's gap to
 boosting at defaults and tuned, split by split."""
 
@@ -12,9 +12,9 @@ import synthetic
 from synthetic import MODELS, Synth
 from tables import table_rows
 
-from pipeline.report import tuned as tn
 from pipeline.report.data import ReportData
 from pipeline.report.pages import write_report
+from pipeline.report.stats import tuned as tn
 
 DEFAULTS = ("xgboost", "catboost", "ft_transformer")
 

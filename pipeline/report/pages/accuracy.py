@@ -4,173 +4,23 @@ difference."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import pandas as pd
 
 from pipeline.records import Status
-from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report import pick
-from pipeline.report import significance as sig
 from pipeline.report.data import ReportData, size_label
-from pipeline.report.elo import EloResult
-from pipeline.report.elo import elo as elo_ratings
 from pipeline.report.markup import Page, cell, coverage_class, esc, note, num, table
-from pipeline.report.standing import MARGIN
+from pipeline.report.parts import bound_text, elo_figure, summary_table
+from pipeline.report.site import PageSpec
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats import pick
+from pipeline.report.stats import significance as sig
+from pipeline.report.stats.ranking import ELO_BOOTSTRAP, Ranking, searched_cells
+from pipeline.report.stats.standing import MARGIN
 
-ELO_BOOTSTRAP = 200  # task resamples behind each Elo interval
-
-
-@dataclass
-class Standing:
-    """The aggregates of one sample size, over its tasks."""
-
-    size: str
-    scores: pd.DataFrame  # task × model
-    summary: pd.DataFrame  # one row per model
-    win_rates: pd.DataFrame
-    matches: pd.DataFrame
-    elo: EloResult
-    cd: agg.CriticalDifference
-    ran: pd.DataFrame  # task × model: True where the model ran the task (agg.task_ran)
-    hardware_note: str = ""  # what † on a model's timings means (ReportData.hardware_note)
-    other_hardware: frozenset[str] = frozenset()  # the models whose timings another machine took
-    in_context: frozenset[str] = frozenset()  # the in-context models (their family says so)
-
-    @property
-    def fewer(self) -> frozenset[str]:
-        """The models planned on fewer of the size's tasks than the others: listed and drawn after them."""
-        return frozenset(self.summary.model[self.summary.fewer_tasks])
-
-    @property
-    def uneven(self) -> bool:
-        """Some model did not run every task: its figures rest on fewer tasks than another's."""
-        return bool(len(self.ran)) and not bool(self.ran.to_numpy().all())
-
-
-def searched_cells(data: ReportData) -> set[str]:
-    """The cells whose search scored more than one configuration: only there is a tuned result other than
-    the default (the first trial), so only there is tuned − default a comparison."""
-    t = data.trials
-    return set(t.cell_id[t.n_configs > 1]) if len(t) else set()
-
-
-def standing(data: ReportData, size: str) -> Standing:
-    cells = data.cells[data.cells.sample_size == size]
-    scores = agg.task_scores(cells)
-    ran = agg.task_ran(cells)
-    cov = agg.coverage(cells).set_index("model")
-    r = agg.ranks(scores, ran)
-    norm = agg.normalized_scores(scores, ran=ran)
-    wins, n = agg.pairwise_wins(scores, ran)
-    elo = elo_ratings(scores, n_bootstrap=ELO_BOOTSTRAP, ran=ran)
-    summary = pd.DataFrame({"model": scores.columns, "avg_rank": r.mean().to_numpy(),
-                            "normalized_score": norm.mean().to_numpy(),
-                            "tasks_scored": scores.notna().sum().to_numpy()})
-    summary = summary.merge(elo.table.drop(columns="n_tasks"), on="model").join(cov, on="model")
-    summary["family"] = summary.model.map(data.family)
-    summary["improvability"] = summary.model.map(agg.improvability(scores, ran))
-    ok = cells[cells.status == Status.OK]
-    per_model = cells.groupby("model").agg(epochs_bound=("epochs_bound", "sum"), search_bound=("search_bound", "sum"),
-                                           no_better=("no_better_than_constant", "sum"))
-    per_model = per_model.join(ok.groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean())
-    searched = ok[ok.cell_id.isin(searched_cells(data))]
-    default = searched.pivot_table(index=agg.TASK, columns="model", values="default_score", aggfunc="mean")
-    tuned = searched.pivot_table(index=agg.TASK, columns="model", values="score", aggfunc="mean")
-    gain = (tuned - default.reindex_like(tuned))
-    per_model["tuning_gain"] = gain.mean()
-    per_model["tuning_helped"] = (gain > MARGIN).sum()  # by more than the standings' margin: closer is level
-    per_model["tuning_compared"] = gain.notna().sum()
-    summary = summary.join(per_model, on="model")
-    counts = ["epochs_bound", "search_bound", "no_better", "tuning_helped", "tuning_compared"]  # none where nothing finished
-    summary[counts] = summary[counts].fillna(0).astype(int)
-    # The models that are planned on the most of the size's tasks first: a rank over fewer tasks is not set above them;
-    # the critical difference compares those (one that ran a task of eight would leave it one common task).
-    planned = summary.model.map(agg.tasks_planned(cells))
-    summary["fewer_tasks"] = planned < planned.max()
-    full = summary.model[~summary.fewer_tasks].tolist()
-    summary = summary.sort_values(["fewer_tasks", "avg_rank"], ignore_index=True)
-    return Standing(size, scores, summary, wins / n.where(n > 0), n, elo,
-                    agg.critical_difference(scores[full], ran=ran[full]), ran, data.hardware_note(),
-                    frozenset(data.other_hardware), data.in_context)
-
-
-def coverage_text(r: pd.Series) -> str:
-    parts = [agg.ran_text(r.tasks, r.tasks_total)] + ([f"{r.tasks_ok}/{r.tasks} complete"] if r.tasks else [])
-    for key, word in (("tasks_partial", "partly failed"), ("tasks_unfinished", "partly run"), ("tasks_failed", "failed"),
-                      ("tasks_missing", "not run yet")):
-        if r[key]:
-            parts.append(f"{r[key]} {word}")
-    return ", ".join(parts)
-
-
-def bound_text(epochs: int, search: int) -> str:
-    """The budget-bound flag of a model or cell: '' when neither budget ran out."""
-    parts = []
-    if epochs:
-        parts.append(f"⚑ last epoch ×{int(epochs)}")
-    if search:
-        parts.append(f"⚑ last trial ×{int(search)}")
-    return " · ".join(parts)
-
-
-BOUND_NOTE = ("⚑ budget-bound: 'last epoch' counts cells whose selected trial kept its last epoch (boosting: its "
-              "last round) when it ran out of epochs, rounds or time, i.e. it was still improving; 'last trial' "
-              "counts cells whose best configuration was the search's last trial. Either may rank higher with "
-              "a larger budget.")
-
-
-def elo_figure(st: Standing, style: figs.Style) -> Any:
-    """The Elo figure of a standing, its models planned on fewer tasks drawn below the others, as the
-    table lists them last (:func:`pipeline.report.figures.elo_plot`)."""
-    return figs.elo_plot(st.elo.table, style, st.elo.level, st.fewer)
-
-
-def summary_table(st: Standing, table_id: str) -> str:
-    rows = []
-    # The highest Elo is coloured only when one model has it: a tie is no one's win.
-    # ... and only among the models that are planned on the most of the tasks (a model's Elo from fewer games is not a win)
-    full = st.summary[~st.summary.fewer_tasks]
-    at_top = full.elo >= full.elo.max() - 1e-6
-    best_elo = full.elo.max() if at_top.sum() == 1 else None
-    for r in st.summary.itertuples(index=False):
-        s = pd.Series(r._asdict())
-        elo_txt = f"{num(r.elo, '.0f')} [{num(r.elo_low, '.0f')}, {num(r.elo_high, '.0f')}]"
-        incomplete = r.tasks_ok < r.tasks or bool(r.tasks_missing)
-        gain = cell(f"{num(r.tuning_gain, '+.3f')} ({int(r.tuning_helped)}/{int(r.tuning_compared)} tasks)"
-                    if r.tuning_compared else "—",
-                    title="" if r.tuning_compared else "one trial per cell (its default): no search to compare")
-        bound = bound_text(r.epochs_bound, r.search_bound)
-        rows.append([cell(f"{r.model} †" if r.model in st.other_hardware else r.model), cell(r.family + (" · in-context" if r.model in st.in_context else "")),
-                     cell(num(r.avg_rank, ".2f")), cell(num(r.normalized_score, ".3f")),
-                     cell(elo_txt, "best" if best_elo is not None and r.elo == best_elo and not r.fewer_tasks else ""),
-                     cell(num(100 * r.improvability, ".1f") + "%" if not pd.isna(r.improvability) else "—"),
-                     gain, cell(num(r.train_s_per_1k, ".3g")), cell(num(r.predict_s_per_1k, ".3g")),
-                     cell(bound or "—", "partial" if bound else ""),
-                     cell(f"⊘ {int(r.no_better)}" if r.no_better else "0", "missing" if r.no_better else "",
-                          "finished cells that scored no better than the constant predictor"),
-                     cell(coverage_text(s), "partial" if incomplete else ""),
-                     cell(f"{r.cells_ok}/{r.cells}" + (f" ({r.cells_failed} failed, {r.cells_missing} not run yet)"
-                                                       if r.cells_ok < r.cells else ""),
-                          "partial" if r.cells_ok < r.cells else "")])
-    return (table(["model", "family", "average rank", "normalised score", f"Elo [{st.elo.level:.0%} CI]",
-                   "improvability", "tuned − default test score", "train s / 1K rows", "predict s / 1K rows",
-                   "budget-bound", "≤ constant predictor (cells)", "coverage (tasks)", "cells ok"], rows, table_id)
-            + note("Sorted by average rank, the models planned on the most of the tasks first (a rank, or an Elo, over "
-                   "fewer tasks is listed after them and never coloured the best). Coverage: the tasks the model ran "
-                   "of this table's tasks; a model never "
-                   "planned on a task is left out of it, not scored 0. Improvability: how much lower the best model's error is than this "
-                   "model's, as a share of its own, averaged over tasks (0% = best everywhere; TabArena). "
-                   "Tuned − default: mean test-score gain of the selected configuration over the default one "
-                   f"(the search's first trial), with the tasks where tuning helped (by more than {MARGIN}: closer "
-                   "is level), over the cells whose search "
-                   "scored more than one configuration (— where none did: one trial is the default). Time per 1,000 rows: the "
-                   "selected trial's training time per 1,000 training rows, and prediction time per 1,000 "
-                   "rows. ≤ constant predictor: finished cells that scored no better than the majority class "
-                   "or the training mean on the same split (the model learned nothing there). " + BOUND_NOTE
-                   + (" " + st.hardware_note if st.hardware_note else "")))
+SPEC = PageSpec("accuracy.html", "Accuracy",
+                "Per-dataset scores, average rank, normalised score, win rates, Elo, critical difference.",
+                lambda s: page_accuracy(s.data, s.rankings))
 
 
 def not_applicable_table(data: ReportData) -> str:
@@ -384,8 +234,8 @@ def published_table(data: ReportData) -> str:
                    "comparison."))
 
 
-def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
-    p = Page("accuracy.html", "Accuracy")
+def page_accuracy(data: ReportData, rankings: dict[str, Ranking]) -> Page:
+    p = SPEC.page()
     p.card("Test score of the best-on-validation configuration of each model: accuracy for classification, R² "
            "for regression; mean ± std over folds and subset seeds. A task is one dataset split one way at one "
            "training size, whichever suite ran it. Failed or missing cells are never dropped: the tables show "
@@ -399,14 +249,13 @@ def page_accuracy(data: ReportData, standings: dict[str, Standing]) -> Page:
            "keeps a model that loses every game finite but far below), mean 1000, "
            f"{ELO_BOOTSTRAP} bootstrap resamples of tasks. Critical difference: Friedman test and Nemenyi "
            "post-hoc (Demšar, 2006), α = 0.05, over the tasks every model ran, of the models planned on the most tasks.")
-    if not standings:
+    if not rankings:
         p.add(note("No results yet."))
         return p
-    if data.unshared_note():
-        p.add(note(data.unshared_note()))
-    p.add('<p class="toc">' + "".join(f'<a href="#size-{esc(s)}">{esc(size_label(s))}</a>' for s in standings) + "</p>")
+    p.shared_notes_here()  # the notes every page shares (the site adds them) go here, under the lead
+    p.add('<p class="toc">' + "".join(f'<a href="#size-{esc(s)}">{esc(size_label(s))}</a>' for s in rankings) + "</p>")
     style = data.style()
-    for size, st in standings.items():
+    for size, st in rankings.items():
         p.h2(f"Training size: {size_label(size)}", f"size-{size}")
         p.h3("Per dataset")
         p.add(per_dataset_table(data, size, f"table-datasets-{size}"))

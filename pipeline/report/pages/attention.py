@@ -7,10 +7,16 @@ import json
 import numpy as np
 import pandas as pd
 
-from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, note
+from pipeline.report.site import PageSpec
+from pipeline.report.stats import aggregate as agg
+
+# the maps read every current result, not the compared cells: no shared-splits note
+SPEC = PageSpec("attention.html", "Attention maps", "Mean feature-to-feature attention maps per dataset and model.",
+                lambda s: page_attention(s.data), compares=False)
+
 
 MAX_ATTENTION_FEATURES = 60  # wider maps show the features that receive the most attention
 MeanMap = tuple[str, str, str, str, list[str], np.ndarray, int]
@@ -33,7 +39,7 @@ def mean_maps(att: pd.DataFrame) -> list[MeanMap]:
 
 
 def page_attention(data: ReportData) -> Page:
-    p = Page("attention.html", "Attention maps")
+    p = SPEC.page()
     p.card("Mean feature-to-feature attention of each attention model, averaged over heads, layers and test rows "
            "by the model, and here over folds and seeds at the largest training size run. Row = the attending "
            "(query) feature, column = the attended (key) feature. Colour shows each weight as a multiple of "

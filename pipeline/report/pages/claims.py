@@ -1,19 +1,22 @@
 """The claims page: the design notes' claims, each with its verdict, effect, interval and cells (the
-verdicts themselves are :mod:`pipeline.report.claims`)."""
+verdicts themselves are :mod:`pipeline.report.stats.claims`)."""
 
 from __future__ import annotations
 
-from pipeline.report import claims as claims_mod
 from pipeline.report.data import ReportData
 from pipeline.report.markup import Page, cell, esc, note, table
+from pipeline.report.site import PageSpec
+from pipeline.report.stats import claims as claims_mod
+
+SPEC = PageSpec("claims.html", "Claims", "The design notes' five claims, each with a verdict, its effect, interval and cells.",
+                lambda s: page_claims(s.data))
+
 
 VERDICT_CLASS = {claims_mod.SUPPORTED: "best", claims_mod.CONTRADICTED: "missing", claims_mod.THIN: "partial"}
 
 
 def page_claims(data: ReportData) -> Page:
-    p = Page("claims.html", "Claims")
-    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
-        p.add(note(data.unshared_note()))
+    p = SPEC.page()
     p.card("Five claims from the design notes behind these architectures, tested on the results in this file "
            "rather than assumed. Each gets an effect with a 95% interval and the comparisons behind it: "
            "supported when the interval lies on the claim's side, contradicted when it lies on the other, and "

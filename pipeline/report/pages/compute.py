@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.accuracy import Standing
 from pipeline.report.data import ReportData, fewer_tasks_note, per_model, size_label
 from pipeline.report.markup import Page, cell, note, num, table
+from pipeline.report.site import PageSpec
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats.ranking import Ranking
+
+SPEC = PageSpec("compute.html", "Compute", "Train time, inference speed, FLOPs, parameters, GPU-hours; score/time Pareto front.",
+                lambda s: page_compute(s.data, s.rankings))
 
 
-def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
-    p = Page("compute.html", "Compute")
-    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
-        p.add(note(data.unshared_note()))
+def page_compute(data: ReportData, rankings: dict[str, Ranking]) -> Page:
+    p = SPEC.page()
     p.card("Per model, means over the (dataset, training size) rows of the compute view, cells that finished ok: "
            "train time of the selected trial, and per 1,000 training rows; the whole search's time (its trials' own "
            "run times, summed); prediction time per 1,000 rows and rows per second; forward FLOPs per row "
@@ -60,9 +62,9 @@ def page_compute(data: ReportData, standings: dict[str, Standing]) -> Page:
                              units={"train_s_per_1k": "s", "search_seconds": "s", "predict_s_per_1k": "s"}),
              "fig-compute-bars")
     size = data.headline_size
-    if size in standings:
+    if size in rankings:
         at = c[c.sample_size == size].groupby("model")[["train_s_per_1k", "predict_s_per_1k"]].mean()
-        pts = standings[size].summary[["model", "normalized_score"]].join(at, on="model")
+        pts = rankings[size].summary[["model", "normalized_score"]].join(at, on="model")
         for col, what, fig_id in (("train_s_per_1k", "train", "fig-pareto"),
                                   ("predict_s_per_1k", "predict", "fig-pareto-predict")):
             p.h2(f"Score against {what} time ({size_label(size)})", fig_id.removeprefix("fig-"))

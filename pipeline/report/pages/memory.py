@@ -5,12 +5,14 @@ from __future__ import annotations
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, fewer_tasks_note, per_model
 from pipeline.report.markup import Page, cell, note, num, table
+from pipeline.report.site import PageSpec
+
+SPEC = PageSpec("memory.html", "Memory", "Peak CPU and GPU memory, and its growth with the number of features.",
+                lambda s: page_memory(s.data))
 
 
 def page_memory(data: ReportData) -> Page:
-    p = Page("memory.html", "Memory")
-    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
-        p.add(note(data.unshared_note()))
+    p = SPEC.page()
     p.card("What is measured: the peak memory that training the selected trial of each cell needed, the same way "
            "for every model. CPU: the kernel's high-water mark of the worker process's resident memory during the "
            "fit, less its resident memory when the fit began; before each fit the worker returns the memory its "

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, families
 from pipeline.records import Status
-from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report.accuracy import BOUND_NOTE, Standing, bound_text, elo_figure, summary_table
-from pipeline.report.answer import (
+from pipeline.report.data import ReportData, dataset_anchor, size_label
+from pipeline.report.markup import Cell, Page, cell, esc, note, num, raw, table
+from pipeline.report.parts import BOUND_NOTE, bound_text, elo_figure, summary_table
+from pipeline.report.site import PageSpec
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats.answer import (
     SizeAnswer,
     crossover_text,
     family_crossovers,
@@ -16,9 +19,12 @@ from pipeline.report.answer import (
     size_answer,
     summary_sentences,
 )
-from pipeline.report.data import ReportData, dataset_anchor, size_label
-from pipeline.report.markup import Cell, Page, cell, esc, note, num, raw, table
-from pipeline.report.standing import MARGIN
+from pipeline.report.stats.ranking import Ranking
+from pipeline.report.stats.standing import MARGIN
+
+SPEC = PageSpec("index.html", "Overview", "The answer by training size, the headline leaderboard.",
+                lambda s: page_index(s.data, s.rankings, [(p.label, p.file, p.description) for p in s.pages]),
+                title="attnbench report")
 
 
 def family_cell(a: SizeAnswer, family: str) -> Cell:
@@ -82,8 +88,7 @@ def overview_answer(p: Page, data: ReportData) -> None:
     caveats = [(m, n) for m, n in data.model_notes().items() if n]
     if caveats:
         p.add(note("Where a model leaves the shared protocol: " + "; ".join(f"{m}: {n.rstrip('.')}" for m, n in caveats) + "."))
-    if data.unshared_note():
-        p.add(note(data.unshared_note()))
+    p.shared_notes_here()  # the notes every page shares (the site adds them) go here, under the answer's own
     p.h3("Cost per 1,000 rows")
     rows = []
     for a in answers:
@@ -118,9 +123,9 @@ def overview_answer(p: Page, data: ReportData) -> None:
                    f"are within {MARGIN} there; no crossover is given from one training size."))
 
 
-def page_index(data: ReportData, standings: dict[str, Standing], pages: list[tuple[str, str, str]]) -> Page:
+def page_index(data: ReportData, rankings: dict[str, Ranking], pages: list[tuple[str, str, str]]) -> Page:
     """The overview; ``pages``: every other page's (label, file, description), linked at its end."""
-    p = Page("index.html", "attnbench report")
+    p = SPEC.page()
     c = data.cells
     n_ok = int((c.status == Status.OK).sum()) if len(c) else 0
     n_missing = int((c.status == Status.MISSING).sum()) if len(c) else 0
@@ -135,11 +140,11 @@ def page_index(data: ReportData, standings: dict[str, Standing], pages: list[tup
         f'<div class="card"><div class="note">{esc(k)}</div><div class="stat">{esc(v)}</div></div>'
         for k, v in stats) + "</div>")
     size = data.headline_size
-    if size is None or size not in standings:
+    if size is None or size not in rankings:
         p.add(note("No results yet: run `attnbench run` to fill the database."))
     else:
         overview_answer(p, data)
-        st = standings[size]
+        st = rankings[size]
         p.h2(f"Leaderboard ({size_label(size)}, {len(st.scores)} tasks)", "leaderboard")
         p.add(summary_table(st, "table-headline"))
         p.figure(elo_figure(st, data.style()), "fig-index-elo")

@@ -7,9 +7,14 @@ import json
 
 import pandas as pd
 
-from pipeline.report import aggregate as agg
 from pipeline.report.data import ReportData
 from pipeline.report.markup import Page, cell, esc, note, num, raw, table
+from pipeline.report.site import PageSpec
+from pipeline.report.stats import aggregate as agg
+
+# runs, trials and failures read every current result, not the compared cells: no shared-splits note
+SPEC = PageSpec("runs.html", "Run details", "Suites, versions, hardware, trial counts and every failure with its error.",
+                lambda s: page_runs(s.data), compares=False)
 
 
 def json_table(text: object) -> str:
@@ -36,7 +41,7 @@ def hours(value: object) -> str:
 
 
 def page_runs(data: ReportData) -> Page:
-    p = Page("runs.html", "Run details")
+    p = SPEC.page()
     p.h2("Runs", "runs")
     cols = ["run_id", "suite", "status", "started_at", "finished_at", "git_rev", "n_cells", "n_done", "n_failed",
             "n_skipped"]

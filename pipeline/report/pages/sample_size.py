@@ -10,19 +10,23 @@ import numpy as np
 import pandas as pd
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, families, models_of_family
-from pipeline.report import aggregate as agg
-from pipeline.report import claims as claims_mod
-from pipeline.report import crossover as crossover_mod
 from pipeline.report import figures as figs
-from pipeline.report import pick
-from pipeline.report import projection as projection_mod
-from pipeline.report import significance as sig
-from pipeline.report import standing as standing_mod
-from pipeline.report import traits as traits_mod
-from pipeline.report.accuracy import bound_text
-from pipeline.report.answer import crossover_text, still_improving
 from pipeline.report.data import ReportData, dataset_anchor, size_label
 from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, table
+from pipeline.report.parts import bound_text
+from pipeline.report.site import PageSpec
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats import claims as claims_mod
+from pipeline.report.stats import crossover as crossover_mod
+from pipeline.report.stats import pick
+from pipeline.report.stats import projection as projection_mod
+from pipeline.report.stats import significance as sig
+from pipeline.report.stats import standing as standing_mod
+from pipeline.report.stats import traits as traits_mod
+from pipeline.report.stats.answer import crossover_text, still_improving
+
+SPEC = PageSpec("sample_size.html", "Sample size", "Test score against training size; where attention overtakes boosting.",
+                lambda s: page_sample_size(s.data), title="Sample-size sensitivity")
 
 
 def crossover_test(data: ReportData, r: Any) -> str:
@@ -38,9 +42,7 @@ FALLS_SHOWN = 10  # the ill-behaved curve points named one by one, largest drop 
 
 
 def page_sample_size(data: ReportData) -> Page:
-    p = Page("sample_size.html", "Sample-size sensitivity")
-    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
-        p.add(note(data.unshared_note()))
+    p = SPEC.page()
     p.card("Test score of each model against the number of training rows. Per dataset: the mean over folds "
            "and subset seeds, with its 95% confidence interval as a band where two or more splits finished; a "
            "size where a model has no score is a gap in its line. The crossover size is the smallest training "
@@ -169,7 +171,7 @@ def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
 
 def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[str], kinds: dict[str, str]) -> str:
     """How often the best model of each family but boosting beat the best boosting model below the
-    reference size (each family's best at a point picked by validation, :mod:`pipeline.report.pick`)."""
+    reference size (each family's best at a point picked by validation, :mod:`pipeline.report.stats.pick`)."""
     below = curves[curves.n_train < claims_mod.REFERENCE_ROWS]
     wide = below.pivot_table(index=agg.TASK, columns="model", values="score_mean")
     val = below.pivot_table(index=agg.TASK, columns="model", values="val_mean").reindex_like(wide)
@@ -194,7 +196,7 @@ def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[
 
 def projection_section(p: Page, data: ReportData, attention: list[str], incumbents: list[str]) -> None:
     """Where the best attention model is behind at the largest size: the crossover its fitted learning curve
-    projects beyond it (:mod:`pipeline.report.projection`), shown only beside the check of how well such a
+    projects beyond it (:mod:`pipeline.report.stats.projection`), shown only beside the check of how well such a
     fit predicted a held-out largest size on these same results."""
     p.h2("Projected crossovers beyond the largest size", "projection")
     check = projection_mod.holdout_check(data.cells, [*attention, *incumbents])
@@ -245,7 +247,7 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
 
 def standing_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
     """Per dataset at the largest size both kinds ran: the best attention model ahead of, level with or
-    behind the best boosting model (:mod:`pipeline.report.standing`), and the same over datasets."""
+    behind the best boosting model (:mod:`pipeline.report.stats.standing`), and the same over datasets."""
     p.h2("Where attention stands, per dataset", "standing")
     if table_.empty:
         p.add(note("Needs an attention model and a boosting model with scores on the same dataset."))

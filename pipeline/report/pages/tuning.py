@@ -1,5 +1,5 @@
 """The tuning-budget page: tuned entries beside the same models at their defaults, where a results file
-holds both (:mod:`pipeline.report.tuned`); then the best validation score, and the selected
+holds both (:mod:`pipeline.report.stats.tuned`); then the best validation score, and the selected
 configuration's test score, against the number of trials and the seconds they took."""
 
 from __future__ import annotations
@@ -8,18 +8,21 @@ import pandas as pd
 
 from pipeline.data.views import N_SHUFFLES
 from pipeline.models.kinds import BOOSTING, families
-from pipeline.report import aggregate as agg
 from pipeline.report import figures as figs
-from pipeline.report import tuned as tn
 from pipeline.report.data import ReportData, size_label
 from pipeline.report.markup import Page, cell, note, num, table
-from pipeline.report.standing import MARGIN
+from pipeline.report.site import PageSpec
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats import tuned as tn
+from pipeline.report.stats.standing import MARGIN
+
+SPEC = PageSpec("tuning.html", "Tuning budget",
+                "Best validation score, and the selected configuration's test score, against trials and seconds.",
+                lambda s: page_tuning(s.data))
 
 
 def page_tuning(data: ReportData) -> Page:
-    p = Page("tuning.html", "Tuning budget")
-    if data.unshared_note():  # a merged file whose models ran different folds of a task: said on every page
-        p.add(note(data.unshared_note()))
+    p = SPEC.page()
     p.card("Best validation score found after the first n trials of a model's search, as a function of "
            "n and of the compute seconds those trials took, and the test score of the configuration that "
            "validation selects after n trials (Grinsztajn et al., 2022). Trial 1 is always the "

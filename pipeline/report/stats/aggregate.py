@@ -1,5 +1,5 @@
 """Aggregates behind the report: ranks, normalised scores, win rates, critical differences, crossover
-sizes and tuning curves (Elo ratings: :mod:`pipeline.report.elo`). Pure pandas/numpy/scipy on frames read from the SQL views.
+sizes and tuning curves (Elo ratings: :mod:`pipeline.report.stats.elo`). Pure pandas/numpy/scipy on frames read from the SQL views.
 
 The unit of comparison is a *task*: one (dataset, split_key, sample_size), whichever suite ran it. A
 model's score on a task is its mean test score over the splits (folds × subset seeds) it finished.
@@ -31,7 +31,7 @@ SPLIT = [*TASK, "repeat", "fold", "seed"]
 def task_scores(cells: pd.DataFrame, column: str = "score") -> pd.DataFrame:
     """Task × model matrix of mean scores over ok splits; NaN where a model has no ok split (failed,
     missing, or not run: :func:`task_ran` tells the last apart). ``column="val_score"``: the same of the
-    validation scores (what picks a group's best, :mod:`pipeline.report.pick`).
+    validation scores (what picks a group's best, :mod:`pipeline.report.stats.pick`).
 
     ``cells`` has the columns of the ``expected_cells`` view (one row per expected cell, ``score``
     NULL unless the cell is ok).

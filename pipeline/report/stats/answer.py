@@ -5,7 +5,7 @@ say all of that with its coverage. A model's family is its stored kind (``model_
 results files keep their families when models are renamed or removed.
 
 A family's representative at a size is, of its models planned on the most of that size's tasks, the one
-with the highest mean normalised validation score over them (:mod:`pipeline.report.pick`: the test set chooses nothing); what the
+with the highest mean normalised validation score over them (:mod:`pipeline.report.stats.pick`: the test set chooses nothing); what the
 tables show of it is its test scores (of the configurations validation selected), normalised alike. A family
 leads a size when its mean is more than 0.005 of normalised score above every other's; closer, they tie. Head-to-head
 records compare representatives task by task over the tasks both ran, as won / tied / lost (scores
@@ -23,10 +23,10 @@ import pandas as pd
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, families, models_of_family
 from pipeline.records import Status
-from pipeline.report import aggregate as agg
-from pipeline.report import crossover as cross
-from pipeline.report import pick
-from pipeline.report.standing import MARGIN
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats import crossover as cross
+from pipeline.report.stats import pick
+from pipeline.report.stats.standing import MARGIN
 
 FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
 
@@ -155,7 +155,7 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
 def family_crossovers(curves: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
     """Per dataset, the size from which the best model of each family but boosting (the best of its
     family at every size) beats the best boosting model for good: the columns of
-    :func:`pipeline.report.aggregate.crossover` with ``family`` instead of ``model``."""
+    :func:`pipeline.report.stats.aggregate.crossover` with ``family`` instead of ``model``."""
     boosting = models_of_family(kinds, BOOSTING)
     parts = []
     for family in families(kinds):
@@ -179,7 +179,7 @@ def still_improving(r: Any) -> bool:
 
 
 def crossover_text(r: Any) -> str:
-    """A crossover row (of :func:`family_crossovers` or :func:`pipeline.report.aggregate.crossover`) in
+    """A crossover row (of :func:`family_crossovers` or :func:`pipeline.report.stats.aggregate.crossover`) in
     words; a verdict resting on one split says so."""
     one = " — one split" if getattr(r, "n_splits", 2) == 1 else ""
     if r.verdict == "one size":

@@ -21,8 +21,8 @@ from scipy import stats
 
 from pipeline.models.kinds import models_of_kind
 from pipeline.records import Status
-from pipeline.report import pick, standing
-from pipeline.report.aggregate import SPLIT, wilson
+from pipeline.report.stats import pick, standing
+from pipeline.report.stats.aggregate import SPLIT, wilson
 
 REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
 MIN_PAIRS = 3  # fewer comparisons than this: not enough data, whatever the interval says
@@ -146,9 +146,9 @@ def _why(c: Claim, what: str) -> str:
 def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.DataFrame) -> Claim:
     """Claim 1, in two halves with a verdict each. Below REFERENCE_ROWS: the share of (dataset, size)
     points where the best boosting model beats the best attention model (each side's best picked by
-    validation score, :mod:`pipeline.report.pick`) by more than ``standing.MARGIN`` (supported above 50%;
+    validation score, :mod:`pipeline.report.stats.pick`) by more than ``standing.MARGIN`` (supported above 50%;
     closer is a tie, which counts half). At or above, per dataset rather than per raw win
-    (:mod:`pipeline.report.standing` on ``cells``, the expected cells with their folds): at each dataset's
+    (:mod:`pipeline.report.stats.standing` on ``cells``, the expected cells with their folds): at each dataset's
     largest size at or above
     REFERENCE_ROWS, attention is ahead, level or behind; the effect is the mean over the compared datasets
     of (best attention − best boosting) with its 95% interval. Attention caught up (supported) when that

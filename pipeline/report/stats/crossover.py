@@ -13,8 +13,8 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.records import Status
-from pipeline.report import pick
-from pipeline.report.standing import MARGIN
+from pipeline.report.stats import pick
+from pipeline.report.stats.standing import MARGIN
 
 CROSSOVER_COLUMNS = ["dataset", "split_key", "model", "verdict", "crossover_n", "behind_at", "before", "n_sizes",
                      "ahead_everywhere", "at_size", "at_n", "challenger_at", "incumbent_at", "n_splits", "bound"]
@@ -26,7 +26,7 @@ def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str
     """Per dataset and challenger: the training size from which it beats the best incumbent for good.
 
     ``curves`` has the columns of the ``learning_curves`` view. At each size the best incumbent is the
-    incumbent (boosting) model with the highest mean validation score (:mod:`pipeline.report.pick`), and
+    incumbent (boosting) model with the highest mean validation score (:mod:`pipeline.report.stats.pick`), and
     its mean test score is compared. ``verdict``:
 
     - ``one size``: the two were compared at one size only: no crossover can be told (none is given);

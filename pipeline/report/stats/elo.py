@@ -1,5 +1,5 @@
 """Elo ratings as TabArena computes them: Bradley–Terry strengths from the pairwise task outcomes of
-:mod:`pipeline.report.aggregate` (one game per pair per task both models ran, a tie half a win each way),
+:mod:`pipeline.report.stats.aggregate` (one game per pair per task both models ran, a tie half a win each way),
 mean 1000, with a bootstrap interval over tasks."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pipeline.report.aggregate import pairwise_wins, ran_mask
+from pipeline.report.stats.aggregate import pairwise_wins, ran_mask
 
 ELO_BASE = 1000.0
 ELO_SCALE = 400.0 / np.log(10.0)  # Elo points per unit of log-strength

@@ -13,7 +13,7 @@ import pandas as pd
 from pipeline.ensemble import caruana
 from pipeline.metrics import headline
 from pipeline.predictions import decode, target
-from pipeline.report.aggregate import SPLIT
+from pipeline.report.stats.aggregate import SPLIT
 
 # pooled: False for a cell's own trials, True for all the trials of a family's models on a split
 COLUMNS = [*SPLIT, "task_type", "model", "pooled", "score", "val_score", "members", "candidates", "selected_score"]

@@ -4,7 +4,7 @@ be trusted on the same results.
 A learning curve is fitted as the power law ``score(n) = a − b·n^(−c)`` (c > 0; LCDB's pow3), by least
 squares on the mean score at each size, for ``c`` on a grid (``a`` and ``b`` are then linear). Where the
 best attention model is behind the best boosting model at the largest size both ran (each side's best
-picked by its validation score there, :mod:`pipeline.report.pick`), the two models' fitted curves are
+picked by its validation score there, :mod:`pipeline.report.stats.pick`), the two models' fitted curves are
 followed up to ``REACH`` × that size; the
 projected crossover is the first n where attention's is above. Its interval comes from the folds,
 resampled with replacement and fitted again, as the crossover's own interval does.
@@ -22,9 +22,9 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from pipeline.report import pick
-from pipeline.report.crossover import fold_grids
-from pipeline.report.standing import MARGIN
+from pipeline.report.stats import pick
+from pipeline.report.stats.crossover import fold_grids
+from pipeline.report.stats.standing import MARGIN
 
 EXPONENTS = np.geomspace(0.02, 3.0, 64)  # the power law's c, searched on this grid
 REACH = 10.0  # how far beyond the largest size a crossover is projected, as a multiple of it
@@ -99,7 +99,7 @@ def projected_crossovers(cells: pd.DataFrame, challengers: dict[str, list[str]],
     means); ``low``/``high`` the 2.5 and 97.5 percentiles over the ``n_boot`` resamples of the folds that
     could be projected (``inf`` ends: none within reach), ``p_none`` the share of them with none; ``gap``
     the observed challenger − incumbent mean at ``largest_n``. One fold: no interval (NaN). ``cells`` as
-    :func:`pipeline.report.crossover.crossover_intervals` takes them."""
+    :func:`pipeline.report.stats.crossover.crossover_intervals` takes them."""
     rows = []
     for (dataset, split_key), (folds, n_rows, models, grid, vgrid) in fold_grids(cells):
         inc = [models.index(m) for m in incumbents if m in models]

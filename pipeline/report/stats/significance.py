@@ -10,7 +10,7 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.records import Status
-from pipeline.report.aggregate import TASK
+from pipeline.report.stats.aggregate import TASK
 
 ALPHA = 0.05
 # The two-sided exact Wilcoxon signed-rank test's smallest p-value with n pairs is 2 / 2^n: below 6

@@ -3,7 +3,7 @@ attention model against the best boosting model, fold by fold, as "ahead", "leve
 than a raw win; and the same over datasets, with an interval.
 
 A dataset's difference is the mean over its folds of (best attention − best boosting) test score, the
-two picked by their mean validation score at that size (:mod:`pipeline.report.pick`). It is *level* when that difference lies within ``MARGIN`` or its
+two picked by their mean validation score at that size (:mod:`pipeline.report.stats.pick`). It is *level* when that difference lies within ``MARGIN`` or its
 95% t-interval over folds holds zero (the folds cannot tell the two apart); *ahead* or *behind* when it
 is past the margin and the interval excludes zero. A loss by a model still improving when its epochs,
 rounds or time ran out is *not converged*, neither ahead nor behind. One fold gives no interval: past the
@@ -20,7 +20,7 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.records import Status
-from pipeline.report import pick
+from pipeline.report.stats import pick
 
 MARGIN = 0.005  # accuracy or R²: a difference this small is level, whatever the folds say
 COMPARED = ("ahead", "level", "behind")  # the standings whose difference counts (a one-fold one included)

@@ -11,7 +11,7 @@ whose defaults ran on three, so every figure is over the splits (dataset, split 
 seed) where a searched entry finished, never a task's mean over folds one side did not run. A searched
 cell that failed is counted as failed, never dropped. A tuned entry's score is the configuration its
 search selected by validation; where a side holds several entries of a family, its best is the one with
-the best validation score (:mod:`pipeline.report.standing`). Within the standings' margin is level.
+the best validation score (:mod:`pipeline.report.stats.standing`). Within the standings' margin is level.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from scipy import stats
 
 from pipeline.models.kinds import BOOSTING
 from pipeline.records import Status
-from pipeline.report import aggregate as agg
-from pipeline.report import standing as st
+from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats import standing as st
 
 PAIR_COLUMNS = ["model", "tuned", "splits", "default", "tuned_score", "diff", "low", "high", "better", "level",
                 "worse", "failed"]

@@ -1,0 +1,3 @@
+"""The report's statistics: what the pages show, computed from the views' frames and never drawn here
+(aggregates, picks by validation, Elo, significance, crossovers and their projections, standings,
+rankings, dataset traits, tuned beside defaults, ensembles, the answer and the claims' verdicts)."""
