@@ -1,0 +1,224 @@
+"""One verdict for a pair of models on a (dataset, size), from their differences split by split (issue 58
+item 1, issue 61): *ahead*, *behind*, *equivalent* or *undetermined*, or *not converged*, each a
+:class:`Verdict` carried by a :class:`Decision` with the figures it rests on.
+
+For models a and b and the splits both finished (a split: one fold of one repeat, its subset seeds
+averaged), ``d_j`` = a's test score − b's on split j (accuracy or R²). Their mean is the difference; its
+interval is the **Nadeau–Bengio corrected resampled t** (Nadeau & Bengio, *Inference for the
+generalization error*, Machine Learning 52, 2003)::
+
+    s² = the variance of the d_j (ddof 1),   J = the number of splits
+    half width = t(1 − α/2, J − 1) · s · √(1/J + n_test/n_train)
+
+Why not the plain t-interval (√(1/J)): the splits of (repeated) cross-validation are not independent
+draws. Every two folds share most of their training rows, and every repeat tests the same rows again, so
+the d_j move together, and more repeats shrink s/√J without telling more about how the two models
+compare on other data of this size. The term n_test/n_train is Nadeau and Bengio's estimate of that
+correlation (ρ ≈ n_test/n, so ρ/(1 − ρ) = n_test/n_train): whatever J, the interval stays at least
+t · s · √(n_test/n_train) wide. For k-fold cross-validation n_test/n_train = 1/(k − 1) (:func:`ratio`
+with ``folds``). tests/report/test_verdicts.py simulates repeated k-fold cross-validation of two ridge
+regressions (2,000 datasets a design) and measures the coverage of the true difference: the corrected 95%
+interval covers it 97.8% of the time under the study's 5-fold × 2 (the plain one 87.9%), 98.6% under 5-fold
+× 4 (plain 78.4%: more repeats narrow it, not the data). The correction errs wide, as Nadeau and Bengio
+found it does: it leaves more pairs undetermined rather than call a difference the shared rows made.
+
+Where a size's training rows are a subset of the fold's training part (a learning curve's smaller sizes),
+give the design's ``folds`` (or the ratio of the fold's test part to its whole training part), not the
+subset's rows: subsets of the training parts share fewer rows than the parts do, so the fold's ratio
+already bounds the sharing, while n_test/subset rows would grow without bound as the subset shrinks (the
+same simulation, 3-fold × 4 on 20-row subsets of 40-row training parts with 1/(k − 1): 98.5%, plain 82.2%).
+
+The decision, checked in this order (:func:`decide`):
+
+1. no split in common: *not compared* (nothing to decide);
+2. one split: *undetermined*. One split has no variance, so no interval and neither test can be done;
+   calling a one-split difference ahead past the margin (as the standings did) would let one fold say
+   more than two that disagree. What the split showed stays data: ``diff`` and :attr:`Decision.lean`,
+   and ``n_splits == 1`` (:meth:`Decision.words` says "(one fold)"), never a suffix glued onto a word;
+3. *equivalent* when the (1 − 2α) corrected interval lies strictly inside ±``margin``: two one-sided
+   tests (TOST) at level α, each rejecting a difference at or past one side of the margin;
+4. *ahead* (difference > 0) or *behind* when the (1 − α) corrected interval excludes zero; *not
+   converged* instead when the model behind was still improving when its epochs, rounds or time ran out
+   (``bound``), as the standings said it;
+5. *undetermined* otherwise: the interval holds zero and reaches past the margin.
+
+Equivalence is checked before a difference: an interval can exclude zero and lie within the margin (a
+difference real but smaller than 0.005); it reads *equivalent*, as the margin is what we call too small
+to matter. The 90% interval lies inside the 95% one, so this is the only case in which both tests pass.
+
+``MARGIN``: 0.005 of accuracy or of R², half a point of accuracy: the margin the standings, the crossover,
+the tuning and the overview compare with today. (With study-every-dataset's three folds the corrected 90%
+interval reaches t(0.95, 2) · √(1/3 + 1/2) ≈ 2.7 s each side, so equivalence needs folds that agree
+within a fraction of the margin; where they do not, the honest word is undetermined.)
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+MARGIN = 0.005  # accuracy or R²: a difference whose interval lies within ± this is equivalent
+ALPHA = 0.05  # the two-sided interval is 1 − α (95%); the equivalence interval 1 − 2α (90%)
+METHOD = "Nadeau-Bengio corrected resampled t"
+
+
+class Verdict(str, enum.Enum):
+    """A pair's verdict as the pages word it. Each member is that word (it compares equal to it, as
+    :class:`pipeline.records.Status` members equal their stored words): ``str(Verdict.NOT_CONVERGED)`` is
+    ``not converged``, as the standings print it today."""
+
+    AHEAD = "ahead"  # the corrected interval of a − b lies above zero
+    BEHIND = "behind"  # ... below zero
+    EQUIVALENT = "equivalent"  # the (1 − 2α) interval lies inside ±margin (TOST)
+    UNDETERMINED = "undetermined"  # neither: the splits cannot tell, or there is one split
+    NOT_CONVERGED = "not converged"  # behind or ahead, but the one behind was still improving at its budget
+    NOT_COMPARED = "not compared"  # the two finished no split in common
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def compared(self) -> bool:
+        """Whether its difference counts in a mean over datasets (:data:`COMPARED`)."""
+        return self in COMPARED
+
+    def reversed(self) -> Verdict:
+        """The verdict of b against a."""
+        return {Verdict.AHEAD: Verdict.BEHIND, Verdict.BEHIND: Verdict.AHEAD}.get(self, self)
+
+
+# The verdicts whose difference enters a mean over datasets: every pair with a difference that is not
+# left out as not converged (the standings' ahead, level and behind, one-fold ones included).
+COMPARED = (Verdict.AHEAD, Verdict.BEHIND, Verdict.EQUIVALENT, Verdict.UNDETERMINED)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Model a against model b on one (dataset, size): the verdict and what it rests on. ``diff``: the mean
+    over splits of a − b; ``low``/``high`` its (1 − α) corrected interval, ``eq_low``/``eq_high`` the
+    (1 − 2α) one the equivalence test uses (NaN under two splits); ``n_splits``: the splits both finished
+    (the fold count, as data); ``folds``: the k of the k-fold design when given; ``ratio``: n_test/n_train
+    of the correction."""
+
+    verdict: Verdict
+    diff: float
+    low: float
+    high: float
+    eq_low: float
+    eq_high: float
+    n_splits: int
+    margin: float = MARGIN
+    alpha: float = ALPHA
+    ratio: float = float("nan")
+    folds: int | None = None
+    method: str = METHOD
+
+    @property
+    def one_split(self) -> bool:
+        return self.n_splits == 1
+
+    @property
+    def has_interval(self) -> bool:
+        return self.n_splits >= 2
+
+    @property
+    def lean(self) -> Verdict | None:
+        """Where the mean lies, whatever the interval: ahead or behind when past the margin, equivalent
+        within it, None without a split. What a one-split decision showed (its verdict is undetermined)."""
+        if not self.n_splits or math.isnan(self.diff):
+            return None
+        if abs(self.diff) <= self.margin:
+            return Verdict.EQUIVALENT
+        return Verdict.AHEAD if self.diff > 0 else Verdict.BEHIND
+
+    def words(self) -> str:
+        """The verdict as a page says it: its word, and "(one fold)" when it rests on one split."""
+        return f"{self.verdict} (one fold)" if self.one_split else str(self.verdict)
+
+    def sentence(self) -> str:
+        """The verdict with its figures: ``ahead: +0.012, 95% interval +0.004 to +0.020 over 6 folds``."""
+        if not self.n_splits:
+            return f"{self.verdict}: no split in common"
+        if self.one_split:
+            side = "within" if self.lean is Verdict.EQUIVALENT else "past"
+            return f"{self.words()}: {self.diff:+.3f} on one fold, {side} ±{self.margin:g}; no interval from one fold"
+        level = f"{1 - self.alpha:.0%}"
+        return (f"{self.verdict}: {self.diff:+.3f}, {level} interval {self.low:+.3f} to {self.high:+.3f} over "
+                f"{self.n_splits} folds (corrected for shared training rows; equivalent within ±{self.margin:g})")
+
+    def reversed(self) -> Decision:
+        """The same decision read as b against a."""
+        return Decision(self.verdict.reversed(), -self.diff, -self.high, -self.low, -self.eq_high, -self.eq_low,
+                        self.n_splits, self.margin, self.alpha, self.ratio, self.folds, self.method)
+
+
+def ratio(*, folds: int | None = None, n_train: float | None = None, n_test: float | None = None) -> float:
+    """n_test/n_train of the correction: 1/(k − 1) for ``folds`` = k of k-fold cross-validation, else
+    ``n_test``/``n_train`` (for a subset of a fold's training part, the whole part's rows: see the
+    module's notes). Exactly one of the two must be given."""
+    sizes = n_train is not None or n_test is not None
+    if (folds is not None) == sizes or (sizes and (n_train is None or n_test is None)):
+        raise ValueError("give either folds (k of k-fold) or both n_train and n_test")
+    if folds is not None:
+        if folds < 2:
+            raise ValueError(f"k-fold needs k >= 2, got {folds}")
+        return 1.0 / (folds - 1)
+    assert n_train is not None and n_test is not None
+    if n_train <= 0 or n_test <= 0:
+        raise ValueError(f"n_train and n_test must be positive, got {n_train} and {n_test}")
+    return float(n_test) / float(n_train)
+
+
+def _values(diffs: Iterable[float] | np.ndarray) -> np.ndarray:
+    """The differences as floats, NaN (a split one side did not finish) left out."""
+    d = np.asarray(diffs if isinstance(diffs, np.ndarray) else list(diffs), dtype=float).ravel()
+    return d[~np.isnan(d)]
+
+
+def corrected_interval(diffs: Iterable[float] | np.ndarray, test_over_train: float,
+                       level: float = 1 - ALPHA) -> tuple[float, float, float]:
+    """Mean of ``diffs`` and its two-sided ``level`` Nadeau–Bengio interval (``test_over_train``: the
+    correction's n_test/n_train; 0 gives the plain t-interval). NaN bounds under two values."""
+    d = _values(diffs)
+    if not len(d):
+        return float("nan"), float("nan"), float("nan")
+    mean = float(d.mean())
+    if len(d) < 2:
+        return mean, float("nan"), float("nan")
+    j = len(d)
+    half = float(stats.t.ppf(0.5 + level / 2, j - 1) * d.std(ddof=1) * math.sqrt(1 / j + test_over_train))
+    return mean, mean - half, mean + half
+
+
+def decide(diffs: Iterable[float] | np.ndarray, *, folds: int | None = None, n_train: float | None = None,
+           n_test: float | None = None, margin: float = MARGIN, alpha: float = ALPHA,
+           bound: tuple[bool, bool] = (False, False)) -> Decision:
+    """The verdict of model a against model b from ``diffs``, a − b test score per split both finished
+    (NaN entries, a split one of them did not finish, are left out). The design: ``folds`` = k of k-fold
+    cross-validation, or ``n_train`` and ``n_test`` (:func:`ratio`). ``bound``: whether a, b were still
+    improving when their epochs, rounds or time ran out. The checks, in order: the module's notes."""
+    if margin < 0 or not 0 < alpha < 0.5:
+        raise ValueError(f"need margin >= 0 and 0 < alpha < 0.5, got {margin} and {alpha}")
+    r = ratio(folds=folds, n_train=n_train, n_test=n_test)
+    d = _values(diffs)
+    mean, low, high = corrected_interval(d, r, 1 - alpha)
+    _, eq_low, eq_high = corrected_interval(d, r, 1 - 2 * alpha)
+    n = len(d)
+    if n == 0:
+        verdict = Verdict.NOT_COMPARED
+    elif n == 1:
+        verdict = Verdict.UNDETERMINED
+    elif -margin < eq_low and eq_high < margin:
+        verdict = Verdict.EQUIVALENT
+    elif low > 0 or high < 0:
+        behind_bound = bound[1] if low > 0 else bound[0]
+        verdict = Verdict.NOT_CONVERGED if behind_bound else Verdict.AHEAD if low > 0 else Verdict.BEHIND
+    else:
+        verdict = Verdict.UNDETERMINED
+    return Decision(verdict, mean, low, high, eq_low, eq_high, n, margin, alpha, r, folds,
+                    METHOD if n >= 2 else "one split: no interval" if n else "no split in common")
