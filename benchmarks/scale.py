@@ -100,7 +100,7 @@ def report_case(n: int, out: Any) -> None:
     from pipeline.data.store import Store
     from pipeline.data.views import install
     from pipeline.predictions import Predictions
-    from pipeline.records import CellResult, TrialRecord
+    from pipeline.records import CellResult, Status, TrialRecord
     from pipeline.report.pages import write_report
 
     models = ["xgboost", "catboost", "mlp", "ft_transformer"]
@@ -132,14 +132,14 @@ def report_case(n: int, out: Any) -> None:
                         score = 0.7 + 0.05 * math.log2(1 + models.index(m)) + 0.01 * fold + 0.001 * d
                         for i in range(3):
                             trials.append(TrialRecord(cell_id=cid, trial_id=f"{cid}-{i}", run_id="run-1", trial_index=i,
-                                                      suggestion=i, status="ok", val_score=score - 0.01 * (2 - i),
+                                                      suggestion=i, status=Status.OK, val_score=score - 0.01 * (2 - i),
                                                       val_loss=0.5, accuracy=score - 0.01 * (2 - i), seconds=1.0,
                                                       predictions=Predictions(predicted(y_valid, 0.1 * i), predicted(
                                                           y_test, 0.1 * i), y_valid, y_test)))
                         cells.append((CellResult(cell_id=cid, run_id="run-1", suite="scale", dataset=f"d{d}",
                                                  task_type="binary", repeat=0, fold=fold, sample_size=size, seed=0,
                                                  model=m, model_name=m, model_kind=kinds[m], spec_hash="s",
-                                                 status="ok", n_trials=3, best_trial=f"{cid}-2", accuracy=score,
+                                                 status=Status.OK, n_trials=3, best_trial=f"{cid}-2", accuracy=score,
                                                  val_score=score, n_train=1000, fit_seconds=1.0, epochs=10,
                                                  best_epoch=5, predict_rows_per_s=1e4, peak_cpu_mb=10.0), None))
         store.commit(trials, cells)

@@ -20,21 +20,20 @@ import numpy as np
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.metrics import score
 from pipeline.predictions import Predictions
-from pipeline.records import TrialRecord
+from pipeline.records import Metrics, TrialRecord
 
 
 @dataclass
-class Scores:
-    """A fitted model's scores: validation (what selection reads), and test with the prediction time."""
-
+class _Validation:
     val_score: float  # higher is better: accuracy, or −RMSE
     val_loss: float  # log-loss or MSE
-    accuracy: float | None = None
-    balanced_accuracy: float | None = None
-    roc_auc: float | None = None
-    log_loss: float | None = None
-    rmse: float | None = None
-    r2: float | None = None
+
+
+@dataclass
+class Scores(Metrics, _Validation):
+    """A fitted model's scores: validation (what selection reads), then the test metrics (:class:`Metrics`)
+    with the prediction time."""
+
     predict_seconds: float | None = None
     predict_rows_per_s: float | None = None
 

@@ -1,8 +1,13 @@
 """The stored records: a trial, a cell's result, how each ended. The bottom layer of the package.
 
 These dataclasses are the one definition of each record. The DuckDB store derives its ``trials`` and
-``results`` columns from their fields (``sql_columns``), so a metric added here is stored everywhere
-without a hand-kept column list; the engine fills them, the report reads them back through SQL.
+``results`` columns from their fields (``sql_columns``), and its ``reference_scores`` metric columns from
+:class:`Metrics`, so a metric added here is stored everywhere without a hand-kept column list; the engine
+fills them, the report reads them back through SQL.
+
+The states a record holds are enums of their stored words (:class:`State`): how a trial or cell ended
+(:class:`Status`), why its training stopped (:class:`StopReason`), how a run ended (:class:`RunStatus`).
+Code compares with the members; SQL spells them with :attr:`State.sql` and :func:`sql_list`, never by hand.
 """
 
 from __future__ import annotations
@@ -11,12 +16,36 @@ import dataclasses
 import enum
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 
-class Status(str, enum.Enum):
+class State(str, enum.Enum):
+    """A state stored as a word. Each member is the string the tables hold (it compares equal to it), so
+    results files and shipped references read and write the same words; SQL takes it as :attr:`sql`."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def sql(self) -> str:
+        """The member as an SQL string literal: ``'ok'``."""
+        return "'" + self.value.replace("'", "''") + "'"
+
+
+def sql_list(members: Iterable[State]) -> str:
+    """Members of one enum as an SQL list, in the enum's order (whatever order they come in):
+    ``('ok', 'stopped')``, for ``status IN …``."""
+    chosen = list(members)
+    if not chosen:
+        raise ValueError("an SQL list needs at least one member")
+    order = list(type(chosen[0]))
+    return "(" + ", ".join(m.sql for m in sorted(set(chosen), key=order.index)) + ")"
+
+
+class Status(State):
     """How a trial or a cell ended."""
 
     OK = "ok"
@@ -28,24 +57,74 @@ class Status(str, enum.Enum):
     INFRA = "infra"  # lost to the infrastructure: a dead worker or node
     MISSING = "missing"  # a planned cell with no result: the views' word for it, never stored by a run
 
-    def __str__(self) -> str:
-        return self.value
-
     @property
     def scored(self) -> bool:
-        return self in (Status.OK, Status.STOPPED)
+        return self in SCORED
 
 
+# A trial whose scores count (a search's, a tuning curve's); a cell is scored only when OK.
+SCORED = (Status.OK, Status.STOPPED)
 MODEL_FAILURES = (Status.ERROR, Status.DIVERGED, Status.OOM, Status.TIMEOUT)
 
-# The test metrics, declared once: Scores (pipeline.evaluation), TrialRecord and CellResult carry a field of
-# each name (tests/test_layering.py checks it); the worker, the cell's carried fields, the constant
-# floor and the reference tables iterate over this tuple instead of naming them again.
-TEST_METRICS = ("accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2")
+
+class StopReason(State):
+    """Why a fit stopped (a trial's ``stop_reason``, and its cell's). A user's Learner may report a word of
+    its own: a record holds it as a plain string."""
+
+    EARLY_STOPPING = "early_stopping"  # the validation score stopped improving
+    MAX_EPOCHS = "max_epochs"  # the iteration budget (epochs, boosting rounds) ran out
+    TIME_LIMIT = "time_limit"  # the model's time limit ran out; the best finished iteration is kept
+    PRUNED = "pruned"  # ASHA cut the trial at a rung; its best epoch is kept
+    COMPLETE = "complete"  # no validation-based stopping (a forest, an in-context model): it did all it was asked
+    COMPRESSED = "compressed"  # a compressed variant: the trained model compressed, nothing trained
+
+
+# A fit that stopped for lack of budget, not because it stopped improving.
+OUT_OF_BUDGET = (StopReason.MAX_EPOCHS, StopReason.TIME_LIMIT)
+
+
+class RunStatus(State):
+    """How a run (a row of ``runs``) ended, or that it has not."""
+
+    RUNNING = "running"  # started, no end recorded yet
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM: its completed cells are saved
+    FAILED = "failed"  # an error ended it
+    KILLED = "killed"  # ended without recording its end (SIGKILL, a lost machine); the next run marks it
 
 
 @dataclass
-class VariantRecord:
+class Metrics:
+    """The test metrics, declared once: the records below and the scores a fit returns
+    (pipeline.evaluation.Scores) take these fields as a base, and the store's ``reference_scores`` its
+    metric columns (pipeline.data.schema); the worker, the cell's carried fields, the constant floor and
+    the reference tables iterate over ``TEST_METRICS`` instead of naming them again.
+
+    A record lists its fields in table order: those of its head (a base named after it), these, then its
+    own (dataclasses order the fields base by base, the last base first)."""
+
+    accuracy: float | None = None
+    balanced_accuracy: float | None = None
+    roc_auc: float | None = None
+    log_loss: float | None = None
+    rmse: float | None = None
+    r2: float | None = None
+
+
+TEST_METRICS = tuple(f.name for f in dataclasses.fields(Metrics))
+
+
+@dataclass
+class _VariantHead:
+    method: str  # prune, quantize or pca
+    retrained: bool = False
+    error: str | None = None
+    val_score: float | None = None
+    val_loss: float | None = None
+
+
+@dataclass
+class VariantRecord(Metrics, _VariantHead):
     """A compressed variant of a trial's model (the suite's ``compress`` option), as its trial keeps it
     (``trials.variants``) and its cell's ``<model>+<method>`` row in ``results`` takes it: the variant's
     scores and cost under the cell's own field names, or the error that stopped it (``error``, the
@@ -53,17 +132,6 @@ class VariantRecord:
     components), whose cost is its own training and whose epochs are not the trained model's; otherwise
     the trained model compressed, whose training comes first in its cost (``fit_seconds``, the peaks)."""
 
-    method: str  # prune, quantize or pca
-    retrained: bool = False
-    error: str | None = None
-    val_score: float | None = None
-    val_loss: float | None = None
-    accuracy: float | None = None
-    balanced_accuracy: float | None = None
-    roc_auc: float | None = None
-    log_loss: float | None = None
-    rmse: float | None = None
-    r2: float | None = None
     fit_seconds: float | None = None  # training (derived variants) and compressing
     compress_seconds: float | None = None  # compressing alone (PCA's: its training anew)
     predict_seconds: float | None = None
@@ -88,9 +156,7 @@ class VariantRecord:
 
 
 @dataclass
-class TrialRecord:
-    """One trial, as stored in ``trials``: its configuration, validation and test scores, and cost."""
-
+class _TrialHead:
     cell_id: str
     trial_id: str
     run_id: str | None = None
@@ -99,18 +165,18 @@ class TrialRecord:
     suggestion: int = 0
     attempt: int = 1
     config: dict[str, Any] = field(default_factory=dict)
-    status: str = Status.ERROR.value
+    status: Status = Status.ERROR
     val_score: float | None = None
     val_loss: float | None = None
-    accuracy: float | None = None
-    balanced_accuracy: float | None = None
-    roc_auc: float | None = None
-    log_loss: float | None = None
-    rmse: float | None = None
-    r2: float | None = None
+
+
+@dataclass
+class TrialRecord(Metrics, _TrialHead):
+    """One trial, as stored in ``trials``: its configuration, validation and test scores, and cost."""
+
     epochs: int | None = None
     best_epoch: int | None = None
-    stop_reason: str | None = None
+    stop_reason: StopReason | str | None = None
     seconds: float | None = None  # wall time of the whole trial inside its worker
     fit_seconds: float | None = None
     predict_seconds: float | None = None
@@ -134,11 +200,12 @@ class TrialRecord:
     # `predictions` and `targets`, not in this table.
     predictions: Any = field(default=None, metadata={"stored": False})
 
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)  # a trial read back from the store holds the stored word
+
 
 @dataclass
-class CellResult:
-    """One cell, as stored in ``results``: the selected trial's test metrics and cost."""
-
+class _CellHead:
     cell_id: str
     run_id: str
     suite: str
@@ -152,7 +219,7 @@ class CellResult:
     model_name: str
     spec_hash: str
     model_kind: str | None = None  # its Learner's kind (attention, network, boosting, trees, or a user's own)
-    status: str = Status.ERROR.value
+    status: Status = Status.ERROR
     error: str | None = None
     attempts: int = 1
     best_config: dict[str, Any] | None = None
@@ -163,12 +230,12 @@ class CellResult:
     n_valid: int | None = None
     n_test: int | None = None
     val_score: float | None = None
-    accuracy: float | None = None
-    balanced_accuracy: float | None = None
-    roc_auc: float | None = None
-    log_loss: float | None = None
-    rmse: float | None = None
-    r2: float | None = None
+
+
+@dataclass
+class CellResult(Metrics, _CellHead):
+    """One cell, as stored in ``results``: the selected trial's test metrics and cost."""
+
     fit_seconds: float | None = None
     predict_seconds: float | None = None
     predict_rows_per_s: float | None = None
@@ -182,10 +249,40 @@ class CellResult:
     precision: str | None = None
     epochs: int | None = None
     best_epoch: int | None = None
-    stop_reason: str | None = None
+    stop_reason: StopReason | str | None = None
     finished_at: datetime | None = None
     variant: str | None = None  # a compressed variant's method (prune, quantize, pca); NULL for the model as trained
     split_key: str | None = None  # the split's key (the dataset's checksum and the protocol that split it)
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+
+
+@dataclass
+class RunRecord:
+    """One run, as stored in ``runs``: what ran and where, how it ended, and its cells' counts (the scheduler
+    updates them with each commit)."""
+
+    run_id: str
+    suite: str
+    suite_yaml: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    status: RunStatus = RunStatus.RUNNING
+    git_rev: str | None = None
+    versions: dict[str, Any] | None = None
+    hardware: dict[str, Any] | None = None
+    argv: str | None = None
+    n_cells: int | None = None
+    n_done: int = 0
+    n_failed: int = 0
+    n_skipped: int | None = None
+    error: str | None = None
+    model_code: dict[str, Any] | None = None
+    plan_notes: str | None = field(default=None, metadata={"sql": "JSON"})  # JSON text (pipeline.plan.plan_notes)
+
+    def __post_init__(self) -> None:
+        self.status = RunStatus(self.status)
 
 
 # The selected trial's fields that become the cell's (its test metrics and its cost).
@@ -208,7 +305,9 @@ def sql_columns(cls: type) -> list[tuple[str, str]]:
         if typing.get_origin(tp) in (typing.Union, types.UnionType):  # X | None
             tp = next(a for a in typing.get_args(tp) if a is not type(None))
         base = typing.get_origin(tp) or tp
-        out.append((f.name, _WIDE.get(f.name) or _SQL[base]))
+        if isinstance(base, type) and issubclass(base, State):
+            base = str
+        out.append((f.name, f.metadata.get("sql") or _WIDE.get(f.name) or _SQL[base]))
     return out
 
 

@@ -35,11 +35,10 @@ from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import keep_sigterm_handler, sigterm_as_interrupt
 from pipeline.plan import Cell, expand, legacy_cell_id, model_kinds, plan_notes, plan_rows
 from pipeline.provenance import git_revision, hardware, versions
-from pipeline.records import MODEL_FAILURES, CellResult, Status
+from pipeline.records import MODEL_FAILURES, CellResult, RunRecord, RunStatus, Status
 from pipeline.spec import SuiteSpec, dataset_label
 
 log = logging.getLogger(__name__)
-FAILED = tuple(s.value for s in MODEL_FAILURES)
 
 
 @dataclass
@@ -49,7 +48,7 @@ class Summary:
     n_done: int = 0  # cells this run finished ok
     n_failed: int = 0  # cells this run recorded as failed
     n_skipped: int = 0
-    status: str = "running"
+    status: RunStatus = RunStatus.RUNNING
     # The suite as it stands after the run (earlier runs' cells included): failed and missing cells.
     suite_failed: int = 0
     suite_missing: int = 0
@@ -77,13 +76,13 @@ def _cells(store: Store, suite: SuiteSpec, progress: Callable[[str], None]
 
 
 def run_record(suite: SuiteSpec, run_id: str, totals: dict[str, float], argv: list[str] | None, summary: Summary,
-               notes: str) -> dict[str, Any]:
+               notes: str) -> RunRecord:
     """The run's row of the ``runs`` table as it starts (the scheduler updates its counts)."""
-    return {"run_id": run_id, "suite": suite.name, "suite_yaml": yaml.safe_dump(suite.model_dump(mode="json")),
-            "started_at": now(), "status": "running", "git_rev": git_revision(), "versions": versions(suite),
-            "hardware": hardware(totals), "argv": " ".join(argv or sys.argv), "n_cells": summary.n_cells,
-            "n_done": 0, "n_failed": 0, "n_skipped": summary.n_skipped, "model_code": suite.model_code,
-            "plan_notes": notes}
+    return RunRecord(run_id=run_id, suite=suite.name, suite_yaml=yaml.safe_dump(suite.model_dump(mode="json")),
+                     started_at=now(), status=RunStatus.RUNNING, git_rev=git_revision(), versions=versions(suite),
+                     hardware=hardware(totals), argv=" ".join(argv or sys.argv), n_cells=summary.n_cells,
+                     n_done=0, n_failed=0, n_skipped=summary.n_skipped, model_code=suite.model_code,
+                     plan_notes=notes)
 
 
 def _adoptable(suite: SuiteSpec, cells: list[tuple[Cell, ingest_mod.Prepared]],
@@ -214,7 +213,7 @@ def _pending(cells: list[tuple[Cell, Any]], done: pd.DataFrame, *, force: bool, 
     for cell, ds in cells:
         if cell.cell_id in done.index:
             status = done.loc[cell.cell_id, "status"]
-            if not force and (status == Status.OK or (status in FAILED and not retry_failed)):
+            if not force and (status == Status.OK or (status in MODEL_FAILURES and not retry_failed)):
                 continue
             attempts[cell.cell_id] = int(done.loc[cell.cell_id, "attempts"] or 0)
         pending.append((cell, ds))
@@ -308,17 +307,17 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
                 if plans:
                     Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
                               on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost).run()
-            summary.status = "finished"
+            summary.status = RunStatus.FINISHED
         except KeyboardInterrupt:
-            summary.status = "interrupted"
+            summary.status = RunStatus.INTERRUPTED
             raise
         except BaseException as err:
-            summary.status = "failed"
-            run_row["error"] = "".join(traceback.format_exception(err))[-4000:]
+            summary.status = RunStatus.FAILED
+            run_row.error = "".join(traceback.format_exception(err))[-4000:]
             raise
         finally:
-            summary.n_done, summary.n_failed = run_row["n_done"], run_row["n_failed"]
-            run_row.update(status=summary.status, finished_at=now())
+            summary.n_done, summary.n_failed = run_row.n_done, run_row.n_failed
+            run_row.status, run_row.finished_at = summary.status, now()
             store.upsert_run(run_row)
         counts = store.suite_counts(suite.name)
         summary.suite_failed, summary.suite_missing = counts["failed"], counts["missing"]

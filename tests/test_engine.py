@@ -16,7 +16,7 @@ from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.searchers import CellSearch, Rungs, concurrency_cap, default_point, grace_for, milestones
 from pipeline.learners.resolve import resolve, resolve_name
 from pipeline.models.registry import REGISTRY
-from pipeline.records import CellResult, Status, TrialRecord, sql_columns
+from pipeline.records import CellResult, RunRecord, Status, TrialRecord, sql_columns
 from pipeline.spec import ModelSpec
 from pipeline.train.loop import Diverged
 
@@ -302,7 +302,7 @@ def test_a_run_waiting_inside_a_call_to_a_lost_ray_is_ended_by_the_cluster_watch
         told.append(str(err))
         released.set()
 
-    run = sch.Scheduler([], load=lambda _: None, store=None, run_row={"run_id": "r"},
+    run = sch.Scheduler([], load=lambda _: None, store=None, run_row=RunRecord(run_id="r", suite="s"),
                         progress=Progress(lambda _: None, live=False), on_cell=lambda _: None,
                         on_cluster_lost=on_cluster_lost)
     monkeypatch.setattr(run, "_resize", lambda force=False: released.wait(30))  # a call to Ray that does not return

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.errors import AttnbenchError
+from pipeline.records import RunStatus
 
 # The tables a reference holds, with what selects a chunk's rows of each (its cells, its runs, ...).
 CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
@@ -357,7 +358,7 @@ class Held:
                    ids("SELECT run_id FROM ref_runs"), ids("SELECT dataset FROM ref_datasets"),
                    ref.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_reference_scores"),
                    ids("SELECT dataset FROM ref_dataset_traits") if ref._has("dataset_traits") else set(),
-                   ids("SELECT run_id FROM ref_runs WHERE status = 'running'"),
+                   ids(f"SELECT run_id FROM ref_runs WHERE status = {RunStatus.RUNNING.sql}"),
                    {t: ids(f"SELECT {k} FROM ref_{t}") for t, k in ROW_KEYS.items() if ref._has(t)})
 
 
@@ -395,7 +396,7 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
                 f"FROM {prefix}_trials UNION SELECT run_id FROM {src}.trials WHERE ({ROW_KEYS['trials']}) IN "
                 "(SELECT id FROM skip_trials_rows)) "
                 "AND run_id NOT IN (SELECT id FROM skip_runs)) OR (run_id IN (SELECT id FROM open_runs) "
-                "AND status <> 'running')")
+                f"AND status <> {RunStatus.RUNNING.sql})")
     datasets = (f"(SELECT dataset FROM {prefix}_suite_cells UNION SELECT dataset FROM {prefix}_results "
                 "EXCEPT SELECT id FROM skip_datasets)")
     con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipeline.records import TEST_METRICS, Metrics, sql_columns
+
 # 2: trials carry test metrics, cost, node/worker, start and attempt; 3: each suite's planned cells
 # (suite_cells) and the constant predictor's score per split (reference_scores); 4: each planned cell and
 # result carries its model's kind (model_kind), so that a report needs no registry to name families;
@@ -18,7 +20,10 @@ from typing import Any
 SCHEMA_VERSION = 6
 APP = "attnbench"
 
-SCHEMA = """
+# The test metrics' columns (pipeline.records.Metrics), as the reference scores hold them.
+METRIC_COLUMNS = ", ".join(f"{c} {t}" for c, t in sql_columns(Metrics))
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS attnbench_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, suite VARCHAR, suite_yaml VARCHAR, started_at TIMESTAMP,
@@ -69,8 +74,7 @@ CREATE TABLE IF NOT EXISTS merge_choices (
 );
 CREATE TABLE IF NOT EXISTS reference_scores (
     suite VARCHAR, dataset VARCHAR, repeat INTEGER, fold INTEGER, sample_size VARCHAR, seed INTEGER,
-    task_type VARCHAR, n_train INTEGER, predictor VARCHAR, score DOUBLE, accuracy DOUBLE,
-    balanced_accuracy DOUBLE, roc_auc DOUBLE, log_loss DOUBLE, rmse DOUBLE, r2 DOUBLE, split_key VARCHAR,
+    task_type VARCHAR, n_train INTEGER, predictor VARCHAR, score DOUBLE, {METRIC_COLUMNS}, split_key VARCHAR,
     PRIMARY KEY (suite, dataset, repeat, fold, sample_size, seed)
 );
 """
@@ -79,7 +83,7 @@ CREATE TABLE IF NOT EXISTS reference_scores (
 PLAN_COLUMNS = ["suite", "cell_id", "run_id", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
                 "model_name", "variant", "n_train", "model_kind", "split_key", "model_version"]
 REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed", "task_type", "n_train", "predictor",
-                     "score", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "rmse", "r2", "split_key"]
+                     "score", *TEST_METRICS, "split_key"]
 
 # Columns later schemas added to tables that older files already have (the store adds them on upgrade).
 ADDED_COLUMNS = [("suite_cells", "model_kind", "VARCHAR"), ("suite_cells", "split_key", "VARCHAR"),
@@ -120,8 +124,6 @@ def backfill(con: Any) -> None:
 
 def record_table(name: str, cls: type, key: str) -> str:
     """A table whose columns are the stored fields of a record dataclass (pipeline.records)."""
-    from pipeline.records import sql_columns
-
     cols = ", ".join(f"{c} {t}" for c, t in sql_columns(cls))
     return f"CREATE TABLE IF NOT EXISTS {name} ({cols}, PRIMARY KEY ({key}));"
 

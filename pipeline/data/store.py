@@ -35,6 +35,7 @@ from pipeline.data.schema import (
 )
 from pipeline.errors import StoreError
 from pipeline.predictions import put_predictions
+from pipeline.records import RunRecord, RunStatus, Status, stored
 
 # The on-disk format new results files are written in: the one the DuckDB CLI 1.5 line (`pip install
 # duckdb-cli`, `duckdb -readonly results.duckdb`) reads, rather than the Python package's newest.
@@ -250,8 +251,8 @@ class Store:
     def suite_counts(self, suite: str) -> dict[str, int]:
         """The suite's planned cells (its last run's ``suite_cells``, compressed variants apart) by
         outcome: ok, failed (a result with another status) and missing (no result)."""
-        df = self.read("SELECT count(*) FILTER (WHERE r.status = 'ok') AS ok, "
-                       "count(*) FILTER (WHERE r.status <> 'ok') AS failed, "
+        df = self.read(f"SELECT count(*) FILTER (WHERE r.status = {Status.OK.sql}) AS ok, "
+                       f"count(*) FILTER (WHERE r.status <> {Status.OK.sql}) AS failed, "
                        "count(*) FILTER (WHERE r.status IS NULL) AS missing "
                        "FROM suite_cells c LEFT JOIN results r USING (cell_id) WHERE c.suite = ? AND c.variant IS NULL",
                        [suite])
@@ -337,10 +338,10 @@ class Store:
         con.execute("INSERT INTO train_order SELECT * FROM o_df")
 
     def commit(self, trials: list[Any], cells: list[tuple[Any, dict[str, Any] | None]],
-               run: dict[str, Any] | None = None) -> None:
+               run: RunRecord | None = None) -> None:
         """Finished trials, finished cells (result and attention map) and the run's row, in one
         transaction: a cell is done once this commits. A re-run cell's older attempt's trials go."""
-        from pipeline.records import CellResult, TrialRecord, sql_columns, stored
+        from pipeline.records import CellResult, TrialRecord, sql_columns
 
         tcols = [c for c, _ in sql_columns(TrialRecord)]
         rcols = [c for c, _ in sql_columns(CellResult)]
@@ -386,7 +387,7 @@ class Store:
                             f"WHERE {match.format(t=table)}")
             con.unregister("adopt_df")
 
-    def write_plan(self, suite: str, cells: pd.DataFrame, reference: pd.DataFrame, run: dict[str, Any]) -> None:
+    def write_plan(self, suite: str, cells: pd.DataFrame, reference: pd.DataFrame, run: RunRecord) -> None:
         """A run's plan, in one transaction: the suite's cells (``PLAN_COLUMNS``; they replace what the
         suite's previous run planned, whose results not planned now become history), the constant
         predictor's score on each of its splits (``REFERENCE_COLUMNS``), and the run's row."""
@@ -399,7 +400,7 @@ class Store:
             con.execute(f"INSERT INTO reference_scores ({', '.join(REFERENCE_COLUMNS)}) SELECT * FROM reference_df")
             _put_run(con, run)
 
-    def upsert_run(self, run: dict[str, Any]) -> None:
+    def upsert_run(self, run: RunRecord | dict[str, Any]) -> None:
         with self.connect() as con:
             _put_run(con, run)
 
@@ -409,14 +410,15 @@ class Store:
         (its start if none); its counts are those its last commit wrote. Returns the runs closed."""
         with self.transaction() as con:
             return con.execute(
-                "UPDATE runs SET status = 'killed', finished_at = coalesce((SELECT max(f) FROM (SELECT finished_at "
+                f"UPDATE runs SET status = {RunStatus.KILLED.sql}, finished_at = coalesce((SELECT max(f) FROM (SELECT finished_at "
                 "AS f FROM results r WHERE r.run_id = runs.run_id UNION ALL SELECT finished_at FROM trials t WHERE "
-                "t.run_id = runs.run_id)), started_at) WHERE status = 'running' AND run_id <> ? "
+                f"t.run_id = runs.run_id)), started_at) WHERE status = {RunStatus.RUNNING.sql} AND run_id <> ? "
                 "RETURNING run_id, started_at, finished_at, n_done, n_failed", [run_id]).df()
 
 
-def _put_run(con: Any, run: dict[str, Any]) -> None:
-    """Insert or replace a run's row (its columns are the dict's keys)."""
+def _put_run(con: Any, run: RunRecord | dict[str, Any]) -> None:
+    """Insert or replace a run's row (a dict's keys are the columns it gives)."""
+    run = run if isinstance(run, dict) else stored(run)
     cols = list(run)
     con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                 [_jsonable(run[c]) for c in cols])

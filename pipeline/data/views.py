@@ -30,8 +30,16 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from pipeline.records import OUT_OF_BUDGET, SCORED, Status, StopReason, sql_list
+
 if TYPE_CHECKING:
     from pipeline.data.store import Store
+
+# The state words the views compare, rendered from the enums (pipeline.records): no view spells one out.
+OK, MISSING = Status.OK.sql, Status.MISSING.sql
+SCORED_IN = sql_list(SCORED)  # a trial whose scores count: ('ok', 'stopped')
+OK_OR_MISSING = sql_list((Status.OK, Status.MISSING))  # not failed
+BUDGET_STOPS = sql_list((*OUT_OF_BUDGET, StopReason.PRUNED))  # stopped while still improving
 
 # How many random trial orders `tuning_curves` draws per cell (order 0 is the run's own).
 N_SHUFFLES = 10
@@ -46,7 +54,7 @@ SUITES = "array_to_string(list_sort(list_distinct(flatten(list(string_split({col
 # its splits (compared_cells, unshared_cells): a model planned with nothing run yet narrows nothing.
 # expected_cells is read once (materialised: each read of it costs its joins again).
 SHARING = f"""WITH e AS MATERIALIZED (SELECT * FROM expected_cells), ran AS (
-            SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status <> 'missing')
+            SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status <> {MISSING})
         ), per_task AS (
             SELECT {TASK}, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
         ), per_split AS (
@@ -127,26 +135,26 @@ VIEWS: dict[str, str] = {
     # rows: train_s_per_1k over the cell's training rows, predict_s_per_1k at its measured speed.
     # constant_score: the split's constant predictor (majority class, or the training mean);
     # no_better_than_constant: a finished cell that scored no better than it (it learned nothing).
-    "scores": """
+    "scores": f"""
         WITH last AS (SELECT cell_id, max(trial_index) AS last_index FROM trials GROUP BY cell_id),
-        dflt AS (SELECT cell_id, arg_min(CASE WHEN status IN ('ok', 'stopped') THEN coalesce(r2, accuracy) END,
+        dflt AS (SELECT cell_id, arg_min(CASE WHEN status IN {SCORED_IN} THEN coalesce(r2, accuracy) END,
                                          trial_index) AS s FROM trials GROUP BY cell_id)
         SELECT r.suite, r.dataset, r.split_key, r.task_type, r.model, r.model_name, r.sample_size, r.repeat, r.fold,
                r.seed, r.status,
                CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END AS score,
                CASE WHEN r.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
                r.val_score,
-               CASE WHEN r.status = 'ok' THEN dflt.s END AS default_score,
+               CASE WHEN r.status = {OK} THEN dflt.s END AS default_score,
                r.n_train, r.fit_seconds, r.predict_rows_per_s, r.peak_cpu_mb, r.peak_gpu_mb, r.n_params, r.device,
                r.epochs, r.best_epoch, r.stop_reason, r.n_trials,
-               coalesce(r.status = 'ok' AND r.best_epoch >= r.epochs
-                        AND r.stop_reason IN ('max_epochs', 'time_limit', 'pruned'), false) AS epochs_bound,
-               coalesce(r.status = 'ok' AND r.n_trials > 1 AND b.trial_index = last.last_index, false)
+               coalesce(r.status = {OK} AND r.best_epoch >= r.epochs
+                        AND r.stop_reason IN {BUDGET_STOPS}, false) AS epochs_bound,
+               coalesce(r.status = {OK} AND r.n_trials > 1 AND b.trial_index = last.last_index, false)
                    AS search_bound,
                1000 * r.fit_seconds / nullif(r.n_train, 0) AS train_s_per_1k,
                1000 / nullif(r.predict_rows_per_s, 0) AS predict_s_per_1k,
                k.score AS constant_score,
-               coalesce(r.status = 'ok' AND CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END
+               coalesce(r.status = {OK} AND CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END
                         <= k.score + 1e-9, false) AS no_better_than_constant,
                r.cell_id
         FROM current_results r LEFT JOIN trials b ON b.trial_id = r.best_trial
@@ -158,7 +166,7 @@ VIEWS: dict[str, str] = {
     # cell: a cell two suites plan is one row, its suite named "a, b", not also a plan-less suite's).
     # Status 'missing' where no current result was written. A model has rows only on the tasks it was
     # planned on.
-    "expected_cells": """
+    "expected_cells": f"""
         WITH legacy_splits AS (
             SELECT DISTINCT suite, dataset, split_key, task_type, sample_size, repeat, fold, seed FROM current_results
             WHERE cell_id NOT IN (SELECT cell_id FROM suite_cells)
@@ -179,14 +187,14 @@ VIEWS: dict[str, str] = {
         )
         SELECT p.suite, p.dataset, p.split_key, p.task_type, p.sample_size, p.repeat, p.fold, p.seed, p.model,
                p.model_name, p.model_kind,
-               coalesce(c.status, 'missing') AS status,
-               CASE WHEN c.status = 'ok' THEN c.score END AS score,
+               coalesce(c.status, {MISSING}) AS status,
+               CASE WHEN c.status = {OK} THEN c.score END AS score,
                CASE WHEN p.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
-               CASE WHEN c.status = 'ok' THEN c.val_score END AS val_score,
+               CASE WHEN c.status = {OK} THEN c.val_score END AS val_score,
                c.default_score, coalesce(c.epochs_bound, false) AS epochs_bound,
                coalesce(c.search_bound, false) AS search_bound,
-               CASE WHEN c.status = 'ok' THEN c.train_s_per_1k END AS train_s_per_1k,
-               CASE WHEN c.status = 'ok' THEN c.predict_s_per_1k END AS predict_s_per_1k,
+               CASE WHEN c.status = {OK} THEN c.train_s_per_1k END AS train_s_per_1k,
+               CASE WHEN c.status = {OK} THEN c.predict_s_per_1k END AS predict_s_per_1k,
                k.score AS constant_score, coalesce(c.no_better_than_constant, false) AS no_better_than_constant,
                c.n_train, p.cell_id
         FROM planned p
@@ -217,10 +225,10 @@ VIEWS: dict[str, str] = {
             SELECT {TASK}, any_value(task_type) AS task_type, model,
                    {SUITES.format(col="suite")}, any_value(score_name) AS metric,
                    avg(score) AS score_mean, stddev_samp(score) AS score_std, avg(val_score) AS val_mean,
-                   count(*) FILTER (WHERE status = 'ok') AS n_ok,
+                   count(*) FILTER (WHERE status = {OK}) AS n_ok,
                    count(*) AS n_cells,
-                   count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
-                   count(*) FILTER (WHERE status = 'missing') AS n_missing,
+                   count(*) FILTER (WHERE status NOT IN {OK_OR_MISSING}) AS n_failed,
+                   count(*) FILTER (WHERE status = {MISSING}) AS n_missing,
                    count(*) FILTER (WHERE epochs_bound) AS n_epochs_bound,
                    count(*) FILTER (WHERE search_bound) AS n_search_bound,
                    count(*) FILTER (WHERE no_better_than_constant) AS n_no_better,
@@ -239,7 +247,7 @@ VIEWS: dict[str, str] = {
                f.fit_seconds
         FROM t LEFT JOIN (
             SELECT c.dataset, c.split_key, c.sample_size, c.model, avg(r.fit_seconds) AS fit_seconds
-            FROM compared_cells c JOIN current_results r ON r.cell_id = c.cell_id WHERE c.status = 'ok' GROUP BY ALL
+            FROM compared_cells c JOIN current_results r ON r.cell_id = c.cell_id WHERE c.status = {OK} GROUP BY ALL
         ) f USING (dataset, split_key, sample_size, model)
     """,
     # Test score against training size: one row per (dataset, split_key, model, sample_size); n_train is
@@ -251,9 +259,9 @@ VIEWS: dict[str, str] = {
                avg(n_train) AS n_train, any_value(score_name) AS metric,
                avg(score) AS score_mean, stddev_samp(score) AS score_std,
                min(score) AS score_min, max(score) AS score_max, avg(val_score) AS val_mean,
-               count(*) FILTER (WHERE status = 'ok') AS n_ok, count(*) AS n_cells,
-               count(*) FILTER (WHERE status NOT IN ('ok', 'missing')) AS n_failed,
-               count(*) FILTER (WHERE status = 'missing') AS n_missing,
+               count(*) FILTER (WHERE status = {OK}) AS n_ok, count(*) AS n_cells,
+               count(*) FILTER (WHERE status NOT IN {OK_OR_MISSING}) AS n_failed,
+               count(*) FILTER (WHERE status = {MISSING}) AS n_missing,
                count(*) FILTER (WHERE epochs_bound) AS n_epochs_bound,
                count(*) FILTER (WHERE search_bound) AS n_search_bound,
                count(*) FILTER (WHERE no_better_than_constant) AS n_no_better,
@@ -268,9 +276,9 @@ VIEWS: dict[str, str] = {
         WITH t AS (
             SELECT r.suite, r.dataset, r.split_key, r.task_type, r.sample_size, r.repeat, r.fold, r.seed, r.model,
                    t.cell_id, t.trial_id, t.trial_index, t.status,
-                   CASE WHEN t.status IN ('ok', 'stopped') THEN t.val_score END AS val_score,
-                   CASE WHEN t.status IN ('ok', 'stopped') THEN t.val_loss END AS val_loss,
-                   CASE WHEN t.status NOT IN ('ok', 'stopped') THEN NULL
+                   CASE WHEN t.status IN {SCORED_IN} THEN t.val_score END AS val_score,
+                   CASE WHEN t.status IN {SCORED_IN} THEN t.val_loss END AS val_loss,
+                   CASE WHEN t.status NOT IN {SCORED_IN} THEN NULL
                         WHEN r.task_type = 'regression' THEN t.r2 ELSE t.accuracy END AS test_score,
                    coalesce(t.seconds, 0) AS seconds
             FROM trials t JOIN current_results r USING (cell_id)
@@ -328,7 +336,7 @@ VIEWS: dict[str, str] = {
                string_agg(DISTINCT r.precision, ',' ORDER BY r.precision) AS precision,
                coalesce(sum(g.s), 0) / 3600 AS gpu_hours
         FROM current_results r LEFT JOIN datasets d USING (dataset) LEFT JOIN gpu g USING (cell_id)
-        WHERE r.status = 'ok' AND r.cell_id IN (SELECT cell_id FROM compared_cells)
+        WHERE r.status = {OK} AND r.cell_id IN (SELECT cell_id FROM compared_cells)
         GROUP BY r.{TASK.replace(", ", ", r.")}, r.model
     """,
     # Peak memory of the selected trial per (task, model), against the dataset's width; like compute, over
@@ -340,21 +348,21 @@ VIEWS: dict[str, str] = {
                avg(r.peak_cpu_mb) AS peak_cpu_mb, max(r.peak_cpu_mb) AS peak_cpu_mb_max,
                avg(r.peak_gpu_mb) AS peak_gpu_mb, max(r.peak_gpu_mb) AS peak_gpu_mb_max
         FROM current_results r LEFT JOIN datasets d USING (dataset)
-        WHERE r.status = 'ok' AND r.cell_id IN (SELECT cell_id FROM compared_cells)
+        WHERE r.status = {OK} AND r.cell_id IN (SELECT cell_id FROM compared_cells)
         GROUP BY r.{TASK.replace(", ", ", r.")}, r.model
     """,
     # Every failed current cell and every failed trial of one, with its error text and, in message, the
     # error's last line (the exception) with no trailing newline.
-    "failures": """
+    "failures": f"""
         SELECT 'cell' AS level, cell_id AS id, suite, dataset, split_key, model, sample_size, repeat, fold, status,
                error, finished_at,
                trim(string_split(rtrim(coalesce(error, ''), chr(10) || ' '), chr(10))[-1]) AS message
-        FROM current_results WHERE status <> 'ok'
+        FROM current_results WHERE status <> {OK}
         UNION ALL
         SELECT 'trial', t.trial_id, r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.repeat, r.fold,
                t.status, t.error, t.finished_at,
                trim(string_split(rtrim(coalesce(t.error, ''), chr(10) || ' '), chr(10))[-1])
-        FROM trials t JOIN current_results r USING (cell_id) WHERE t.status NOT IN ('ok', 'stopped')
+        FROM trials t JOIN current_results r USING (cell_id) WHERE t.status NOT IN {SCORED_IN}
     """,
 }
 

@@ -93,7 +93,7 @@ class CellState:
         """One record per suggestion that has ended for good (a lost first attempt has not)."""
         out: dict[int, TrialRecord] = {}
         for r in sorted(prior, key=lambda r: r.trial_index):
-            if r.status != Status.INFRA.value or r.attempt > INFRA_REQUEUES:
+            if r.status != Status.INFRA or r.attempt > INFRA_REQUEUES:
                 out[r.suggestion] = r
         return list(out.values())
 
@@ -139,20 +139,20 @@ class CellState:
         """The selected trial's (best validation score; ties: lower validation loss) test metrics."""
         res = self.plan.base
         res.n_trials = len(self.trials)
-        res.n_trials_failed = sum(not Status(t.status).scored for t in self.trials)
+        res.n_trials_failed = sum(not t.status.scored for t in self.trials)
         if self.trials:
             res.search_seconds = search_seconds(self.trials)
-        scored = [t for t in self.trials if Status(t.status).scored and t.val_score is not None]
+        scored = [t for t in self.trials if t.status.scored and t.val_score is not None]
         res.finished_at = utcnow()
         if not scored:
-            statuses = [t.status for t in self.trials] or [Status.ERROR.value]
-            res.status = (Status.INFRA.value if all(s == Status.INFRA.value for s in statuses)
-                          else next((s for s in statuses if s in {m.value for m in MODEL_FAILURES}), statuses[0]))
+            statuses = [t.status for t in self.trials] or [Status.ERROR]
+            res.status = (Status.INFRA if all(s == Status.INFRA for s in statuses)
+                          else next((s for s in statuses if s in MODEL_FAILURES), statuses[0]))
             res.error = next((t.error for t in self.trials if t.error), "no trial finished")
             return res, None
         best = select(scored)
         assert best is not None
-        res.status = Status.OK.value
+        res.status = Status.OK
         res.best_config, res.best_trial = best.config, best.trial_id
         for key in CARRIED:
             setattr(res, key, getattr(best, key))
@@ -165,13 +165,13 @@ class CellState:
         the variant failed, the variant's row says so."""
         out = []
         best = self.selected
-        kept = {v.method: v for v in (best.variants or [])} if best is not None and res.status == Status.OK.value else {}
+        kept = {v.method: v for v in (best.variants or [])} if best is not None and res.status == Status.OK else {}
         for method in self.spec.compress:
             v = dataclasses.replace(res, cell_id=f"{res.cell_id}+{method}", model=f"{res.model}+{method}",
                                     variant=method)
             got = kept.get(method)
             if got is None or got.error is not None:
-                v.status = res.status if res.status != Status.OK.value else Status.ERROR.value
+                v.status = res.status if res.status != Status.OK else Status.ERROR
                 v.error = (got.error if got is not None else None) or res.error or f"no {method} variant was recorded"
                 for key in CARRIED:
                     setattr(v, key, None)

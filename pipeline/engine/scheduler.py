@@ -24,7 +24,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pipeline.data.preprocess import FoldData
@@ -36,7 +36,7 @@ from pipeline.engine.records import TrialRequest
 from pipeline.engine.searchers import CellSearch, grace_for
 from pipeline.engine.worker import utcnow
 from pipeline.errors import ClusterLost
-from pipeline.records import CellResult, Status, TrialRecord
+from pipeline.records import CellResult, RunRecord, Status, TrialRecord
 
 log = logging.getLogger(__name__)
 FLUSH_EVERY_S = 1.0
@@ -55,7 +55,7 @@ class Running:
 
 
 class Scheduler:
-    def __init__(self, plans: list[CellPlan], *, load: Callable[[str], FoldData], store: Any, run_row: dict[str, Any],
+    def __init__(self, plans: list[CellPlan], *, load: Callable[[str], FoldData], store: Any, run_row: RunRecord,
                  progress: Progress, on_cell: Callable[[CellResult], None],
                  on_cluster_lost: Callable[[ClusterLost], None] | None = None) -> None:
         self.load = load
@@ -83,7 +83,7 @@ class Scheduler:
         self.to_commit: list[tuple[CellResult, dict[str, Any] | None]] = []
         self.last_flush = time.monotonic()
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnbench-commit")
-        self.writing: tuple[Future[None], list[tuple[CellResult, dict[str, Any] | None]], dict[str, Any],
+        self.writing: tuple[Future[None], list[tuple[CellResult, dict[str, Any] | None]], RunRecord,
                             list[TrialRecord]] | None = None
         self.last_resize = 0.0
         self.counts = Counts(cells_total=len(plans),
@@ -207,7 +207,7 @@ class Scheduler:
                 continue
             if not cell.started:
                 self._start(cell)
-            req = cell.next_request(self.run_row["run_id"])
+            req = cell.next_request(self.run_row.run_id)
             ref = slot.actor.run.remote(req, [self.refs[cell.plan.data_key]], self.board)
             slot.busy = True
             cell.running += 1
@@ -302,14 +302,14 @@ class Scheduler:
         from datetime import timedelta
 
         return TrialRecord(cell_id=req.cell_id, trial_id=req.trial_id, trial_index=req.trial_index,
-                           suggestion=req.suggestion, attempt=req.attempt, config=dict(req.config), status=status.value,
+                           suggestion=req.suggestion, attempt=req.attempt, config=dict(req.config), status=status,
                            error=error, seconds=seconds, started_at=started - timedelta(seconds=seconds),
                            finished_at=started, node=run.slot.where.get("node"), worker=run.slot.where.get("worker"))
 
     def _record(self, run: Running, rec: TrialRecord, final: bool = True) -> None:
         cell = run.cell
         cell.running -= 1
-        rec.run_id = self.run_row["run_id"]
+        rec.run_id = self.run_row.run_id
         rec.cell_attempt = cell.plan.base.attempts
         cell.trials.append(rec)
         cell.spent += rec.seconds or 0.0
@@ -365,8 +365,8 @@ class Scheduler:
             return
         trials, cells = self.to_write, self.to_commit
         base = [res for res, _ in cells if res.variant is None]  # a compressed variant is not a cell of its own
-        n_ok = sum(res.status == Status.OK.value for res in base)
-        run_row = {**self.run_row, "n_done": self.n_done + n_ok, "n_failed": self.n_failed + len(base) - n_ok}
+        n_ok = sum(res.status == Status.OK for res in base)
+        run_row = replace(self.run_row, n_done=self.n_done + n_ok, n_failed=self.n_failed + len(base) - n_ok)
         self.to_write, self.to_commit = [], []
         self.writing = (self.writer.submit(self.store.commit, trials, cells, run_row), cells, run_row, trials)
         if force:
@@ -384,8 +384,8 @@ class Scheduler:
             rec.predictions = None
         self.writing = None
         self.last_flush = time.monotonic()
-        self.run_row.update(n_done=run_row["n_done"], n_failed=run_row["n_failed"])
-        self.n_done, self.n_failed = run_row["n_done"], run_row["n_failed"]
+        self.run_row.n_done, self.run_row.n_failed = run_row.n_done, run_row.n_failed
+        self.n_done, self.n_failed = run_row.n_done, run_row.n_failed
         self.counts.cells_done, self.counts.cells_failed = self.n_done, self.n_failed
         for res, _ in cells:
             self.on_cell(res)

@@ -28,7 +28,7 @@ from pipeline.data.preprocess import FoldData
 from pipeline.engine.faults import classify
 from pipeline.engine.records import TrialRequest
 from pipeline.learners.resolve import ResolvedModel
-from pipeline.records import TEST_METRICS, Status, TrialRecord
+from pipeline.records import TEST_METRICS, Status, StopReason, TrialRecord
 from pipeline.spec import Resources
 
 if TYPE_CHECKING:
@@ -57,13 +57,13 @@ def run_trial(req: TrialRequest, data: FoldData, *, decide: Callable[[int, float
                       max_seconds=req.trial_timeout_s, clock=req.clock, score_test=True, attention=req.attention, on_step=decide,
                       data_ref=data_ref, compress=tuple(req.model.spec.compress), keep_predictions=req.predictions)
     except Exception as err:  # the model's failure is the trial's record, never the engine's exception
-        rec.status = classify(err).value
+        rec.status = classify(err)
         rec.error = "".join(traceback.format_exception(err))[-4000:]
     else:
         record_outcome(rec, out)
-        rec.status = (Status.STOPPED if out.fit.stop_reason == "pruned" else Status.OK).value
+        rec.status = Status.STOPPED if out.fit.stop_reason == StopReason.PRUNED else Status.OK
         if rec.val_score is None or not math.isfinite(rec.val_score):
-            rec.status, rec.error = Status.DIVERGED.value, f"the validation score is {rec.val_score}"
+            rec.status, rec.error = Status.DIVERGED, f"the validation score is {rec.val_score}"
     rec.seconds = time.perf_counter() - t0
     rec.finished_at = utcnow()
     return rec

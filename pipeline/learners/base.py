@@ -26,6 +26,7 @@ import numpy as np
 from pipeline.clock import Stopwatch
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.models.registry import ModelInfo
+from pipeline.records import StopReason
 
 # Asked after each epoch (torch) or boosting round with (iteration, validation score, higher is
 # better); returning False stops training there, keeping the best iteration so far (ASHA's rungs).
@@ -53,8 +54,7 @@ class FitReport:
 
     iterations: int  # run
     best_iteration: int  # kept (early stopping restores or keeps the best)
-    stop_reason: str  # early_stopping | max_epochs (the iteration budget ran out) | time_limit | pruned
-    # | complete (a model without validation-based stopping, a forest, built all it was asked to)
+    stop_reason: StopReason | str  # one of StopReason's, or a word of a user Learner's own
     n_params: int  # torch: parameters; boosting: tree nodes (XGBoost) or leaf values (CatBoost)
     device: str
     curve: list[dict[str, float]] = field(default_factory=list)  # one point per iteration
@@ -153,8 +153,8 @@ def rounds_report(losses: list[float], best_round: int, max_rounds: int, pruned:
                   device: str, timed_out: bool = False) -> FitReport:
     """A boosting fit's report from its validation losses per round and the round it kept."""
     run = len(losses) or best_round
-    stop = ("pruned" if pruned else "time_limit" if timed_out
-            else "early_stopping" if run < max_rounds else "max_epochs")
+    stop = (StopReason.PRUNED if pruned else StopReason.TIME_LIMIT if timed_out
+            else StopReason.EARLY_STOPPING if run < max_rounds else StopReason.MAX_EPOCHS)
     return FitReport(iterations=run, best_iteration=best_round, stop_reason=stop, n_params=n_params, device=device,
                      curve=[{"iteration": i + 1, "val_loss": float(v)} for i, v in enumerate(losses)])
 

@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from pipeline.cost import Usage
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep
-from pipeline.records import VariantRecord
+from pipeline.records import StopReason, VariantRecord
 
 # The suite's compression methods, each with whether its variant is a model trained anew on other inputs
 # (PCA's, on the principal components) rather than the trained model changed.
@@ -357,7 +357,7 @@ class CompressedLearner(Learner):
         self.module = module.eval()
         # int8 packed weights are not parameters: count the numbers stored for the quantized model
         n = n_stored(module) if self.method == "quantize" else sum(p.numel() for p in module.parameters())
-        return FitReport(iterations=0, best_iteration=0, stop_reason="compressed", n_params=n,
+        return FitReport(iterations=0, best_iteration=0, stop_reason=StopReason.COMPRESSED, n_params=n,
                          device=str(self.device))
 
     def predict(self, part: Part) -> np.ndarray:

@@ -44,6 +44,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from pipeline.data.preprocess import FoldData, Part, Preprocessor
 from pipeline.models.registry import ModelInfo, by_path, get
+from pipeline.records import OUT_OF_BUDGET, StopReason
 
 _OWN_PARAMS = ("model", "random_state", "validation_fraction", "device", "n_jobs", "max_seconds")
 # Numeric class labels whose classes are all rare are a regression target given to a classifier: more
@@ -239,19 +240,20 @@ class _TabularEstimator(BaseEstimator, abc.ABC):
         self.n_epochs_, self.best_epoch_ = report.iterations, report.best_iteration
         self.curve_, self.stop_reason_ = report.curve, report.stop_reason
         self.precision_ = report.precision  # a torch model's: fp32, bf16 or fp16 (amp: auto picks it)
-        if report.stop_reason in ("max_epochs", "time_limit") and report.best_iteration >= report.iterations:
+        if report.stop_reason in OUT_OF_BUDGET and report.best_iteration >= report.iterations:
             from sklearn.exceptions import ConvergenceWarning
 
             warnings.warn(self._still_improving(info, config, report.stop_reason, report.iterations), ConvergenceWarning,
                           stacklevel=2)
         return self
 
-    def _still_improving(self, info: ModelInfo, config: dict[str, Any], stop_reason: str, iterations: int) -> str:
+    def _still_improving(self, info: ModelInfo, config: dict[str, Any], stop_reason: StopReason | str,
+                         iterations: int) -> str:
         """The warning of a fit whose best iteration was its last, naming what ran out in the model's own
         words: its budget key (its Learner's ``capabilities.budget``) or ``max_seconds``."""
         caps = info.capabilities
         step = (caps.rungs or "iterations").removesuffix("s")  # epoch, boosting round
-        if stop_reason == "time_limit":
+        if stop_reason == StopReason.TIME_LIMIT:
             key, value = "max_seconds", self.max_seconds
         else:
             key = caps.budget or f"the {step}s it may run"

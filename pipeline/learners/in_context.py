@@ -33,6 +33,7 @@ import numpy as np
 
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep, on_all_classes
+from pipeline.records import StopReason
 
 EXTRA = "fm"
 INSTALL = f"pip install -e '.[{EXTRA}]'"
@@ -146,7 +147,7 @@ class InContextLearner(Learner):
         self.data = data.without_parts()
         self.model = self.estimator(task == "regression", path, data)
         self.model.fit(self.features(context), context.y)
-        return FitReport(iterations=1, best_iteration=1, stop_reason="complete", n_params=self.n_params(),
+        return FitReport(iterations=1, best_iteration=1, stop_reason=StopReason.COMPLETE, n_params=self.n_params(),
                          device=self.device_name(), curve=[{"iteration": 1, "seconds": time.perf_counter() - started}])
 
     def context(self, data: FoldData) -> Part:

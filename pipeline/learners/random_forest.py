@@ -29,6 +29,7 @@ import numpy as np
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep, on_all_classes
 from pipeline.metrics import score
+from pipeline.records import StopReason
 
 
 def tree_features(part: Part, data: FoldData, one_hot_max: int) -> np.ndarray:
@@ -114,8 +115,9 @@ class RandomForestLearner(Learner):
                 timed_out = True
                 break
         nodes = sum(int(t.tree_.node_count) for t in self.model.estimators_)
-        return FitReport(iterations=grown, best_iteration=grown, stop_reason="time_limit" if timed_out else "complete",
-                         n_params=nodes, device="cpu", curve=curve)
+        stop = StopReason.TIME_LIMIT if timed_out else StopReason.COMPLETE
+        return FitReport(iterations=grown, best_iteration=grown, stop_reason=stop, n_params=nodes, device="cpu",
+                         curve=curve)
 
     def features(self, part: Part) -> np.ndarray:
         return tree_features(part, self.data, self.one_hot_max)

@@ -31,6 +31,7 @@ import pandas as pd
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.learners.base import Capabilities, FitReport, Learner, OnStep
 from pipeline.models.registry import ModelInfo
+from pipeline.records import StopReason
 
 
 def hidden_sizes(spec: str) -> list[int]:
@@ -107,7 +108,7 @@ class RealMLPLearner(Learner):
         inner = self.model.alg_interface_
         (_metric, best), = inner.fit_params[0]["stop_epoch"].items()
         n_params = sum(int(p.numel()) for p in inner.model.parameters())
-        return FitReport(iterations=int(c["n_epochs"]), best_iteration=int(best), stop_reason="max_epochs",
+        return FitReport(iterations=int(c["n_epochs"]), best_iteration=int(best), stop_reason=StopReason.MAX_EPOCHS,
                          n_params=n_params, device=params["device"].split(":")[0])
 
     def frame(self, part: Part) -> pd.DataFrame:

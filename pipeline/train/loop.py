@@ -31,6 +31,7 @@ from torch import nn
 from pipeline.clock import Stopwatch
 from pipeline.data.preprocess import FoldData, Part
 from pipeline.metrics import selection
+from pipeline.records import StopReason
 from pipeline.train.precision import resolve_precision
 from pipeline.train.recipe import Recipe
 
@@ -52,7 +53,7 @@ class TrainResult:
     epochs: int
     best_epoch: int
     curve: list[dict[str, float]] = field(default_factory=list)
-    stop_reason: str = "max_epochs"
+    stop_reason: StopReason = StopReason.MAX_EPOCHS
     device: str = "cpu"
     precision: str = "fp32"  # what the matrix products ran in: fp32, bf16 or fp16 (autocast)
 
@@ -230,7 +231,7 @@ def train(
     curve: list[dict[str, float]] = []
     t0 = time.perf_counter()
     limit = Stopwatch(recipe.clock)  # max_seconds is read on the recipe's clock; a curve's seconds are wall
-    stop = "max_epochs"
+    stop = StopReason.MAX_EPOCHS
     epoch = 0
     members = int(getattr(model, "member_batches", 0) or 0)  # k members, each on batches of its own
     for epoch in range(1, recipe.max_epochs + 1):
@@ -248,9 +249,9 @@ def train(
                 if not curve:
                     raise TimeLimit(f"the time limit of {recipe.max_seconds:g} s passed during the first epoch "
                                     f"(after step {b + 1} of {steps_per_epoch}); no finished epoch to keep")
-                stop = "time_limit"  # the unfinished epoch is dropped: the best finished one is kept
+                stop = StopReason.TIME_LIMIT  # the unfinished epoch is dropped: the best finished one is kept
                 break
-        if stop == "time_limit":
+        if stop == StopReason.TIME_LIMIT:
             break
         mean_loss = float(train_loss) / max(seen, 1)  # the epoch's one sync
         if not math.isfinite(mean_loss):  # a step's loss was NaN or infinite (the weights are spoiled)
@@ -262,13 +263,13 @@ def train(
         curve.append(point)
         bad = 0 if best.offer(val["loss"], epoch, model) else bad + 1
         if on_epoch and on_epoch(point) is False:  # ASHA's rung: below the cut, stop and keep the best
-            stop = "pruned"
+            stop = StopReason.PRUNED
             break
         if bad >= recipe.patience:
-            stop = "early_stopping"
+            stop = StopReason.EARLY_STOPPING
             break
         if limit.elapsed() > recipe.max_seconds:
-            stop = "time_limit"
+            stop = StopReason.TIME_LIMIT
             break
     model.load_state_dict(best.state)
     return TrainResult(model=model, epochs=len(curve), best_epoch=best.epoch, curve=curve, stop_reason=stop,
