@@ -85,8 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         index = write_report(args.db, args.reports)
         print(f"report: {index.resolve()}")
     if summary.suite_failed:
-        again = " ".join(["attnbench run", args.suite or "", *(["--db", args.db] if args.db != DEFAULT_DB else []),
-                          "--retry-failed"]).replace("  ", " ")
+        again = retry_command(args)
         print(f"attnbench: {summary.suite_failed} cell{'s' if summary.suite_failed != 1 else ''} of suite "
               f"{suite.name!r} failed (errors: attnbench query \"SELECT * FROM failures\"{_db_option(args.db)}); "
               f"`{again}` runs them again", file=sys.stderr)
@@ -94,6 +93,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 EXIT_CLUSTER_LOST = 4
+
+
+def retry_command(args: argparse.Namespace) -> str:
+    """The command that runs a suite's failed cells again: on the same file, and against the same reference
+    (without it the cells would be planned on the default protocol's splits, not the reference's)."""
+    return " ".join(["attnbench run", args.suite or "", *(["--db", args.db] if args.db != DEFAULT_DB else []),
+                     *(["--against", args.against] if args.against else []), "--retry-failed"]).replace("  ", " ")
 
 
 def _resume_command() -> str:
@@ -148,8 +154,18 @@ def cmd_reference(args: argparse.Namespace) -> int:
                    "(SELECT count(*) FROM ref_suite_cells) AS planned FROM ref_results")
         print(f"{name}: suite {ref.suite!r}, {n.n[0]:,} of {n.planned[0]:,} planned cells, {n.d[0]} dataset"
               f"{'s' if n.d[0] != 1 else ''}, {n.m[0]} model{'s' if n.m[0] != 1 else ''} — attnbench run YOUR_SUITE.yaml --against {name}")
+        print(f"  code: {_code_words(ref.code_versions())}")
         ref.close()
     return 0
+
+
+def _code_words(code: dict[str, list[dict[str, str]]]) -> str:
+    """A reference's code versions in words: version 1 of attnbench's files, or each model's others."""
+    other = {m: forms for m, forms in code.items() if any(forms)}
+    if not other:
+        return f"version 1 of every attnbench file its {len(code)} models read (pipeline/models/versions.py)"
+    return "; ".join(f"{m}: " + " / ".join(", ".join(f"{f} {v}" for f, v in form.items()) or "version 1"
+                                            for form in forms) for m, forms in sorted(other.items()))
 
 
 def _export_reference(name: str, db: str) -> int:

@@ -138,6 +138,7 @@ def plan_rows(suite: SuiteSpec, run_id: str, cells: list[tuple[Cell, ingest_mod.
     entries = {m.key: m for m in suite.models}
     kinds = model_kinds(suite)  # stored: reports of this file need no registry
     versions = {m.key: model_version(suite, m.key) for m in suite.models}
+    code = {m.key: suite.our_code[m.key].stored() for m in suite.models}  # attnbench's files, by version
     rows: list[dict[str, Any]] = []
     splits: dict[str, dict[tuple[int, int, str, int, int], None]] = {}
     split_keys: dict[str, str] = {}
@@ -148,7 +149,7 @@ def plan_rows(suite: SuiteSpec, run_id: str, cells: list[tuple[Cell, ingest_mod.
                 "task_type": ds.dataset.task_type, "repeat": cell.repeat, "fold": cell.fold,
                 "sample_size": cell.sample_size, "seed": cell.seed, "model": cell.model, "model_name": m.name,
                 "variant": None, "n_train": cell.n_train, "model_kind": kinds[cell.model], "split_key": cell.split_key,
-                "model_version": versions[cell.model]}
+                "model_version": versions[cell.model], "code_versions": code[cell.model]}
         rows.append(base)
         rows.extend({**base, "cell_id": f"{cell.cell_id}+{method}", "model": f"{cell.model}+{method}",
                      "variant": method} for method in m.compress)

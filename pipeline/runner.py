@@ -66,6 +66,11 @@ def _cells(store: Store, suite: SuiteSpec, progress: Callable[[str], None]
     for spec in sources.expand(suite.datasets):
         progress(f"  dataset {dataset_label(spec)}: loading")
         prepared.append(ingest_mod.prepare(store, spec, suite.protocol, suite.seed))
+    for m in suite.models:  # a local edit of attnbench's code: those cells are not the pinned code's
+        if (code := suite.our_code[m.key]).modified:
+            progress(f"  notice: {m.key} runs as modified: {code.words()} "
+                     f"differ{'s' if len(code.modified) == 1 else ''} from the code its version pins; its cells "
+                     "get ids of their own")
     outside: list[dict[str, Any]] = []
     cells = list(expand(suite, prepared, notice=progress, not_applicable=outside))
     if not cells:
@@ -189,6 +194,22 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
     return plans
 
 
+def _set_aside_other_code(against: Reference, progress: Callable[[str], None]) -> None:
+    """A reference's models that ran other code of attnbench than this checkout's are not compared: their
+    cells are neither copied beside the suite's nor count as done (one line says which, and what differs)."""
+    drift = against.code_drift()
+    if not drift:
+        return
+    against.set_aside = set(drift)
+    model, (theirs, here) = next(iter(sorted(drift.items())))
+    files = sorted(set(theirs) | set(here))
+    differs = ", ".join(f"pipeline/{f} {theirs.get(f, '1')} there, {here.get(f, '1')} here" for f in files[:3])
+    rev = against.git_rev()
+    progress(f"  notice: the reference {against.name!r} ran {', '.join(sorted(drift))} with other attnbench code than "
+             f"this checkout's ({model}: {differs}{', …' if len(files) > 3 else ''}): their cells are not compared; "
+             f"re-run them in your suite, or use attnbench {rev[:12] or 'as the reference ran it'} to compare with them")
+
+
 def _done_cells(store: Store, suite: SuiteSpec, cells: list[tuple[Cell, Any]], splits: set[tuple[Any, ...]],
                 against: Reference | None) -> tuple[pd.DataFrame, dict[str, tuple[str, str]]]:
     """The cells done already, by cell id: the file's, then a reference's on these splits; and the old ids
@@ -268,6 +289,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     splits = {(c.dataset, c.split_key, c.repeat, c.fold, c.sample_size, c.seed) for c, _ in cells}
     if against is not None:
         against.check(prepared, splits)
+        _set_aside_other_code(against, progress)
     done, adopt = _done_cells(store, suite, cells, splits, against)
     pending, attempts = _pending(cells, done, force=force, retry_failed=retry_failed)
     summary = Summary(run_id=run_id, n_cells=len(cells), n_skipped=len(cells) - len(pending))

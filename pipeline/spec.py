@@ -30,6 +30,7 @@ from pipeline.suite_text import read_suite_file, validation_problems
 
 if TYPE_CHECKING:
     from pipeline.models.registry import ModelInfo
+    from pipeline.models.versions import CodeVersion
 
 SKLEARN_DATASETS = ("breast_cancer", "wine", "digits", "iris", "diabetes")
 
@@ -378,6 +379,21 @@ class SuiteSpec(_Strict):
         return {m.key: {p: code_digest(p) for p in m.code_paths()} for m in self.models if m.code_paths()}
 
     @functools.cached_property
+    def our_code(self) -> dict[str, CodeVersion]:
+        """Per model entry, the versions of attnbench's own files its results depend on
+        (:mod:`pipeline.models.versions`): its module and Learner, the training loop, the preprocessing,
+        the scoring, and those of our modules that its outside code imports."""
+        from pipeline.models.versions import code_version
+
+        out = {}
+        for m in self.models:
+            info = m.model_info()
+            imported = tuple(sorted({mod for d in self.model_code.get(m.key, {}).values()
+                                     for mod in d.get("attnbench", [])}))
+            out[m.key] = code_version(info.builder, info.learner, variants=bool(m.compress), imported=imported)
+        return out
+
+    @functools.cached_property
     def model_hashes(self) -> dict[str, str]:
         """A short hash per model entry of everything in it that decides its search (budget, space,
         fixed values, resources, compression) and of its code where it comes from outside attnbench:
@@ -397,6 +413,8 @@ class SuiteSpec(_Strict):
                 del entry[key]
         if code and m.key in self.model_code:
             entry["code"] = {p: d["digest"] for p, d in self.model_code[m.key].items()}
+        if code and (ours := self.our_code[m.key].key()):  # version 1 of every file adds nothing
+            entry["attnbench_code"] = ours
         return hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:12]
 
     def model_hash(self, key: str, code: bool = True) -> str:

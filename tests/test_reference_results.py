@@ -569,3 +569,62 @@ def test_reference_list_says_how_much_of_each_plan_ran():
         ref = references.load(name)
         assert done == len(ref.df("SELECT * FROM ref_results"))
         assert planned == len(ref.df("SELECT * FROM ref_suite_cells"))
+
+
+def test_a_reference_knows_its_code_and_against_sets_aside_a_model_whose_code_differs(reference, tmp_path: Path,
+                                                                                    monkeypatch: pytest.MonkeyPatch):
+    """Each planned cell records the versions of attnbench's files its model read; a reference lists them, and
+    `--against` compares them with this checkout's: a model whose code differs is named in one line and its
+    cells are neither copied beside the suite's nor counted as done."""
+    from pipeline.models import versions
+
+    _, refs = reference
+    ref = references.load(str(refs / "tinyref"))
+    assert ref.code_versions() == {"lightgbm": [{}], "xgboost": [{}]}  # version 1 throughout
+    stored = ref.df("SELECT DISTINCT model, code_versions FROM ref_suite_cells ORDER BY 1")
+    # LightGBM's learner reads XGBoost's (a shared frame helper); XGBoost's reads no other learner
+    assert '"learners/lightgbm.py":1' in stored.code_versions[0] and "lightgbm.py" not in stored.code_versions[1]
+    assert ref.code_drift() == {}
+
+    monkeypatch.setitem(versions.PINNED, "learners/lightgbm.py", (2, versions.PINNED["learners/lightgbm.py"][1]))
+    assert ref.code_drift() == {"lightgbm": ({}, {"learners/lightgbm.py": "2"})}
+    said: list[str] = []
+    db = tmp_path / "mine.duckdb"
+    summary = runner.run(load_suite(write(tmp_path / "mine.yaml", MINE)), db, progress=said.append, against=ref)
+    assert summary.n_done == 2
+    notice = [line for line in said if "other attnbench code" in line]
+    assert len(notice) == 1 and "lightgbm" in notice[0] and "learners/lightgbm.py 1 there, 2 here" in notice[0], said
+    lb = Store(db).query("SELECT DISTINCT model FROM leaderboard ORDER BY 1")
+    assert lb.model.tolist() == ["mlp", "xgboost"]  # LightGBM's cells ran other code: not compared
+
+
+def test_an_exported_reference_file_is_a_reference_its_split_keys_checked(reference, tmp_path: Path):
+    """`--against FILE` with a file `reference export` wrote (its plan, no split rows): the suite's splits are
+    checked by their keys (the data's checksum, the protocol, the seed, the splitter's version); another
+    seed is refused in a line that names both keys."""
+    _, refs = reference
+    exported = tmp_path / "ref.duckdb"
+    references.load(str(refs / "tinyref")).export(Store(exported))
+    ref = references.load(str(exported))
+    suite = ref.adopt_protocol(load_suite(write(tmp_path / "mine.yaml", MINE)))
+    prepared, cells, _ = runner._cells(Store(tmp_path / "scratch.duckdb"), suite, lambda _: None)
+    splits = {(c.dataset, c.split_key, c.repeat, c.fold, c.sample_size, c.seed) for c, _ in cells}
+    ref.check(prepared, splits)  # accepted
+    assert len(ref.done_cells(splits)) == 4  # xgboost and lightgbm at 64 rows and all
+    other = suite.model_copy(update={"seed": 3})
+    prepared, _, _ = runner._cells(Store(tmp_path / "scratch.duckdb"), other, lambda _: None)
+    with pytest.raises(references.ReferenceError) as err:
+        ref.check(prepared, splits)
+    key = prepared[0].split_key
+    theirs = ref.df("SELECT DISTINCT split_key FROM ref_suite_cells WHERE dataset = 'breast_cancer'").split_key[0]
+    assert str(err.value) == (f"dataset 'breast_cancer': split key {key} here, {theirs} in the reference "
+                              "'tinyref' (the protocol, the seed or the splitter's version differs)")
+
+
+def test_the_retry_line_after_an_against_run_keeps_the_reference():
+    from pipeline.cli import build_parser, retry_command
+
+    args = build_parser().parse_args(["run", "mine.yaml", "--db", "m.duckdb", "--against", "study-lite"])
+    assert retry_command(args) == "attnbench run mine.yaml --db m.duckdb --against study-lite --retry-failed"
+    plain = build_parser().parse_args(["run", "mine.yaml"])
+    assert retry_command(plain) == "attnbench run mine.yaml --retry-failed"

@@ -4,7 +4,6 @@ new splits and new cells in a results file that holds the old ones (version 1 ke
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from pipeline import plan
 from pipeline.data import ingest, splits
 from pipeline.data.store import Store
+from pipeline.models.versions import syntax_digest
 from pipeline.spec import parse_suite
 
 SPLITS = Path(splits.__file__)
@@ -24,35 +24,9 @@ SPLIT_CODE = {
 
 
 def code_digest(source: str) -> str:
-    """sha256 of a module's code: its syntax tree without docstrings, comments, formatting or line
-    numbers, and without the ``SPLIT_VERSION = …`` line itself (raising it is not a change of code),
-    written out the same way on every Python version (fields that are empty or None, which newer
-    Pythons add or leave out, are skipped)."""
-    def is_version(stmt: ast.stmt) -> bool:
-        return isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SPLIT_VERSION"
-                                                    for t in stmt.targets)
-
-    def docless(body: list[ast.stmt]) -> list[ast.stmt]:
-        first = body[0] if body else None
-        is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
-        return [s for s in (body[1:] if is_doc else body) if not is_version(s)]
-
-    def text(node: object) -> str:
-        if isinstance(node, list):
-            return "[" + ",".join(text(n) for n in node) + "]"
-        if not isinstance(node, ast.AST):
-            return repr(node)
-        fields = []
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if name == "body" and isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                value = docless(value)
-            if value is None or value == [] or name in ("ctx", "kind", "type_comment"):
-                continue
-            fields.append(f"{name}={text(value)}")
-        return f"{type(node).__name__}({','.join(fields)})"
-
-    return hashlib.sha256(text(ast.parse(source)).encode()).hexdigest()
+    """The digest of splits.py's code (:func:`pipeline.models.versions.syntax_digest`), without the
+    ``SPLIT_VERSION = …`` line itself: raising it is not a change of code."""
+    return syntax_digest(source, ignore=("SPLIT_VERSION",))
 
 
 def test_splits_py_is_not_changed_without_raising_split_version():

@@ -102,6 +102,7 @@ class Reference:
     seed: int
     con: Any
     meta: dict[str, Any] = field(default_factory=dict)
+    set_aside: set[str] = field(default_factory=set)  # models whose cells ran other code: not compared
 
     def df(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
         return self.con.execute(sql, params or []).df()
@@ -151,6 +152,50 @@ class Reference:
         protocol = mine.model_copy(update=update)
         return suite.model_copy(update={"protocol": protocol, "seed": self.seed})
 
+    def code_versions(self) -> dict[str, list[dict[str, str]]]:
+        """Per model of the reference, the versions of attnbench's files its cells ran (each distinct
+        record once, in :func:`pipeline.models.versions.comparable` form: files past version 1 or modified;
+        a plan from before the record existed is version 1 throughout)."""
+        from pipeline.models.versions import comparable
+
+        has = "code_versions" in set(self.df("SELECT * FROM ref_suite_cells LIMIT 0").columns)
+        rows = self.df("SELECT DISTINCT model, " + ("code_versions" if has else "NULL AS code_versions") +
+                       " FROM ref_suite_cells WHERE variant IS NULL ORDER BY ALL")
+        out: dict[str, list[dict[str, str]]] = {}
+        for model, stored in rows.itertuples(index=False):
+            form = comparable(None if pd.isna(stored) else stored)
+            if form not in out.setdefault(model, []):
+                out[model].append(form)
+        return out
+
+    def code_drift(self) -> dict[str, tuple[dict[str, str], dict[str, str]]]:
+        """The reference's models whose code is not this checkout's: model → (the versions it ran, those
+        here), each in comparable form. A model this attnbench does not register (a user's own, in a
+        results file) is identified by its code's digest in its cell ids instead, and left out."""
+        from pipeline.models.registry import get
+        from pipeline.models.versions import code_version
+
+        names = dict(self.df("SELECT DISTINCT model, model_name FROM ref_suite_cells WHERE variant IS NULL")
+                     .itertuples(index=False))
+        variants = set(self.df("SELECT DISTINCT split_part(model, '+', 1) FROM ref_suite_cells "
+                               "WHERE variant IS NOT NULL").iloc[:, 0])
+        out = {}
+        for model, ran in self.code_versions().items():
+            try:
+                info = get(names.get(model, model))
+            except (KeyError, ValueError):
+                continue
+            here = code_version(info.builder, info.learner, variants=model in variants).key()
+            theirs = next((r for r in ran if r != here), None)
+            if theirs is not None:
+                out[model] = (theirs, here)
+        return out
+
+    def git_rev(self) -> str:
+        """The attnbench revision the reference's latest run ran ('' where none is recorded)."""
+        rev = self.df("SELECT git_rev FROM ref_runs WHERE git_rev IS NOT NULL ORDER BY started_at DESC LIMIT 1")
+        return str(rev.git_rev[0]) if len(rev) else ""
+
     def check(self, prepared: Iterable[Any], splits: set[tuple[Any, ...]]) -> None:
         """Refuse, before anything is written, a dataset the reference does not hold, one with other rows
         (checksum) or other splits (row for row); and a plan with no split in common with it."""
@@ -171,6 +216,13 @@ class Reference:
                                      f"{checksum} here, {by_name[name]} there): not the same data")
             mine = split_digests(name, p.split_key, p.parts, p.orders)
             theirs = digests[(digests.dataset == name)]
+            if theirs.empty:  # a file of `reference export`: its plan, no split rows; the split keys tell
+                keys = set(self.df("SELECT DISTINCT split_key FROM ref_suite_cells WHERE dataset = ?", [name]).split_key)
+                if p.split_key not in keys:
+                    raise ReferenceError(f"dataset {name!r}: split key {p.split_key} here, {', '.join(sorted(keys))} "
+                                         f"in the reference {self.name!r} (the protocol, the seed or the splitter's "
+                                         "version differs)")
+                continue
             if not (theirs.split_key == p.split_key).any():
                 raise ReferenceError(f"dataset {name!r}: split key {p.split_key} here, "
                                      f"{', '.join(sorted(set(theirs.split_key)))} in the reference {self.name!r} (the "
@@ -193,7 +245,8 @@ class Reference:
         equal to a reference model's is the same cell: done)."""
         self._register_splits(splits)
         return self.df("SELECT r.cell_id, r.status, r.attempts FROM ref_results r JOIN user_splits USING "
-                       f"({', '.join(SPLIT)})")
+                       f"({', '.join(SPLIT)}) WHERE NOT list_contains(?, split_part(r.model, '+', 1))",
+                       [sorted(self.set_aside)])
 
     def _register_splits(self, splits: set[tuple[Any, ...]]) -> None:
         frame = pd.DataFrame(sorted(splits), columns=SPLIT) if splits else pd.DataFrame(columns=SPLIT)
@@ -206,7 +259,8 @@ class Reference:
         into the user's results file, in one transaction; rows it holds already are kept. Returns the
         cells added."""
         self._register_splits(splits)
-        plan = self.df(f"SELECT c.* FROM ref_suite_cells c JOIN user_splits USING ({', '.join(SPLIT)})")
+        plan = self.df(f"SELECT c.* FROM ref_suite_cells c JOIN user_splits USING ({', '.join(SPLIT)}) "
+                       "WHERE NOT list_contains(?, split_part(c.model, '+', 1))", [sorted(self.set_aside)])
         if plan.empty:
             return 0
         self.con.register("plan_ids", pd.DataFrame({"cell_id": plan.cell_id}))

@@ -16,7 +16,8 @@ from pipeline.records import TEST_METRICS, Metrics, sql_columns
 # 6: a task is a split, not a suite: planned cells, results and reference scores carry their split key
 # (cell ids no longer hash the suite's name), planned cells their model entry's version (model_version),
 # and runs the digest of each model's own code (model_code); later in 6, added on open: runs' plan notes
-# (plan_notes: the cells left out as past a model's declared limits, and the in-context models)
+# (plan_notes: the cells left out as past a model's declared limits, and the in-context models), and
+# planned cells the versions of attnbench's files their results depend on (code_versions: models/versions.py)
 SCHEMA_VERSION = 6
 APP = "attnbench"
 
@@ -57,7 +58,8 @@ CREATE TABLE IF NOT EXISTS attention_maps (
 CREATE TABLE IF NOT EXISTS suite_cells (
     suite VARCHAR, cell_id VARCHAR, run_id VARCHAR, dataset VARCHAR, task_type VARCHAR, repeat INTEGER,
     fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR, variant VARCHAR,
-    n_train INTEGER, model_kind VARCHAR, split_key VARCHAR, model_version VARCHAR, PRIMARY KEY (suite, cell_id)
+    n_train INTEGER, model_kind VARCHAR, split_key VARCHAR, model_version VARCHAR, code_versions VARCHAR,
+    PRIMARY KEY (suite, cell_id)
 );
 CREATE TABLE IF NOT EXISTS predictions (
     cell_id VARCHAR, trial_id VARCHAR, part VARCHAR, n_rows INTEGER, n_cols INTEGER, proba USMALLINT[],
@@ -81,7 +83,7 @@ CREATE TABLE IF NOT EXISTS reference_scores (
 
 # The columns of a suite's plan, in table order (see ``Store.write_plan``).
 PLAN_COLUMNS = ["suite", "cell_id", "run_id", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
-                "model_name", "variant", "n_train", "model_kind", "split_key", "model_version"]
+                "model_name", "variant", "n_train", "model_kind", "split_key", "model_version", "code_versions"]
 REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed", "task_type", "n_train", "predictor",
                      "score", *TEST_METRICS, "split_key"]
 
@@ -89,7 +91,7 @@ REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed"
 ADDED_COLUMNS = [("suite_cells", "model_kind", "VARCHAR"), ("suite_cells", "split_key", "VARCHAR"),
                  ("suite_cells", "model_version", "VARCHAR"), ("reference_scores", "split_key", "VARCHAR"),
                  ("runs", "model_code", "JSON"), ("features", "high_cardinality", "BOOLEAN"),
-                 ("runs", "plan_notes", "JSON")]
+                 ("runs", "plan_notes", "JSON"), ("suite_cells", "code_versions", "VARCHAR")]
 
 # Files before schema 6 kept no split key with a plan or a result: the upgrade takes it from the
 # dataset's stored training orders where the dataset has one split key (a file written under one
