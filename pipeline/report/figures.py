@@ -20,6 +20,7 @@ from plotly.subplots import make_subplots
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, TREES
 from pipeline.report.stats.aggregate import CriticalDifference
+from pipeline.report.stats.answer import SizeAnswer
 
 TEMPLATE = "plotly_white"
 PALETTE = qualitative.Plotly + qualitative.D3 + qualitative.Set2
@@ -251,6 +252,61 @@ def normalized_curves(df: pd.DataFrame, style: Style, sizes: Sequence[str]) -> g
                      title_text="training rows, as run ('all' = each dataset's full training part)")
     fig.update_yaxes(title_text="mean normalised score (1 = best, 0 = worst)", range=[-0.05, 1.05])
     return _layout(fig, height=380)
+
+
+# ------------------------------------------------------------------------------------- overview
+FAMILY_COLOR = {ATTENTION: "#636EFA", NETWORK: "#00CC96", BOOSTING: "#EF553B", TREES: "#AB63FA"}
+
+
+def answer_by_size(answers: Sequence[SizeAnswer], families: Sequence[str]) -> go.Figure:
+    """The answer at a glance, per training size: each family's share of the datasets won against the best
+    boosting model (its best model against boosting's, a tie as ½) with its Wilson 95% interval, and beside
+    it the mean normalised score of each family's best model (:class:`pipeline.report.stats.answer.SizeAnswer`)."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.07, subplot_titles=(
+        f"share of datasets won against the best {lab(BOOSTING)} model (a tie as ½), 95% interval",
+        "mean normalised score of each family's best model (1 = best, 0 = worst)"))
+    labels = ["all" if a.size == "all" else f"{int(a.size):,}" for a in answers]
+    shift = {f: 0.07 * (i - (len(families) - 1) / 2) for i, f in enumerate(families)}  # intervals side by side
+    extra = [f for f in families if f not in FAMILY_COLOR]
+    named: set[str] = set()  # one legend entry per family, for both panels
+    for family in families:
+        color = FAMILY_COLOR.get(family) or PALETTE[(5 + extra.index(family)) % len(PALETTE)]
+        common: dict[str, Any] = {
+            "x": [i + shift[family] for i in range(len(answers))], "mode": "lines+markers", "name": lab(family),
+            "legendgroup": lab(family), "line": {"color": color, "dash": DASH.get(family, "longdash")},
+            "marker": {"symbol": SYMBOL.get(family, "x"), "size": 9, "color": color},
+            "hovertemplate": "%{hovertext}<extra></extra>"}
+        records = [a.vs_boosting.get(family) for a in answers]
+        shown = [h if h is not None and h.n else None for h in records]
+        if family != BOOSTING and any(shown):
+            fig.add_scatter(
+                **common, y=[h.rate if h else None for h in shown], showlegend=family not in named, row=1, col=1,
+                error_y={"type": "data", "symmetric": False, "thickness": 1.5, "width": 4,
+                         "array": [h.high - h.rate if h else None for h in shown],
+                         "arrayminus": [h.rate - h.low if h else None for h in shown]},
+                hovertext=[f"{lab(family)} at {lab(t)} training rows: {lab(a.leaders[family].model)} against "
+                           f"{lab(a.leaders[BOOSTING].model)}<br>{h.text}<br>{h.rate:.0%} won, 95% interval "
+                           f"{h.low:.0%}–{h.high:.0%}" if h else "" for a, t, h in zip(answers, labels, shown)])
+            named.add(family)
+        leads = [a.leaders.get(family) for a in answers]
+        if any(leads):
+            fig.add_scatter(
+                **common, y=[lead.normalized_score if lead else None for lead in leads], showlegend=family not in named,
+                row=1, col=2,
+                hovertext=[f"{lab(family)} at {lab(t)} training rows: {lab(lead.model)}<br>mean normalised score "
+                           f"{lead.normalized_score:.3f} over the {lead.tasks_ran} tasks it ran" if lead else ""
+                           for t, lead in zip(labels, leads)])
+            named.add(family)
+    fig.add_hline(y=0.5, line={"color": "#888888", "dash": "dot", "width": 1}, row=1, col=1,
+                  annotation_text="even match", annotation_position="bottom right", annotation_font_color="#666666")
+    fig.update_xaxes(tickvals=list(range(len(answers))), ticktext=labels, range=[-0.5, len(answers) - 0.5],
+                     title_text="training rows, as run ('all' = each dataset's full training part)")
+    fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="datasets won", row=1, col=1)
+    fig.update_yaxes(range=[0, 1.02], title_text="mean normalised score", row=1, col=2)
+    _layout(fig, height=400)
+    fig.update_layout(legend={"title_text": "family", "orientation": "h", "x": 0, "y": -0.25},
+                      margin={"t": 40, "l": 60, "r": 20, "b": 90})
+    return fig
 
 
 # --------------------------------------------------------------------------------------- tuning

@@ -17,7 +17,7 @@ from synthetic import EVIL_DATASET, EVIL_FEATURE, EVIL_MODEL
 
 SIZES = ("all", "128", "32")
 EXPECTED: dict[str, tuple[list[str], list[str]]] = {  # page → (figure ids, table ids)
-    "index": (["fig-index-elo", "fig-index-sizes"],
+    "index": (["fig-index-answer", "fig-index-elo", "fig-index-sizes"],
               ["table-answer", "table-answer-cost", "table-index-crossover", "table-headline"]),
     "accuracy": ([f"fig-{f}-{s}" for s in SIZES for f in ("summary", "winrate", "elo", "cd")],
                  [f"table-{t}-{s}" for s in SIZES for t in ("datasets", "summary")]),
@@ -151,10 +151,40 @@ def test_overview_leads_with_the_answer(loads):
     answer, leaderboard = text.index("the answer by training size"), text.index("Leaderboard (")
     assert answer < leaderboard  # the answer comes first
     summary = text[answer:leaderboard]
-    for needle in ("Based on 3 datasets at 3 training sizes", "At 32 training rows (3 tasks)",
-                   "At all training rows (3 tasks)", "95% interval", "Cost per 1,000 rows",
-                   "Crossover size per dataset", "kept its last epoch or round"):
+    for needle in ("Based on 3 datasets at 3 training sizes", "32 training rows", "all training rows",
+                   "95% interval", "Cost per 1,000 rows", "Crossover size per dataset", "kept its last epoch or round"):
         assert needle in summary, needle
+
+
+FIRST_SCREEN = """(() => {
+  const main = document.querySelector('main');
+  const first = [...main.children].find(e => !['H1', 'H2'].includes(e.tagName));
+  const fig = document.getElementById('fig-index-answer'), box = fig.getBoundingClientRect();
+  const table = document.getElementById('table-answer').getBoundingClientRect();
+  return {first: (first.querySelector('.plotly-graph-div') || first).id, top: box.top, bottom: box.bottom,
+          width: box.width, viewport: [innerWidth, innerHeight], table_top: table.top,
+          legend: [...fig.querySelectorAll('.legendtext')].map(t => t.textContent),
+          panels: [...fig.querySelectorAll('.gtitle, .annotation-text')].map(t => t.textContent)};
+})()"""
+
+
+def test_the_overview_shows_the_answer_as_a_figure_on_its_first_screen(browser, evil_report):
+    """At 1400 × 900 the overview opens with the answer's figure, whole, with no scrolling: it is the first
+    thing under the title and its heading, above the per-size table."""
+    _, reports = evil_report
+    metrics = {"deviceScaleFactor": 1, "mobile": False}
+    browser.call("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 900, **metrics}, session=True)
+    try:
+        page = browser.load((reports / "index.html").as_uri())
+        seen = browser.evaluate(FIRST_SCREEN)
+    finally:
+        browser.call("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 900, **metrics}, session=True)
+    assert page.problems == []
+    assert seen["viewport"] == [1400, 900] and seen["first"] == "fig-index-answer", seen
+    assert 0 < seen["top"] < seen["bottom"] <= 900 and seen["width"] > 1000, seen  # whole, above the fold
+    assert seen["bottom"] <= seen["table_top"], seen  # the per-size table under it
+    assert {"attention network", "other network", "gradient boosting"} <= set(seen["legend"]), seen
+    assert any(t.startswith("share of datasets won against the best gradient boosting model") for t in seen["panels"])
 
 
 CURVES_JS = """

@@ -148,6 +148,38 @@ def test_sample_size_page_crossover(synth_report):
     assert "design notes" not in html  # page text for users, not notes to ourselves
 
 
+def test_the_overview_opens_with_the_answer_as_one_figure(synth_db, synth_report):
+    """The first thing under the overview's title is the answer's figure: per training size, each family's share
+    of the datasets won against the best boosting model with its Wilson interval, beside each family's mean
+    normalised score (the statistics of the table under it); the coverage cards come after the answer."""
+    from pipeline.models.kinds import BOOSTING, families
+    from pipeline.report import figures as figs
+    from pipeline.report.data import ReportData
+    from pipeline.report.stats.answer import size_answer
+
+    page = text(synth_report / "index.html")
+    main = page[page.index("<main>"):]
+    opening = re.sub(r"<h1>.*?</h1>|<h2[^>]*>.*?</h2>", "", main[:main.index('id="fig-index-answer"')], flags=re.S)
+    assert re.fullmatch(r'<main><div[^>]*>\s*<div ', opening), opening  # nothing but the headings before it
+    assert main.index('id="fig-index-answer"') < main.index('id="table-answer"') < main.index('id="summary"')
+    data = ReportData.load(synth_db)
+    answers = [size_answer(s, data.cells[data.cells.sample_size == s], data.kinds) for s in data.sizes]
+    fam = families(data.kinds)
+    fig = figs.answer_by_size(answers, fam)
+    won = {t.name: t for t in fig.data if t.xaxis == "x"}
+    score = {t.name: t for t in fig.data if t.xaxis == "x2"}
+    assert set(won) == {f for f in fam if f != BOOSTING} and set(score) == set(fam)
+    for f, t in won.items():
+        h = [a.vs_boosting[f] for a in answers]
+        assert list(t.y) == pytest.approx([x.rate for x in h])
+        assert list(t.error_y.array) == pytest.approx([x.high - x.rate for x in h])
+        assert list(t.error_y.arrayminus) == pytest.approx([x.rate - x.low for x in h])
+    for f, t in score.items():
+        assert list(t.y) == pytest.approx([a.leaders[f].normalized_score for a in answers])
+    assert list(fig.layout.xaxis.ticktext) == ["32", "128", "all"]
+    assert sum(t.showlegend is not False for t in fig.data) == len(fam)  # one legend entry per family
+
+
 def test_other_pages_content(synth_report):
     assert "No cell ran on a GPU" in text(synth_report / "compute.html")
     assert 'id="fig-pareto"' in text(synth_report / "compute.html")
@@ -288,13 +320,18 @@ def test_serve_without_a_report_says_so(tmp_path):
 
 
 def test_overview_answers_by_training_size_with_costs(synth_report):
-    html = html_lib.unescape(text(synth_report / "index.html"))
-    # The generated summary states its coverage first, then one sentence per size.
+    page = text(synth_report / "index.html")
+    html = html_lib.unescape(page)
+    # The generated summary states its coverage first; each size's answer in words is its row's title.
     assert "Based on 2 datasets at 3 training sizes, up to 2 splits (folds × seeds) each; 46 of 48 cells finished." in html
     assert "With fewer than 10 datasets per size" in html
-    assert ("At 32 training rows (2 tasks), gradient boosting leads on mean normalised score: attention network "
-            "(ft_transformer) 0.00, other network (mlp) 0.15, gradient boosting (catboost) 1.00.") in html
-    assert "At all training rows (2 tasks), attention network leads" in html
+    titles = [html_lib.unescape(t) for t in re.findall(r'<tr><td[^>]*? title="([^"]*)">', table_html(page, "table-answer"))]
+    assert titles[0].startswith("At 32 training rows (2 tasks), gradient boosting leads on mean normalised score: "
+                                "attention network (ft_transformer) 0.00, other network (mlp) 0.15, gradient boosting "
+                                "(catboost) 1.00. Against catboost, ft_transformer won ")
+    assert len(titles) == 3 and titles[2].startswith("At all training rows (2 tasks), attention network leads")
+    summary = html[html.index('id="answer-summary"'):]
+    assert "At 32 training rows" not in summary[:summary.index("</div>")]  # the table says it, not a paragraph
     assert ("Against catboost, ft_transformer won 1, tied 0, lost 1 of 2 tasks both ran (50% with a tie as ½, 95% "
             "interval 9%–91%)") in html  # Wilson, by hand
     assert "on 1 of 2 datasets, at 800 training rows; never on 1." in html  # alpha crosses at 'all', beta never

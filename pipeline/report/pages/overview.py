@@ -1,5 +1,7 @@
-"""The index page: the coverage, the answer by training size in words and tables (family leaders,
-head-to-head win rates, costs, crossovers), the headline leaderboard, and links to every page."""
+"""The index page: the answer by training size, first as one figure (each family's share of datasets won
+against the best boosting model, beside its mean normalised score), then per size in a table, and in words
+(coverage, crossovers, caveats); costs and crossovers; what the report holds; the headline leaderboard;
+links to every page."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pipeline.report.stats.answer import (
     family_crossovers,
     floor_sentence,
     size_answer,
+    size_sentence,
     summary_sentences,
 )
 from pipeline.report.stats.ranking import Ranking
@@ -36,7 +39,8 @@ def family_cell(a: SizeAnswer, family: str) -> Cell:
              "tasks it ran")
     if flag:
         title += "; budget-bound: " + bound_text(lead.epochs_bound, lead.search_bound).replace("⚑ ", "")
-    return cell(f"{lead.model} {lead.normalized_score:.3f}{flag}", "best" if a.leader == family else "", title)
+    fewer = f" · {lead.tasks_ran} of {a.n_run} tasks" if lead.tasks_ran < a.n_run else ""  # its mean covers fewer
+    return cell(f"{lead.model} {lead.normalized_score:.3f}{fewer}{flag}", "best" if a.leader == family else "", title)
 
 
 def h2h_cell(a: SizeAnswer, family: str, against: str = BOOSTING) -> Cell:
@@ -50,7 +54,9 @@ def h2h_cell(a: SizeAnswer, family: str, against: str = BOOSTING) -> Cell:
 
 
 def overview_answer(p: Page, data: ReportData) -> None:
-    """The per-size answer: family leaders, head-to-head win rates, costs, crossovers, in words first."""
+    """The per-size answer: first a figure (each family's share of datasets won against the best boosting
+    model, and its mean normalised score), then a table of it per size with the models (each size's row says
+    it in words as its title), then the coverage, crossovers and caveats in words, the costs, the crossovers."""
     c = data.cells
     answers = [size_answer(s, c[c.sample_size == s], data.kinds) for s in data.sizes]
     crossovers = family_crossovers(data.curves, data.kinds)
@@ -61,13 +67,15 @@ def overview_answer(p: Page, data: ReportData) -> None:
     fams = families(data.kinds)  # the families of the models in the file, by their stored kinds
     others = [f for f in fams if f != BOOSTING] if BOOSTING in fams else []
     p.h2("Attention networks, other networks or boosting: the answer by training size", "answer")
-    sentences = summary_sentences(answers, crossovers, coverage)
-    floor = floor_sentence(c)
-    if floor:
-        sentences.append(floor)
-    p.add('<div class="card" id="answer-summary">' + "".join(f"<p>{esc(t)}</p>" for t in sentences) + "</div>")
+    p.figure(figs.answer_by_size(answers, fams), "fig-index-answer")
+    p.add(note(f"Left: of the datasets both ran at each training size, the share each family's best model won "
+               f"against the best {BOOSTING} model (a tie as ½), with its Wilson 95% interval; above the dotted "
+               "line it won more than it lost. Right: each family's best model's mean normalised score. The table "
+               "below says the same per size, with the models (hover a size for it in words)."))
     networks = ATTENTION in fams and NETWORK in fams  # attention against the best non-attention network too
-    rows = [[cell(size_label(a.size)), cell(a.n_tasks), *(family_cell(a, f) for f in fams),
+    rows = [[cell(size_label(a.size), title=size_sentence(a) or ""),
+             cell(a.n_tasks if a.n_run >= a.n_tasks else f"{a.n_tasks} ({a.n_run} run so far)"),
+             *(family_cell(a, f) for f in fams),
              cell(a.leader_text), *(h2h_cell(a, f) for f in others),
              *([h2h_cell(a, ATTENTION, NETWORK)] if networks else [])] for a in answers]
     p.add(table(["training size", "tasks", *(f"best {f}" + (" (normalised score)" if i == 0 else "")
@@ -85,6 +93,11 @@ def overview_answer(p: Page, data: ReportData) -> None:
                f"{MARGIN} of each other are a tie, as the sample-size page's standings count them); the win rate counts "
                "a tie as ½, with a Wilson 95% interval; green where it is above an even match, red where below. "
                + BOUND_NOTE))
+    sentences = summary_sentences(answers, crossovers, coverage, sizes=False)
+    floor = floor_sentence(c)
+    if floor:
+        sentences.append(floor)
+    p.add('<div class="card" id="answer-summary">' + "".join(f"<p>{esc(t)}</p>" for t in sentences) + "</div>")
     caveats = [(m, n) for m, n in data.model_notes().items() if n]
     if caveats:
         p.add(note("Where a model leaves the shared protocol: " + "; ".join(f"{m}: {n.rstrip('.')}" for m, n in caveats) + "."))
@@ -136,14 +149,16 @@ def page_index(data: ReportData, rankings: dict[str, Ranking], pages: list[tuple
              ("training sizes", ", ".join(data.sizes) or "—"),
              ("cells", f"{n_ok} ok · {n_failed} failed · {n_missing} missing"),
              ("last run", f"{last.run_id} ({last.status})" if last is not None else "—")]
-    p.add('<div class="cards" id="summary">' + "".join(
+    cards = ('<div class="cards" id="summary">' + "".join(
         f'<div class="card"><div class="note">{esc(k)}</div><div class="stat">{esc(v)}</div></div>'
         for k, v in stats) + "</div>")
     size = data.headline_size
     if size is None or size not in rankings:
-        p.add(note("No results yet: run `attnbench run` to fill the database."))
+        p.add(cards, note("No results yet: run `attnbench run` to fill the database."))
     else:
-        overview_answer(p, data)
+        overview_answer(p, data)  # the answer first: its figure is the first screen
+        p.h2("What this report holds", "holds")
+        p.add(cards)
         st = rankings[size]
         p.h2(f"Leaderboard ({size_label(size)}, {len(st.scores)} tasks)", "leaderboard")
         p.add(summary_table(st, "table-headline"))

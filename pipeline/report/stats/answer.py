@@ -199,8 +199,44 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, coverage: dict[str, int]) -> list[str]:
-    """A few plain sentences: coverage first, then one per size, then the crossovers and the caveats.
+def size_sentence(a: SizeAnswer) -> str | None:
+    """One training size's answer in words: who leads on mean normalised score, and each family's record
+    against the boosting leader (and attention's against the other networks'); None where nothing is planned."""
+    if not a.leaders:
+        return (f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''} planned): no result yet."
+                if a.n_tasks else None)
+    lead = a.leading
+    parts = [f"{fam} ({best.model}) {best.normalized_score:.2f}" for fam, best in a.leaders.items()]
+    who = (f"{lead[0]} leads" if len(lead) == 1 else
+           f"{' and '.join(lead) if len(lead) == 2 else ', '.join(lead[:-1]) + ' and ' + lead[-1]} tie")
+    tasks = f"{a.n_tasks} task{'s' if a.n_tasks != 1 else ''}"
+    if a.n_run < a.n_tasks:
+        tasks += f" planned, {a.n_run} run so far"
+    text = (f"At {_size(a.size)} ({tasks}), {who} on mean "
+            f"normalised score: {', '.join(parts)}.")
+    uneven = [f"{best.model} ran {best.tasks_ran}" for best in a.leaders.values() if best.tasks_ran < a.n_run]
+    if uneven:
+        text += (f" Each mean is over the tasks its model ran ({'; '.join(uneven)} of the {a.n_run}): "
+                 "compare them with that in mind.")
+    for fam, h in a.vs_boosting.items():
+        if not h.n:
+            continue
+        side = ("better than" if h.low > 0.5 else "worse than" if h.high < 0.5 else "not distinguishable from")
+        text += (f" Against {a.leaders[BOOSTING].model}, {a.leaders[fam].model} {h.text} both ran "
+                 f"({_pct(h.rate)} with a tie as ½, 95% interval {_pct(h.low)}–{_pct(h.high)}): {side} an even match.")
+    an = a.attention_vs_network
+    if an is not None and an.n:
+        side = ("better than" if an.low > 0.5 else "worse than" if an.high < 0.5 else "not distinguishable from")
+        text += (f" Against the best non-attention network, {a.leaders[NETWORK].model}, "
+                 f"{a.leaders[ATTENTION].model} {an.text} both ran ({_pct(an.rate)} with a tie as ½, 95% "
+                 f"interval {_pct(an.low)}–{_pct(an.high)}): {side} an even match.")
+    return text
+
+
+def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, coverage: dict[str, int],
+                      sizes: bool = True) -> list[str]:
+    """A few plain sentences: coverage first, then one per size (:func:`size_sentence`; left out with
+    ``sizes=False``, where a table says them), then the crossovers and the caveats.
 
     ``coverage`` has datasets, sizes, splits (per dataset and size, most), cells, cells_ok."""
     out = [f"Based on {coverage['datasets']} dataset{'s' if coverage['datasets'] != 1 else ''} at "
@@ -208,40 +244,10 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
            f"split{'s' if coverage['splits'] != 1 else ''} (folds × seeds) each; {coverage['cells_ok']:,} of "
            f"{coverage['cells']:,} cells finished."]
     if answers and max(a.n_tasks for a in answers) < FEW_TASKS:
-        out.append(f"With fewer than {FEW_TASKS} datasets per size the answer below describes these datasets, "
+        out.append(f"With fewer than {FEW_TASKS} datasets per size this answer describes these datasets, "
                    "not tabular data in general: the intervals are wide.")
-    for a in answers:
-        if not a.leaders:
-            if a.n_tasks:
-                out.append(f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''} planned): no "
-                           "result yet.")
-            continue
-        lead = a.leading
-        parts = [f"{fam} ({lead.model}) {lead.normalized_score:.2f}" for fam, lead in a.leaders.items()]
-        who = (f"{lead[0]} leads" if len(lead) == 1 else
-               f"{' and '.join(lead) if len(lead) == 2 else ', '.join(lead[:-1]) + ' and ' + lead[-1]} tie")
-        tasks = f"{a.n_tasks} task{'s' if a.n_tasks != 1 else ''}"
-        if a.n_run < a.n_tasks:
-            tasks += f" planned, {a.n_run} run so far"
-        text = (f"At {_size(a.size)} ({tasks}), {who} on mean "
-                f"normalised score: {', '.join(parts)}.")
-        uneven = [f"{lead.model} ran {lead.tasks_ran}" for lead in a.leaders.values() if lead.tasks_ran < a.n_run]
-        if uneven:
-            text += (f" Each mean is over the tasks its model ran ({'; '.join(uneven)} of the {a.n_run}): "
-                     "compare them with that in mind.")
-        for fam, h in a.vs_boosting.items():
-            if not h.n:
-                continue
-            side = ("better than" if h.low > 0.5 else "worse than" if h.high < 0.5 else "not distinguishable from")
-            text += (f" Against {a.leaders[BOOSTING].model}, {a.leaders[fam].model} {h.text} both ran "
-                     f"({_pct(h.rate)} with a tie as ½, 95% interval {_pct(h.low)}–{_pct(h.high)}): {side} an even match.")
-        an = a.attention_vs_network
-        if an is not None and an.n:
-            side = ("better than" if an.low > 0.5 else "worse than" if an.high < 0.5 else "not distinguishable from")
-            text += (f" Against the best non-attention network, {a.leaders[NETWORK].model}, "
-                     f"{a.leaders[ATTENTION].model} {an.text} both ran ({_pct(an.rate)} with a tie as ½, 95% "
-                     f"interval {_pct(an.low)}–{_pct(an.high)}): {side} an even match.")
-        out.append(text)
+    if sizes:
+        out += [t for t in map(size_sentence, answers) if t]
     for family, g in crossovers.groupby("family", sort=False):
         measured = g[g.verdict != "one size"]
         text = f"Crossover ({family} beats boosting from some size on, and at every larger size): "
