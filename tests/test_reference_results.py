@@ -554,15 +554,19 @@ def test_the_shipped_study_lite_reference_your_model_beside_its_eight(ray_local,
 
 
 def test_reference_list_says_how_much_of_each_plan_ran():
-    """A reference shipped chunk by chunk (a study in progress) says so: cells done of those planned."""
+    """A reference shipped chunk by chunk (a study in progress) says so: cells done of those planned; and
+    which versions of attnbench's code its models ran, on a line of its own."""
     import re
 
     out = subprocess.run([sys.executable, "-m", "pipeline.cli", "reference", "list"], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
-    assert len(lines) == len(references.shipped()) >= 1
-    for line, name in zip(lines, references.shipped()):
+    assert len(lines) == 2 * len(references.shipped()) >= 2
+    for code, name in zip(lines[1::2], references.shipped()):
+        n_models = len(references.load(name).code_versions())
+        assert code == f"  code: version 1 of every attnbench file its {n_models} models read (pipeline/models/versions.py)"
+    for line, name in zip(lines[::2], references.shipped()):
         m = re.match(rf"{re.escape(name)}: suite '[^']+', ([\d,]+) of ([\d,]+) planned cells, \d+ datasets?, \d+ models?", line)
         done, planned = (int(g.replace(",", "")) for g in (m[1], m[2])) if m else (0, 0)
         assert m and 0 < done <= planned, line
