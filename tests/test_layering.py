@@ -145,6 +145,49 @@ def test_a_page_imports_statistics_never_another_page(tmp_path: Path):
         "pipeline.report.markup", "pipeline.report.markup.table"]
 
 
+# What the report reads (docs/ARCHITECTURE.md), narrower than its layer allows: the results file (data.store,
+# data.views, and data.characteristics for a dataset's traits), the models' kinds and declarations
+# (models.kinds; models.registry: a model's protocol, an old file's kinds, the claims' ablation switches), the
+# records and their enums, the scoring (metrics), the stored predictions and the ensembles; nothing of the
+# harness (engine, learners, train, plan, runner, spec, the data's loading and splitting).
+REPORT_READS = ["pipeline.data.store", "pipeline.data.views", "pipeline.data.characteristics", "pipeline.models.kinds",
+                "pipeline.models.registry", "pipeline.records", "pipeline.errors", "pipeline.metrics",
+                "pipeline.predictions", "pipeline.ensemble"]
+PACKAGES = {"pipeline", "pipeline.data", "pipeline.models"}  # `from pipeline.data import characteristics`
+
+
+def report_breaches(imported: set[str]) -> list[str]:
+    """What a module of report/ imports beyond what the report reads."""
+    return sorted(m for m in imported if not within(m, ["pipeline.report", *REPORT_READS]) and m not in PACKAGES)
+
+
+def test_the_report_reads_results_kinds_metrics_and_ensembles_never_the_harness(tmp_path: Path):
+    bad = {module_name(p): report_breaches(imports(p)) for p in sorted((PKG / "report").rglob("*.py"))}
+    assert {m: b for m, b in bad.items() if b} == {}, "the report imports beyond what it reads"
+    # What the check reads: the harness, at the top or inside a function, and the data layer's loading.
+    probe = tmp_path / "probe.py"
+    probe.write_text("from pipeline.learners.torch import TorchLearner\nfrom pipeline.data import characteristics, "
+                     "ingest\ndef f():\n    import pipeline.engine.pool\n    from pipeline.train import recipe\n")
+    assert report_breaches(imports(probe)) == [
+        "pipeline.data.ingest", "pipeline.engine.pool", "pipeline.learners.torch", "pipeline.learners.torch.TorchLearner",
+        "pipeline.train", "pipeline.train.recipe"]
+
+
+def test_importing_the_registry_imports_no_learner_and_no_pandas():
+    """The registry discovers the models on first use, never at import (docs/ARCHITECTURE.md: the Learners
+    it names are loaded on use): importing it loads no learner module, nor pandas, which the learners load."""
+    def loaded(use: str) -> list[str]:
+        code = ("import sys; import pipeline.models.registry as registry; " + use + "; print(' '.join(sorted("
+                "m for m in sys.modules if m.startswith('pipeline.learners') or m in ('pandas', 'torch'))))")
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              cwd=PKG.parent).stdout.split()
+
+    assert loaded("pass") == []
+    # What the check sees: the models' first use discovers them, the Learners imported by path (torch not).
+    used = loaded("registry.get('mlp')")
+    assert {"pandas", "pipeline.learners.torch", "pipeline.learners.xgboost"} <= set(used) and "torch" not in used
+
+
 def test_the_runner_writes_no_sql_and_the_store_knows_no_report():
     runner = (PKG / "runner.py").read_text(encoding="utf-8")
     assert not re.search(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE)\b", runner)

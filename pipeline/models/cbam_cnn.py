@@ -20,25 +20,15 @@ INFO = {
     "class": "CBAMCNN",
     "description": "1-D CNN over feature tokens with CBAM channel/spatial attention and SAGAN attention.",
     "paper": "https://arxiv.org/abs/1807.06521",
-    "defaults": {
-        "d_token": 16,
-        "channels": 32,
-        "n_conv": 2,
-        "kernel_size": 3,
-        "reduction": 16,
-        "spatial_kernel": 7,
-        "dropout": 0.1,
-        "position": "identity",
-        "num_embedding": "per_feature",
-        "cat_embedding": "per_feature",
-        "se": True,  # channel attention, the squeeze-and-excitation part of CBAM (false: an ablation)
-    },
     "space": {
         "channels": {"choice": [32, 64, 128]},
         "n_conv": {"int": [1, 3]},
         "kernel_size": {"choice": [3, 5]},
         "dropout": {"uniform": [0.0, 0.4]},
         "position": {"choice": ["identity", "sinusoidal", "none"]},
+    },
+    "ablations": {  # the claims' switches (pipeline/report/stats/claims.py)
+        "se": {"key": "se", "off": False},  # no channel attention, the squeeze-and-excitation part of CBAM
     },
     "notes": "feature_attention is the SAGAN layer's position × position map, which is F × F because "
              "convolutions keep the length. RoPE and ALiBi do not apply (SAGAN has no heads or rotations).",
@@ -86,7 +76,7 @@ class CBAMCNN(nn.Module):
         position: str = "identity",
         num_embedding: str = "per_feature",
         cat_embedding: str = "per_feature",
-        se: bool = True,
+        se: bool = True,  # channel attention, the squeeze-and-excitation part of CBAM (false: an ablation)
     ) -> None:
         super().__init__()
         check_io(n_num, cat_cardinalities, d_out)

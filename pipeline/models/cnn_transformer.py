@@ -21,23 +21,6 @@ INFO = {
     "class": "CNNTransformer",
     "description": "CBAM 1-D CNN backbone, its feature map as tokens of a transformer; mean-pooled head.",
     "paper": "",
-    "defaults": {
-        "d_token": 16,
-        "channels": 32,
-        "n_conv": 1,
-        "kernel_size": 3,
-        "reduction": 16,
-        "spatial_kernel": 7,
-        "n_blocks": 2,
-        "n_heads": 4,
-        "attention_dropout": 0.1,
-        "ffn_factor": 2.0,
-        "ffn_dropout": 0.1,
-        "dropout": 0.1,
-        "position": "identity",
-        "num_embedding": "per_feature",
-        "cat_embedding": "per_feature",
-    },
     "space": {
         "channels": {"choice": [32, 64, 128]},
         "n_conv": {"int": [1, 2]},
@@ -46,6 +29,9 @@ INFO = {
         "attention_dropout": {"uniform": [0.0, 0.3]},
         "dropout": {"uniform": [0.0, 0.4]},
         "position": {"choice": ["identity", "sinusoidal", "rope", "alibi", "none"]},
+    },
+    "ablations": {  # the claims' switches (pipeline/report/stats/claims.py)
+        "warmup": {"key": "warmup_frac", "off": 0},  # the recipe's warmup off (claim 4: transformers need it)
     },
     "notes": "feature_attention: the transformer's mean attention over positions, F × F because the "
              "convolutions keep the length. Additive positions go on the tokens before the CNN; RoPE and "

@@ -35,22 +35,6 @@ INFO = {
     "class": "CrossAttentionSE",
     "description": "Categorical tokens cross-attend to numeric tokens; SE over tokens; bottleneck FFN.",
     "paper": "",
-    "defaults": {
-        "d_token": 32,
-        "n_blocks": 1,
-        "n_heads": 4,
-        "attention_dropout": 0.1,
-        "se_reduction": 4,  # 0: no squeeze-and-excitation (the ablation)
-        "d_bottleneck": 16,
-        "ffn_dropout": 0.1,
-        "dropout": 0.1,
-        "block_size": 0,
-        "sparsity": 0.0,
-        "mask_seed": 0,
-        "num_embedding": "per_feature",
-        "cat_embedding": "per_feature",
-        "attention": "cross",  # self: every token attends to every token (the ablation)
-    },
     "space": {
         "d_token": {"choice": [16, 32, 64]},
         "n_blocks": {"int": [1, 3]},
@@ -58,6 +42,11 @@ INFO = {
         "se_reduction": {"choice": [2, 4, 8]},
         "d_bottleneck": {"choice": [8, 16, 32]},
         "dropout": {"uniform": [0.0, 0.4]},
+    },
+    "ablations": {  # the claims' switches (pipeline/report/stats/claims.py)
+        "se": {"key": "se_reduction", "off": 0, "needs": ["cross"]},  # no squeeze-and-excitation
+        "cross": {"key": "attention", "off": "self", "needs": ["se"]},  # every token attends to every token
+        "warmup": {"key": "warmup_frac", "off": 0},  # the recipe's warmup off (claim 4: transformers need it)
     },
     "notes": "Without categorical or without numeric features: self-attention over the tokens that exist. "
              "feature_attention fills the categorical-query × numeric-key block (rows n_num.., columns "
@@ -103,7 +92,7 @@ class CrossAttentionSE(nn.Module):
         n_blocks: int = 1,
         n_heads: int = 4,
         attention_dropout: float = 0.1,
-        se_reduction: int = 4,
+        se_reduction: int = 4,  # 0: no squeeze-and-excitation (an ablation)
         d_bottleneck: int = 16,
         ffn_dropout: float = 0.1,
         dropout: float = 0.1,
@@ -112,7 +101,7 @@ class CrossAttentionSE(nn.Module):
         mask_seed: int = 0,
         num_embedding: str = "per_feature",
         cat_embedding: str = "per_feature",
-        attention: str = "cross",
+        attention: str = "cross",  # self: every token attends to every token (an ablation)
     ) -> None:
         super().__init__()
         check_io(n_num, cat_cardinalities, d_out)

@@ -15,15 +15,6 @@ INFO = {
     "class": "FTTransformer",
     "description": "Feature tokenizer + pre-norm transformer over all features and a [CLS] token.",
     "paper": "https://arxiv.org/abs/2106.11959",
-    "defaults": {
-        "d_token": 96,
-        "n_blocks": 2,
-        "n_heads": 8,
-        "attention_dropout": 0.2,
-        "ffn_factor": 1.3333333333333333,
-        "ffn_dropout": 0.1,
-        "residual_dropout": 0.0,
-    },
     "training": {"lr": 1e-4, "weight_decay": 1e-5},  # the paper's defaults for its recipe
     "space": {
         "d_token": {"choice": [64, 96, 128, 192]},
@@ -31,6 +22,9 @@ INFO = {
         "attention_dropout": {"uniform": [0.0, 0.5]},
         "ffn_dropout": {"uniform": [0.0, 0.5]},
         "lr": {"loguniform": [3e-5, 1e-3]},
+    },
+    "ablations": {  # the claims' switches (pipeline/report/stats/claims.py)
+        "warmup": {"key": "warmup_frac", "off": 0},  # the recipe's warmup off (claim 4: transformers need it)
     },
 }
 

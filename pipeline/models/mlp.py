@@ -14,7 +14,6 @@ INFO = {
     "class": "MLP",
     "description": "Bag-of-features MLP: numeric features and categorical embeddings, concatenated.",
     "paper": "https://arxiv.org/abs/2106.11959",
-    "defaults": {"d_block": 256, "n_blocks": 3, "dropout": 0.1, "d_embedding": 8},
     "space": {
         "d_block": {"choice": [64, 128, 256, 512]},
         "n_blocks": {"int": [1, 4]},

@@ -12,16 +12,23 @@ Where models come from (``ModelInfo.source``):
   ``learner: package.module:Class`` (a Learner subclass) declares a model of its own
   (:func:`declared`).
 
-The torch modules' INFO dicts are read with ``ast``, so this file imports no torch; the Learners of
-:mod:`pipeline.learners` are imported (by path: they import their libraries, torch and the boosting
-ones, only inside ``fit``), so suite validation imports no torch either. A Learner class is asked
-every per-model question (:meth:`ModelInfo.learner_class`): its capabilities, its whole default
-configuration and search space, the libraries it needs. A duplicate name is an error, never an
-overwrite.
+Discovery happens on first use, not at import: importing this module imports no learner, no torch
+and no pandas; the first question that needs the models (:func:`get`, :data:`REGISTRY`,
+:data:`NOT_INSTALLED`, :data:`PROBLEMS`, :func:`kind_of`, :func:`switches`) finds them, once per
+process. The torch modules' INFO dicts and constructors are read with ``ast``, so discovery imports no
+torch; the Learners of :mod:`pipeline.learners` are imported then (by path: they import their
+libraries, torch and the boosting ones, only inside ``fit``), so suite validation imports no torch
+either. A Learner class is asked every per-model question (:meth:`ModelInfo.learner_class`): its
+capabilities, its whole default configuration and search space, the libraries it needs. A duplicate
+name is an error, never an overwrite.
 
-``defaults`` are the builder's own arguments (a torch model's architecture, a library's parameters);
-``training`` overrides the torch training recipe's defaults for one model. Search spaces are plain
-data (``{"lr": {"loguniform": [1e-4, 1e-2]}}``) so that suites can override them in YAML.
+``defaults`` are the builder's own arguments (a torch model's architecture, a library's parameters):
+a torch model states them once, as its constructor's keyword defaults, and INFO keeps what the
+signature cannot say (its name, kind, class, space, training overrides, paper, notes and ablation
+switches). ``training`` overrides the torch training recipe's defaults for one model; ``ablations``
+names the switches that turn one of a model's parts off, for the claims (:class:`Switch`). Search
+spaces are plain data (``{"lr": {"loguniform": [1e-4, 1e-2]}}``) so that suites can override them in
+YAML.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ import importlib
 import importlib.util
 import inspect
 import json
+import operator
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +92,23 @@ def _is_number(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
+class Switch:
+    """An ablation switch a model declares (INFO's ``ablations``, by the claim's word for it: ``se``,
+    ``cross``, ``warmup``): the configuration key that turns one of its parts off and the value that
+    does; any other value leaves the part on, and so does a configuration without the key (it ran the
+    model's default, which has the part: tests/models/test_architectures.py checks it). ``needs``: the
+    model's other switches that must be on for its cells to test this one (its SE is tested with
+    cross-attention only)."""
+
+    key: str
+    off: Any
+    needs: tuple[str, ...] = ()
+
+    def on(self, config: Mapping[str, Any]) -> bool:
+        return self.key not in config or config[self.key] != self.off
+
+
+@dataclass(frozen=True)
 class ModelInfo:
     name: str
     display_name: str
@@ -97,6 +123,7 @@ class ModelInfo:
     paper: str = ""
     notes: str = ""
     protocol: str = ""  # where the model leaves the shared protocol (the report lists it beside the answer)
+    ablations: Mapping[str, Switch] = field(default_factory=dict)  # the claims' switches the model has
     source: str = "attnbench"  # attnbench | package <dist> | suite <file>
 
     @property
@@ -171,18 +198,65 @@ class ModelInfo:
                                      f"number (its default is {known[key]!r}); write {int(whole[0])}")
 
 
-REGISTRY: dict[str, ModelInfo] = {}
-PROBLEMS: list[str] = []  # installed packages' models that could not be registered, and why
+# Found on first use (module __getattr__ below), never at import:
+REGISTRY: dict[str, ModelInfo]  # every registered model by name
+NOT_INSTALLED: dict[str, str]  # this package's models whose optional packages are absent → the packages
+PROBLEMS: list[str]  # installed packages' models that could not be registered, and why
 
 _INFO_KEYS = {f for f in ModelInfo.__dataclass_fields__ if f not in ("builder", "source")} | {"class"}
+_INPUTS = ("n_num", "cat_cardinalities", "d_out")  # what every torch model's constructor takes from the data
+
+
+@dataclass
+class _Found:
+    models: dict[str, ModelInfo] = field(default_factory=dict)
+    not_installed: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+_found: _Found | None = None
+_finding = threading.RLock()  # one discovery per process, whichever thread asks first
+_discovering = False
+
+
+def _discovered() -> _Found:
+    """The models of this package and of installed packages, discovered on the first call."""
+    global _found, _discovering
+    if _found is None:
+        with _finding:
+            if _found is None:
+                if _discovering:
+                    raise RuntimeError("the registry was asked for a model while it discovers them (a learner "
+                                       "module that asks it at import)")
+                _discovering = True
+                try:
+                    _found = _discover()
+                finally:
+                    _discovering = False
+    return _found
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`REGISTRY`, :data:`NOT_INSTALLED` and :data:`PROBLEMS`, discovered on first use."""
+    if name == "REGISTRY":
+        return _discovered().models
+    if name == "NOT_INSTALLED":
+        return _discovered().not_installed
+    if name == "PROBLEMS":
+        return _discovered().problems
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _add(models: dict[str, ModelInfo], info: ModelInfo) -> ModelInfo:
+    if info.name in models:
+        raise ValueError(f"model {info.name!r} is registered twice ({models[info.name].source}; {info.source})")
+    models[info.name] = info
+    return info
 
 
 def register(info: ModelInfo) -> ModelInfo:
     """Add a model; a duplicate name is an error (it names where both come from)."""
-    if info.name in REGISTRY:
-        raise ValueError(f"model {info.name!r} is registered twice ({REGISTRY[info.name].source}; {info.source})")
-    REGISTRY[info.name] = info
-    return info
+    return _add(_discovered().models, info)
 
 
 def listing_order(info: ModelInfo) -> tuple[int, str, str]:
@@ -193,19 +267,33 @@ def listing_order(info: ModelInfo) -> tuple[int, str, str]:
 
 def kind_of(name: str) -> str:
     """A registered model's kind, 'unknown' for a name the registry does not have (never a guess)."""
-    info = REGISTRY.get(name)
+    info = _discovered().models.get(name)
     return info.kind if info is not None else "unknown"
 
 
+def switches(name: str) -> Mapping[str, Switch]:
+    """A registered model's ablation switches (none for a name the registry does not have)."""
+    info = _discovered().models.get(name)
+    return info.ablations if info is not None else {}
+
+
+def with_switch(switch: str) -> list[str]:
+    """The registered models that declare the ablation switch ``switch``, by name."""
+    return sorted(name for name, info in _discovered().models.items() if switch in info.ablations)
+
+
 def get(name: str) -> ModelInfo:
+    models = _discovered().models
     try:
-        return REGISTRY[name]
+        return models[name]
     except KeyError:
-        raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(REGISTRY))}") from None
+        raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(models))}") from None
 
 
 def _read_info(path: Path) -> dict[str, Any] | None:
-    """The module's literal ``INFO = {...}``, read with ``ast`` so that torch is not imported."""
+    """The module's literal ``INFO = {...}``, read with ``ast`` so that torch is not imported, its
+    ``defaults`` those of the constructor of the class it names (:func:`_constructor_defaults`) with
+    INFO's own ``defaults``, what the signature cannot say, on top."""
     tree = ast.parse(path.read_text(), filename=str(path))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "INFO" for t in node.targets):
@@ -216,8 +304,65 @@ def _read_info(path: Path) -> dict[str, Any] | None:
             unknown = set(info) - _INFO_KEYS
             if unknown:
                 raise ValueError(f"{path.name}: unknown INFO keys {sorted(unknown)}")
-            return dict(info)
+            own = _constructor_defaults(tree, info.get("class"))
+            return {**info, "defaults": {**own, **info.get("defaults", {})}}
     return None
+
+
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def _as_data(node: ast.expr) -> Any:
+    """A default written as data: a literal, or arithmetic on numbers (``4 / 3``). ValueError otherwise."""
+    op = _ARITHMETIC.get(type(node.op)) if isinstance(node, ast.BinOp) else None
+    if isinstance(node, ast.BinOp) and op is not None:
+        left, right = _as_data(node.left), _as_data(node.right)
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (left, right)):
+            raise ValueError(f"not arithmetic on numbers: {ast.unparse(node)}")
+        try:
+            return op(left, right)
+        except ArithmeticError as err:
+            raise ValueError(f"{ast.unparse(node)}: {err}") from None
+    return ast.literal_eval(node)
+
+
+def _constructor_defaults(tree: ast.Module, cls_name: Any) -> dict[str, Any]:
+    """The keyword defaults of the ``__init__`` of class ``cls_name`` in the module ``tree``, in the
+    signature's order, the data inputs (``n_num``, ``cat_cardinalities``, ``d_out``) aside: a torch
+    model's architecture defaults, stated once. A default not written as data (:func:`_as_data`) is no
+    configuration value: the constructor keeps it. {} where the module defines no such class with an
+    ``__init__`` of its own."""
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if cls else None
+    if init is None:
+        return {}
+    args = init.args
+    positional = [*args.posonlyargs, *args.args]
+    named = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+             *zip(args.kwonlyargs, args.kw_defaults)]
+    out = {}
+    for arg, default in named:
+        if default is None or arg.arg in _INPUTS or arg in args.posonlyargs:
+            continue
+        try:
+            out[arg.arg] = _as_data(default)
+        except ValueError:
+            continue
+    return out
+
+
+def _switches(declared: Mapping[str, Any], where: str) -> dict[str, Switch]:
+    """INFO's ``ablations`` (switch → ``{key, off, needs}``) as :class:`Switch` es."""
+    out = {}
+    for name, s in declared.items():
+        if not isinstance(s, dict) or not {"key", "off"} <= set(s) <= {"key", "off", "needs"}:
+            raise ValueError(f"{where}: ablations.{name} must give 'key' and 'off' (and 'needs', a list of the "
+                             f"model's other switches), not {s!r}")
+        out[name] = Switch(key=s["key"], off=s["off"], needs=tuple(s.get("needs", ())))
+    unknown = sorted({n for s in out.values() for n in s.needs} - set(out))
+    if unknown:
+        raise ValueError(f"{where}: ablations need switches the model does not declare: {unknown}")
+    return out
 
 
 def from_info(info: dict[str, Any], module: str, *, learner: str | None, source: str) -> ModelInfo:
@@ -231,6 +376,7 @@ def from_info(info: dict[str, Any], module: str, *, learner: str | None, source:
     info.setdefault("kind", "network" if learner == TORCH_LEARNER else "other")
     info.setdefault("defaults", {})
     info.setdefault("space", {})
+    info["ablations"] = _switches(info.get("ablations", {}), builder)
     return ModelInfo(builder=builder, learner=learner, source=source, **info)
 
 
@@ -256,35 +402,34 @@ def _declares_learner(path: Path) -> list[str]:
         for s in node.body)]
 
 
-# Models of this package whose optional packages are not installed (name → the packages): not
-# registered; `attnbench models` says how to add them.
-NOT_INSTALLED: dict[str, str] = {}
-
-
-def _discover() -> None:
-    """Register the models of this package (the torch modules' INFO, the Learners' class attributes),
-    then those of installed packages' entry points."""
+def _discover() -> _Found:
+    """The models of this package (the torch modules' INFO and constructors, the Learners' class
+    attributes), then those of installed packages' entry points. A model of this package whose optional
+    packages are not installed is not registered: `attnbench models` says how to add it."""
+    found = _Found()
     root = Path(__file__).parent.parent
     for path in sorted((root / "models").glob("*.py")):
         info = _read_info(path)
         if info is not None:
-            register(from_info(info, f"pipeline.models.{path.stem}", learner=TORCH_LEARNER, source="attnbench"))
+            _add(found.models, from_info(info, f"pipeline.models.{path.stem}", learner=TORCH_LEARNER,
+                                         source="attnbench"))
     for path in sorted((root / "learners").glob("*.py")):
         for cls_name in _declares_learner(path):
             learner = f"pipeline.learners.{path.stem}:{cls_name}"
             cls = load_path(learner)
             requires = getattr(cls, "requires", ())
             if requires and not all(importlib.util.find_spec(m) is not None for m in requires):
-                NOT_INSTALLED[cls.name] = ", ".join(requires)  # an optional extra's model, its package absent
+                found.not_installed[cls.name] = ", ".join(requires)  # an optional extra's model, its package absent
                 continue
-            register(from_learner(cls, learner, source="attnbench"))
+            _add(found.models, from_learner(cls, learner, source="attnbench"))
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINTS):
         try:  # a broken package leaves the others usable; `attnbench models` says what went wrong
-            register(_from_entry_point(ep))
+            _add(found.models, _from_entry_point(ep))
         except (ValueError, SyntaxError, OSError) as err:
-            PROBLEMS.append(f"entry point {ep.name!r} ({ep.value}): {err}")
+            found.problems.append(f"entry point {ep.name!r} ({ep.value}): {err}")
+    return found
 
 
 def _from_entry_point(ep: Any) -> ModelInfo:
@@ -345,7 +490,8 @@ def _declared(key: str) -> ModelInfo:
                          builder=builder, learner=TORCH_LEARNER,
                          defaults={**own, **info.get("defaults", {}), **d["defaults"]},
                          space={**info.get("space", {}), **d["space"]}, training=info.get("training", {}),
-                         quick=info.get("quick", {}), paper=info.get("paper", ""), source=source)
+                         quick=info.get("quick", {}), paper=info.get("paper", ""),
+                         ablations=_switches(info.get("ablations", {}), builder), source=source)
     cls = checked_class("learner", learner)
     return from_learner(cls, learner, source=source, name=name, kind=d["kind"], defaults=d["defaults"],
                         space=d["space"], display_name=d["display_name"], description=d["description"])
@@ -376,9 +522,6 @@ def declared(name: str, *, builder: str | None = None, learner: str | None = Non
                       "space": dict(space or {}), "display_name": display_name, "description": description,
                       "source": source}, sort_keys=True, default=str)
     return _declared(key)
-
-
-_discover()
 
 
 def check_domain(key: str, dom: dict[str, Any]) -> None:

@@ -23,20 +23,14 @@ INFO = {
     "class": "SingleHeadAttention",
     "description": "Token + position embeddings, post-norm single-head attention, masked mean pool.",
     "paper": "",
-    "defaults": {
-        "d_token": 32,
-        "n_blocks": 2,
-        "attention_dropout": 0.0,
-        "dropout": 0.1,
-        "mask_missing": False,
-        "num_embedding": "per_feature",
-        "cat_embedding": "per_feature",
-    },
     "space": {
         "d_token": {"choice": [32, 64, 128]},
         "n_blocks": {"int": [1, 4]},
         "dropout": {"uniform": [0.0, 0.3]},
         "mask_missing": {"choice": [False, True]},
+    },
+    "ablations": {  # the claims' switches (pipeline/report/stats/claims.py)
+        "warmup": {"key": "warmup_frac", "off": 0},  # the recipe's warmup off (claim 4: transformers need it)
     },
     "notes": "feature_attention is the mean single-head map over blocks and rows, F × F as is.",
 }

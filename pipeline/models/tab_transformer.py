@@ -30,18 +30,6 @@ INFO = {
     "class": "TabTransformer",
     "description": "Transformer over categorical embeddings, flattened with the numerics into an MLP.",
     "paper": "https://arxiv.org/abs/2012.06678",
-    "defaults": {
-        "d_token": 32,
-        "n_blocks": 2,
-        "n_heads": 4,
-        "attention_dropout": 0.1,
-        "ffn_factor": 2.0,
-        "ffn_dropout": 0.1,
-        "d_block": 128,
-        "n_mlp_blocks": 2,
-        "dropout": 0.1,
-        "cat_embedding": "per_feature",
-    },
     "space": {
         "d_token": {"choice": [16, 32, 64]},
         "n_blocks": {"int": [1, 3]},
@@ -49,6 +37,9 @@ INFO = {
         "ffn_dropout": {"uniform": [0.0, 0.3]},
         "d_block": {"choice": [64, 128, 256]},
         "dropout": {"uniform": [0.0, 0.4]},
+    },
+    "ablations": {  # the claims' switches (pipeline/report/stats/claims.py)
+        "warmup": {"key": "warmup_frac", "off": 0},  # the recipe's warmup off (claim 4: transformers need it)
     },
     "notes": "Without categorical features it is an MLP on the numerics. feature_attention fills the "
              "categorical × categorical block of the F × F grid; rows and columns of numerics are zero.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -114,15 +115,35 @@ def test_attention_maps(name, kind):
 
 
 @pytest.mark.parametrize("name", TORCH_MODELS)
-def test_info_defaults_match_constructor(name):
-    """The harness passes every INFO default to the constructor: each must be a parameter, same value."""
-    params = inspect.signature(REGISTRY[name].load()).parameters
-    for key, value in arch_defaults(name).items():
-        assert key in params, key
-        assert params[key].kind is inspect.Parameter.KEYWORD_ONLY
-        assert params[key].default == value, key
-    for key in ("n_num", "cat_cardinalities", "d_out"):
-        assert params[key].kind is inspect.Parameter.KEYWORD_ONLY
+def test_the_constructor_states_the_defaults_once(name):
+    """A torch model's architecture defaults are its constructor's keyword defaults, read by the registry
+    with ast (no torch): every keyword but the data's inputs, the same value and type as the signature's;
+    its INFO states none of them again."""
+    from pipeline.models.registry import _read_info
+
+    info = REGISTRY[name]
+    params = inspect.signature(info.load()).parameters
+    inputs = ("n_num", "cat_cardinalities", "d_out")
+    own = {k: p.default for k, p in params.items() if k not in inputs}
+    assert list(arch_defaults(name).items()) == list(own.items())
+    assert all(type(v) is type(own[k]) for k, v in arch_defaults(name).items())
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
+    module = inspect.getmodule(info.load())
+    assert module is not None and "defaults" not in module.INFO
+    assert _read_info(Path(module.__file__))["defaults"] == own
+
+
+@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if REGISTRY[n].ablations))
+def test_ablation_switches_are_the_models_own(name):
+    """The claims' switches, declared by the models that have them (INFO's ablations): each turns a key
+    of the model's configuration off, its default has it on (a configuration without the key counts as
+    on), and what it needs is one of the model's switches."""
+    info = REGISTRY[name]
+    config = info.config_defaults()
+    for word, switch in info.ablations.items():
+        assert switch.key in config and config[switch.key] != switch.off, switch
+        assert switch.on({}) and switch.on(config) and not switch.on({switch.key: switch.off})
+        assert set(switch.needs) <= set(info.ablations) - {word}
 
 
 def _sample(spec: dict, rng: random.Random, where: str | None = None):

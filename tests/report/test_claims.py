@@ -47,6 +47,22 @@ def test_ablation_verdicts_supported_contradicted_and_thin():
     assert nothing.verdict == claims.THIN and nothing.n == 0
 
 
+def test_the_claims_name_no_model():
+    """The ablations' switches are the models' own (their INFO's ``ablations``): the claims code asks the
+    registry for them and names no model, nor copies a default."""
+    import ast
+    import inspect
+
+    from pipeline.models.registry import REGISTRY
+
+    words = {n.value for n in ast.walk(ast.parse(inspect.getsource(claims))) if isinstance(n, ast.Constant)
+             and isinstance(n.value, str)}
+    assert not {w for w in words for name in REGISTRY if name in w}
+    assert claims.switch_state("se")("cbam_cnn", {"se": False}) is False
+    assert claims.switch_state("se")("cross_attention_se", {"attention": "self"}) is None  # SE is tested crossed
+    assert claims.switch_state("warmup")("mlp", {"warmup_frac": 0.0}) is None  # not a transformer
+
+
 def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000, ft_bound_below: int = 0) -> pd.DataFrame:
     """Six datasets at 512 rows and at ``n_above``; FT-Transformer's cells at 512 rows still improving at
     their budget (n_epochs_bound) on the first ``ft_bound_below`` datasets."""

@@ -4,8 +4,10 @@ Each claim gets an effect with a 95% interval, the number of comparisons behind 
 come from; the verdict is *supported* when the interval lies on the claim's side, *contradicted* when
 it lies on the other side, and *not enough data* when there are too few comparisons or the interval
 straddles no effect. Ablations are found from the selected configurations: two cells of the same
-model on the same split whose configurations differ in one switch only (``se_reduction`` 0 or not,
-``se`` false or not, ``attention`` self or cross, ``warmup_frac`` 0 or not) form a pair.
+model on the same split whose configurations differ in one switch only form a pair. The switches are
+the models' own (:class:`pipeline.models.registry.Switch`, declared in their INFO's ``ablations``):
+``se`` (squeeze-and-excitation), ``cross`` (cross- rather than self-attention) and ``warmup``; this
+module names no model.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.models.kinds import models_of_kind
+from pipeline.models.registry import switches, with_switch
 from pipeline.records import Status
 from pipeline.report.stats import pick, standing
 from pipeline.report.stats.aggregate import SPLIT, wilson
@@ -27,7 +30,6 @@ from pipeline.report.stats.aggregate import SPLIT, wilson
 REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
 MIN_PAIRS = 3  # fewer comparisons than this: not enough data, whatever the interval says
 SUPPORTED, CONTRADICTED, THIN = "supported", "contradicted", "not enough data"
-TRANSFORMERS = ("ft_transformer", "tab_transformer", "cnn_transformer", "cross_attention_se", "single_head_attention")
 
 
 @dataclass
@@ -81,15 +83,29 @@ def _config(v: Any) -> dict[str, Any]:
         return {}
 
 
-def ablation_pairs(cells: pd.DataFrame, switch: Callable[[str, dict[str, Any]], bool | None]) -> pd.DataFrame:
-    """Cells of one model on one split, with the switch on and off (``switch(model_name, config)``:
-    True, False, or None where it does not apply). One row per pair: the on and off scores, fit seconds,
-    peak memory and cell ids; several 'on' or 'off' entries on a split are averaged."""
+def switch_state(switch: str) -> Callable[[str, dict[str, Any]], bool | None]:
+    """Whether a cell's configuration has the switch on (True) or off (False), from its model's
+    declaration; None where its model has no such switch, or has it only with other switches on
+    (``needs``) and one of them is off."""
+    def state(model_name: str, config: dict[str, Any]) -> bool | None:
+        declared = switches(model_name)
+        if switch not in declared or not all(declared[n].on(config) for n in declared[switch].needs):
+            return None
+        return declared[switch].on(config)
+
+    return state
+
+
+def ablation_pairs(cells: pd.DataFrame, switch: str) -> pd.DataFrame:
+    """Cells of one model on one split, with the switch on and off (:func:`switch_state`). One row per
+    pair: the on and off scores, fit seconds, peak memory and cell ids; several 'on' or 'off' entries on a
+    split are averaged."""
     cols = ["on_score", "off_score", "on_seconds", "off_seconds", "on_mb", "off_mb", "cells", "model_name"]
     ok = cells[cells.status == Status.OK].copy()
     if ok.empty:
         return pd.DataFrame(columns=cols)
-    ok["on"] = [switch(m, _config(c)) for m, c in zip(ok.model_name, ok.best_config)]
+    state = switch_state(switch)
+    ok["on"] = [state(m, _config(c)) for m, c in zip(ok.model_name, ok.best_config)]
     ok = ok[ok.on.notna()]
     rows = []
     for (_split, name), g in ok.groupby([ok[SPLIT].apply(tuple, axis=1), "model_name"]):
@@ -101,24 +117,6 @@ def ablation_pairs(cells: pd.DataFrame, switch: Callable[[str, dict[str, Any]], 
                      "on_mb": on.peak_cpu_mb.mean(), "off_mb": off.peak_cpu_mb.mean(),
                      "cells": [*on.cell_id, *off.cell_id], "model_name": name})
     return pd.DataFrame(rows, columns=cols)
-
-
-def _se(name: str, c: dict[str, Any]) -> bool | None:
-    if name == "cross_attention_se":
-        return c.get("se_reduction", 4) != 0 if c.get("attention", "cross") == "cross" else None
-    if name == "cbam_cnn":
-        return bool(c.get("se", True))
-    return None
-
-
-def _warmup(name: str, c: dict[str, Any]) -> bool | None:
-    return c.get("warmup_frac", 0.05) > 0 if name in TRANSFORMERS else None
-
-
-def _cross(name: str, c: dict[str, Any]) -> bool | None:
-    if name != "cross_attention_se" or c.get("se_reduction", 4) == 0:
-        return None
-    return c.get("attention", "cross") == "cross"
 
 
 def _paired_claim(claim: Claim, pairs: pd.DataFrame, diff: pd.Series, what: str) -> Claim:
@@ -260,22 +258,23 @@ def claim_cross_cost(cells: pd.DataFrame) -> Claim:
     c = Claim("cross_cost", "Cross-attention between categorical and numeric tokens costs less time and memory than "
               "self-attention over all tokens (O(k·n) against O((k+n)²)).",
               "mean of log(self-attention time ÷ cross-attention time) over paired cells (> 0: cross is cheaper)")
-    pairs = ablation_pairs(cells, _cross)
+    pairs = ablation_pairs(cells, "cross")
     ratio = np.log(pairs.off_seconds.astype(float) / pairs.on_seconds.astype(float))
-    return _paired_claim(c, pairs, ratio, "paired cells of cross_attention_se with attention: cross and self")
+    models = ", ".join(with_switch("cross")) or "any model"
+    return _paired_claim(c, pairs, ratio, f"paired cells of {models} with attention: cross and self")
 
 
 def claim_se(cells: pd.DataFrame) -> Claim:
     c = Claim("se", "Squeeze-and-excitation improves accuracy (the cross-attention model, the CBAM CNN).",
               "mean test-score gain of SE on over SE off, paired cells")
-    pairs = ablation_pairs(cells, _se)
+    pairs = ablation_pairs(cells, "se")
     return _paired_claim(c, pairs, pairs.on_score - pairs.off_score, "paired cells with SE on and off")
 
 
 def claim_warmup(cells: pd.DataFrame) -> Claim:
     c = Claim("warmup", "Warmup is critical for training transformers on tabular data.",
               "mean test-score gain of the default warmup over warmup_frac 0, paired cells")
-    pairs = ablation_pairs(cells, _warmup)
+    pairs = ablation_pairs(cells, "warmup")
     return _paired_claim(c, pairs, pairs.on_score - pairs.off_score, "paired cells with and without warmup")
 
 
