@@ -93,6 +93,36 @@ class RunStatus(State):
     KILLED = "killed"  # ended without recording its end (SIGKILL, a lost machine); the next run marks it
 
 
+class Verdict(State):
+    """A pair of models on a (dataset, size), as every page, sentence, count and the ``standings`` view word
+    it. Each member is that word: ``str(Verdict.NOT_CONVERGED)`` is ``not converged``. The rule that gives
+    one is :func:`pipeline.report.stats.verdicts.decide` (the ``standings`` view computes it alike)."""
+
+    AHEAD = "ahead"  # the corrected interval of a − b lies above zero
+    BEHIND = "behind"  # ... below zero
+    EQUIVALENT = "equivalent"  # the (1 − 2α) interval lies inside ±margin (TOST)
+    UNDETERMINED = "undetermined"  # neither: the splits cannot tell, or there is one split
+    NOT_CONVERGED = "not converged"  # behind or ahead, but the one behind was still improving at its budget
+    NOT_COMPARED = "not compared"  # the two finished no split in common
+
+    @property
+    def compared(self) -> bool:
+        """Whether its difference counts in a mean over datasets (:data:`COMPARED_VERDICTS`)."""
+        return self in COMPARED_VERDICTS
+
+    def reversed(self) -> Verdict:
+        """The verdict of b against a."""
+        return {Verdict.AHEAD: Verdict.BEHIND, Verdict.BEHIND: Verdict.AHEAD}.get(self, self)
+
+
+# The verdicts whose difference enters a mean over datasets: every pair with a difference that is not left
+# out as not converged (one-split ones included).
+COMPARED_VERDICTS = (Verdict.AHEAD, Verdict.BEHIND, Verdict.EQUIVALENT, Verdict.UNDETERMINED)
+# The rule's constants, here so that the views (below the report) compute it with the same ones.
+VERDICT_MARGIN = 0.005  # accuracy or R²: a difference whose interval lies within ± this is equivalent
+VERDICT_ALPHA = 0.05  # the two-sided interval is 1 − α (95%); the equivalence interval 1 − 2α (90%)
+
+
 @dataclass
 class Metrics:
     """The test metrics, declared once: the records below and the scores a fit returns

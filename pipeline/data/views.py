@@ -30,7 +30,17 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from pipeline.records import OUT_OF_BUDGET, SCORED, Status, StopReason, sql_list
+from pipeline.models.kinds import ATTENTION, BOOSTING, KINDS, NETWORK
+from pipeline.records import (
+    OUT_OF_BUDGET,
+    SCORED,
+    VERDICT_ALPHA,
+    VERDICT_MARGIN,
+    Status,
+    StopReason,
+    Verdict,
+    sql_list,
+)
 
 if TYPE_CHECKING:
     from pipeline.data.store import Store
@@ -63,6 +73,36 @@ SHARING = f"""WITH e AS MATERIALIZED (SELECT * FROM expected_cells), ran AS (
             SELECT e.*, coalesce(s.n, 0) AS models_on_split, coalesce(t.n, 0) AS models_on_task
             FROM e LEFT JOIN per_split s USING ({SPLIT}) LEFT JOIN per_task t USING ({TASK})
         )"""
+
+
+def _quote(word: str) -> str:
+    return "'" + word.replace("'", "''") + "'"
+
+
+# A stored kind in words, the family the report names (pipeline.models.kinds.family_of), in SQL.
+FAMILY = ("CASE model_kind " + " ".join(f"WHEN {_quote(k)} THEN {_quote(f)}" for k, f in KINDS.items())
+          + " ELSE coalesce(model_kind, 'unknown') END")
+# Which family's best each model is set against in `standings` (versus: 'best ' || family): every family but
+# boosting against the best boosting model; the attention networks also against the best other network.
+AGAINST = [(BOOSTING, f"family <> {_quote(BOOSTING)}"), (NETWORK, f"family = {_quote(ATTENTION)}")]
+T_TABLE = 100  # degrees of freedom tabulated; past them a Cornish–Fisher expansion (error < 1e-10)
+
+
+def t_quantile(p: float, df: str) -> str:
+    """The Student-t quantile ``p`` at ``df`` degrees of freedom (an SQL expression) in SQL: scipy's values
+    for df 1 to :data:`T_TABLE` as a list literal (each written so that it reads back as the same double),
+    past them the Cornish–Fisher expansion of t in the normal quantile z to the fourth order (what the
+    verdict rule, :func:`pipeline.report.stats.verdicts.decide`, takes from scipy; tests/report/test_standings.py
+    checks the two agree)."""
+    from scipy import stats
+
+    table = ", ".join(f"{float(stats.t.ppf(p, k)):.17e}" for k in range(1, T_TABLE + 1))
+    z = float(stats.norm.ppf(p))
+    g = [(z**3 + z) / 4, (5 * z**5 + 16 * z**3 + 3 * z) / 96, (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+         (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160]
+    tail = f"{z:.17e}" + "".join(f" + {c:.17e} / pow({df}, {i + 1})" for i, c in enumerate(g))
+    return f"CASE WHEN {df} <= {T_TABLE} THEN [{table}][{df}] ELSE {tail} END"
+
 
 VIEWS: dict[str, str] = {
     # Every planned cell once (two suites that planned one cell list both in `suite`), with its model
@@ -363,6 +403,94 @@ VIEWS: dict[str, str] = {
                t.status, t.error, t.finished_at,
                trim(string_split(rtrim(coalesce(t.error, ''), chr(10) || ' '), chr(10))[-1])
         FROM trials t JOIN current_results r USING (cell_id) WHERE t.status NOT IN {SCORED_IN}
+    """,
+    # The design each dataset was split by: one row per (dataset, split_key) with a current result. folds is
+    # the k of its k-fold cross-validation: the dataset's rows over a fold's test rows, rounded (a suite that
+    # ran one fold of three, as a tuned slice does, was still split in three), else the folds it ran; never
+    # under 2. The standings' interval takes its correlation between splits from it (n_test/n_train = 1/(k − 1)).
+    "designs": """
+        SELECT r.dataset, r.split_key, any_value(d.n_rows) AS n_rows, avg(r.n_test) AS n_test,
+               count(DISTINCT r.fold) AS folds_run,
+               greatest(2, coalesce(round(any_value(d.n_rows) / avg(r.n_test))::INTEGER,
+                                    count(DISTINCT r.fold))) AS folds
+        FROM current_results r LEFT JOIN datasets d USING (dataset) GROUP BY r.dataset, r.split_key
+    """,
+    # One verdict per pair of models on a task, the one every page reads (docs/PROTOCOL.md, "Verdicts"): one
+    # row per (dataset, split_key, sample_size, model, versus). versus names the family picked against: 'best
+    # gradient boosting' for every model of another family, and 'best other network' for an attention
+    # network; versus_model is the model picked, the family's model with the highest mean validation score on
+    # the task among those with a test score (means to 12 decimals, as pipeline/report/stats/pick.py compares
+    # them; a tie to the first by name; the test set picks nothing).
+    # family_best: the model is its own family's pick there. diff: the mean over splits (a fold of a repeat,
+    # its subset seeds averaged; both finished) of model − versus_model test score; lo/hi its 95%
+    # Nadeau–Bengio corrected interval, t(0.975, J − 1) · sd · √(1/J + 1/(k − 1)) (J = n_splits, k = folds
+    # of the design), eq_lo/eq_hi the 90% one; verdict: 'not compared' with no split in common,
+    # 'undetermined' with one, 'equivalent' when the 90% interval lies inside ±margin, 'ahead'/'behind' when
+    # the 95% one excludes zero ('not converged' where the model behind was still improving when its
+    # epochs, rounds or time ran out: model_bound, versus_bound), 'undetermined' otherwise.
+    # n_train and n_valid: the task's mean training and validation rows (the picks were made on n_valid).
+    "standings": f"""
+        WITH c AS MATERIALIZED (
+            SELECT c.dataset, c.split_key, c.sample_size, c.repeat, c.fold, c.model, c.model_kind, c.score,
+                   c.val_score, c.epochs_bound, c.n_train, r.n_valid
+            FROM compared_cells c LEFT JOIN current_results r USING (cell_id)
+            WHERE c.status = {OK} AND c.score IS NOT NULL
+        ), task AS (
+            SELECT {TASK}, avg(n_train) AS n_train, avg(n_valid) AS n_valid FROM c GROUP BY ALL
+        ), m AS (
+            SELECT {TASK}, model, min(model_kind) AS model_kind, avg(score) AS test_mean, avg(val_score) AS val_mean,
+                   bool_or(epochs_bound) AS bound
+            FROM c GROUP BY ALL
+        ), picked AS (
+            SELECT m.*, {FAMILY} AS family,
+                   row_number() OVER (PARTITION BY {TASK}, {FAMILY} ORDER BY round(val_mean, 12) DESC NULLS LAST, model) = 1
+                       AS family_best
+            FROM m
+        ), pairs AS (
+            {" UNION ALL ".join(
+                f"SELECT p.*, 'best ' || b.family AS versus, b.model AS versus_model, b.test_mean AS versus_test_mean, "
+                f"b.bound AS versus_bound "
+                f"FROM picked p JOIN picked b USING ({TASK}) WHERE b.family_best AND b.family = {_quote(fam)} AND p.{cond}"
+                for fam, cond in AGAINST)}
+        ), split AS (
+            SELECT {TASK}, repeat, fold, model, avg(score) AS score FROM c GROUP BY ALL
+        ), d AS (
+            SELECT p.dataset, p.split_key, p.sample_size, p.model, p.versus, count(*) AS n_splits,
+                   avg(x.score - y.score) AS diff, stddev_samp(x.score - y.score) AS sd
+            FROM pairs p
+            JOIN split x ON x.dataset = p.dataset AND x.split_key = p.split_key AND x.sample_size = p.sample_size
+                 AND x.model = p.model
+            JOIN split y ON y.dataset = p.dataset AND y.split_key = p.split_key AND y.sample_size = p.sample_size
+                 AND y.repeat = x.repeat AND y.fold = x.fold AND y.model = p.versus_model
+            GROUP BY ALL
+        ), w AS (
+            SELECT p.*, t.n_train, t.n_valid, g.folds, coalesce(d.n_splits, 0) AS n_splits, d.diff,
+                   d.sd * sqrt(1::DOUBLE / d.n_splits + 1::DOUBLE / (g.folds - 1)) AS se
+            FROM pairs p JOIN task t USING ({TASK}) LEFT JOIN designs g USING (dataset, split_key)
+            LEFT JOIN d USING ({TASK}, model, versus)
+        ), q AS (
+            SELECT w.*,
+                   CASE WHEN n_splits >= 2 THEN diff - {t_quantile(1 - VERDICT_ALPHA / 2, "n_splits - 1")} * se END
+                       AS lo,
+                   CASE WHEN n_splits >= 2 THEN diff + {t_quantile(1 - VERDICT_ALPHA / 2, "n_splits - 1")} * se END
+                       AS hi,
+                   CASE WHEN n_splits >= 2 THEN diff - {t_quantile(1 - VERDICT_ALPHA, "n_splits - 1")} * se END
+                       AS eq_lo,
+                   CASE WHEN n_splits >= 2 THEN diff + {t_quantile(1 - VERDICT_ALPHA, "n_splits - 1")} * se END
+                       AS eq_hi
+            FROM w
+        )
+        SELECT dataset, split_key, sample_size, n_train, model, family, family_best, versus, versus_model, diff, lo,
+               hi, {VERDICT_MARGIN!r}::DOUBLE AS margin, n_splits,
+               CASE WHEN n_splits = 0 THEN {Verdict.NOT_COMPARED.sql}
+                    WHEN n_splits = 1 THEN {Verdict.UNDETERMINED.sql}
+                    WHEN eq_lo > -{VERDICT_MARGIN!r}::DOUBLE AND eq_hi < {VERDICT_MARGIN!r}::DOUBLE
+                        THEN {Verdict.EQUIVALENT.sql}
+                    WHEN lo > 0 THEN CASE WHEN versus_bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.AHEAD.sql} END
+                    WHEN hi < 0 THEN CASE WHEN bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.BEHIND.sql} END
+                    ELSE {Verdict.UNDETERMINED.sql} END AS verdict,
+               eq_lo, eq_hi, folds, n_valid, test_mean, versus_test_mean, val_mean, bound AS model_bound, versus_bound
+        FROM q
     """,
 }
 

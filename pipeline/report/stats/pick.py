@@ -5,7 +5,10 @@ group with more members a head start over the other (the maximum of three noisy 
 upwards).
 
 Among the models with a test score, the highest validation score wins; a model with a test score but no
-validation score comes after every model with one; a tie goes to the first in the group's order.
+validation score comes after every model with one; a tie goes to the first in the group's order. Validation
+means are compared to 12 decimals (``DIGITS``), as the ``standings`` view compares them: two means equal on
+paper (the same validation accuracy, averaged over folds in another order) tie, whichever last bit the sum
+left them.
 Validation scores are comparable within a task only (accuracy, or −RMSE on the same validation rows), so
 every comparison here is made within one task, or on scores normalised per task.
 """
@@ -15,11 +18,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+DIGITS = 12  # validation means are compared rounded to this many decimals (pipeline/data/views.py: standings)
+
 
 def index_by_validation(test: np.ndarray, val: np.ndarray) -> np.ndarray:
     """Along the last axis (the group's models): the position of the model picked, as above. Where no model
     has a test score the position is 0, whose test score is NaN."""
-    test, val = np.asarray(test, dtype=float), np.asarray(val, dtype=float)
+    test, val = np.asarray(test, dtype=float), np.round(np.asarray(val, dtype=float), DIGITS)
     if test.shape[-1] == 0:
         raise ValueError("a group of no models has no best")
     lowest = np.finfo(float).min  # a validation score missing, or -inf: after every finite one, before no test

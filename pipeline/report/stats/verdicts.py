@@ -54,7 +54,6 @@ within a fraction of the margin; where they do not, the honest word is undetermi
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -62,39 +61,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-MARGIN = 0.005  # accuracy or R²: a difference whose interval lies within ± this is equivalent
-ALPHA = 0.05  # the two-sided interval is 1 − α (95%); the equivalence interval 1 − 2α (90%)
+from pipeline.records import COMPARED_VERDICTS, VERDICT_ALPHA, VERDICT_MARGIN, Verdict
+
+MARGIN = VERDICT_MARGIN  # accuracy or R²: a difference whose interval lies within ± this is equivalent
+ALPHA = VERDICT_ALPHA  # the two-sided interval is 1 − α (95%); the equivalence interval 1 − 2α (90%)
 METHOD = "Nadeau-Bengio corrected resampled t"
-
-
-class Verdict(str, enum.Enum):
-    """A pair's verdict as the pages word it. Each member is that word (it compares equal to it, as
-    :class:`pipeline.records.Status` members equal their stored words): ``str(Verdict.NOT_CONVERGED)`` is
-    ``not converged``, as the standings print it today."""
-
-    AHEAD = "ahead"  # the corrected interval of a − b lies above zero
-    BEHIND = "behind"  # ... below zero
-    EQUIVALENT = "equivalent"  # the (1 − 2α) interval lies inside ±margin (TOST)
-    UNDETERMINED = "undetermined"  # neither: the splits cannot tell, or there is one split
-    NOT_CONVERGED = "not converged"  # behind or ahead, but the one behind was still improving at its budget
-    NOT_COMPARED = "not compared"  # the two finished no split in common
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def compared(self) -> bool:
-        """Whether its difference counts in a mean over datasets (:data:`COMPARED`)."""
-        return self in COMPARED
-
-    def reversed(self) -> Verdict:
-        """The verdict of b against a."""
-        return {Verdict.AHEAD: Verdict.BEHIND, Verdict.BEHIND: Verdict.AHEAD}.get(self, self)
-
-
 # The verdicts whose difference enters a mean over datasets: every pair with a difference that is not
-# left out as not converged (the standings' ahead, level and behind, one-fold ones included).
-COMPARED = (Verdict.AHEAD, Verdict.BEHIND, Verdict.EQUIVALENT, Verdict.UNDETERMINED)
+# left out as not converged. Verdict (its words) lives in pipeline/records.py, beside the other stored words,
+# so that the standings view renders it too.
+COMPARED = COMPARED_VERDICTS
+__all__ = ["ALPHA", "COMPARED", "MARGIN", "METHOD", "Decision", "Verdict", "corrected_interval", "decide", "ratio"]
 
 
 @dataclass(frozen=True)

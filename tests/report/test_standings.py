@@ -1,0 +1,103 @@
+"""The `standings` view (issue 58 items 1 and 2): one verdict per pair of models on a task, in every results
+file, computed in SQL by the rule pipeline/report/stats/verdicts.py states in Python. The two are checked
+against each other on every row of the shipped references and of the synthetic file: the same picks
+(validation, never test), the same splits, the same interval and the same verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+import synthetic
+from scipy import stats
+
+from pipeline.data import references
+from pipeline.data.store import Store
+from pipeline.data.views import T_TABLE, install, t_quantile
+from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, family_of
+from pipeline.records import Status, Verdict
+from pipeline.report.stats import pick
+from pipeline.report.stats.verdicts import MARGIN, decide
+
+SHIPPED = ("study-every-dataset", "study-lite", "study-tuned-slice")
+TASK = ["dataset", "split_key", "sample_size"]
+COLUMNS = ["dataset", "split_key", "sample_size", "n_train", "model", "family", "family_best", "versus", "versus_model",
+           "diff", "lo", "hi", "margin", "n_splits", "verdict"]
+
+
+def shipped_file(root: Path, name: str) -> Path:
+    """A shipped reference exported into a results file of its own, as `attnbench reference export` does."""
+    db = root / f"{name}.duckdb"
+    ref = references.load(name)
+    try:
+        store = Store(db)
+        ref.export(store)
+        install(store)
+    finally:
+        ref.close()
+    return db
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("standings")
+    out = {name: shipped_file(root, name) for name in SHIPPED}
+    out["synthetic"] = synthetic.build(root / "synthetic.duckdb", synthetic.evil())
+    return out
+
+
+def test_the_t_quantiles_in_sql_are_scipys():
+    con = duckdb.connect()
+    for p in (0.975, 0.95):
+        got = con.execute(f"SELECT df, {t_quantile(p, 'df')} AS t FROM range(1, 5001) r(df)").df()
+        want = stats.t.ppf(p, got.df.to_numpy())
+        table = got.df <= T_TABLE
+        assert (got.t[table].to_numpy() == want[table]).all()  # the same doubles
+        assert np.abs(got.t[~table].to_numpy() - want[~table]).max() < 1e-9  # the expansion
+
+
+def recomputed(db: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The view's rows, and from the compared cells the per-split scores and per-task means, in pandas."""
+    with Store(db, create=False).connect(read_only=True) as con:
+        view = con.execute("SELECT * FROM standings").df()
+        cells = con.execute("SELECT * FROM compared_cells").df()
+    ok = cells[(cells.status == Status.OK) & cells.score.notna()]
+    per_split = ok.groupby([*TASK, "model", "repeat", "fold"]).score.mean()
+    means = ok.groupby([*TASK, "model"]).agg(test=("score", "mean"), val=("val_score", "mean"),
+                                            kind=("model_kind", "min"), bound=("epochs_bound", "any"))
+    return view, per_split, means
+
+
+@pytest.mark.parametrize("name", [*SHIPPED, "synthetic"])
+def test_every_row_of_the_view_is_the_rule_in_python(files, name):
+    view, per_split, means = recomputed(files[name])
+    assert list(view.columns[:len(COLUMNS)]) == COLUMNS and len(view)
+    assert set(view.verdict) <= {str(v) for v in Verdict}
+    means["family"] = [family_of(k) for k in means.kind]
+    # The picks: per task and family, the model with the best mean validation score (test picks nothing).
+    picks = {}
+    for (*task, family), g in means.reset_index().groupby([*TASK, "family"]):
+        g = g.sort_values("model").set_index("model")
+        picks[(tuple(task), family)] = pick.by_validation(g[["test"]].T, g[["val"]].T.set_axis(["test"]), list(g.index))[0].iloc[0]
+    expected = set()
+    for (*task, model), r in means.iterrows():
+        for against in (BOOSTING, NETWORK):
+            if (tuple(task), against) in picks and (r.family != BOOSTING if against == BOOSTING else r.family == ATTENTION):
+                expected.add((*task, model, f"best {against}"))
+    assert set(zip(view.dataset, view.split_key, view.sample_size, view.model, view.versus)) == expected
+    for r in view.itertuples(index=False):
+        task = (r.dataset, r.split_key, r.sample_size)
+        assert r.versus_model == picks[(task, r.versus.removeprefix("best "))], r
+        assert r.family_best == (picks[(task, r.family)] == r.model), r
+        a, b = per_split.loc[(*task, r.model)], per_split.loc[(*task, r.versus_model)]
+        d = (a - b).dropna()
+        want = decide(d.to_numpy(), folds=int(r.folds), bound=(bool(r.model_bound), bool(r.versus_bound)))
+        assert (r.verdict, r.n_splits, r.margin) == (want.verdict, want.n_splits, MARGIN), (r, want)
+        for got, exp in ((r.diff, want.diff), (r.lo, want.low), (r.hi, want.high), (r.eq_lo, want.eq_low),
+                         (r.eq_hi, want.eq_high)):
+            assert (pd.isna(got) and np.isnan(exp)) or got == pytest.approx(exp, abs=1e-12), (r, want)
+        assert (r.model_bound, r.versus_bound) == (means.loc[(*task, r.model), "bound"],
+                                                   means.loc[(*task, r.versus_model), "bound"])
