@@ -168,6 +168,31 @@ def _code_words(code: dict[str, list[dict[str, str]]]) -> str:
                                             for form in forms) for m, forms in sorted(other.items()))
 
 
+def cmd_answer(args: argparse.Namespace) -> int:
+    """The answer's Markdown from a reference (a shipped name, a folder, or a results file)."""
+    import tempfile
+
+    from pipeline.data import references
+    from pipeline.data.store import Store
+    from pipeline.data.views import install as install_views
+    from pipeline.report.answer_text import markdown
+
+    if Path(args.ref).suffix == ".duckdb":
+        print(markdown(args.ref, Path(args.ref).name), end="")
+        return 0
+    ref = references.load(args.ref)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "answer.duckdb")
+        try:
+            store = Store(db)
+            ref.export(store)
+            install_views(store)
+        finally:
+            ref.close()
+        print(markdown(db, args.ref), end="")
+    return 0
+
+
 def _export_reference(name: str, db: str) -> int:
     """A shipped reference (or a reference folder) as a results file of its own, to report or query."""
     from pipeline.data import references
@@ -409,6 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("name", help="a shipped reference's name, or a reference folder")
     export.add_argument("--db", required=True, help="the results file to write (a new one)")
     export.set_defaults(func=cmd_reference)
+
+    p = sub.add_parser("answer", help="the answer in Markdown, from a reference's standings (what docs/STUDY.md holds)")
+    p.add_argument("ref", metavar="REF", help="a shipped reference's name, a reference folder, or a results file")
+    p.set_defaults(func=cmd_answer)
 
     p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")
     p.add_argument("suite", nargs="?", help="also list the models this suite file declares by import path")

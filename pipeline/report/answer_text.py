@@ -1,0 +1,116 @@
+"""The answer in Markdown, printed from a results file (``attnbench answer REF``): what the README and
+docs/STUDY.md say of the study is this text, and tests/test_answer.py fails when they differ from it.
+
+Every figure comes from the ``standings`` view, the verdict every page reads (docs/QUERIES.md): the best
+attention network against the best gradient-boosting model, each its family's pick by mean validation
+score on the task; per training size the datasets by verdict, with the mean difference over datasets and
+its 95% t-interval (the datasets are independent: they are the units); per dataset at its largest size the
+difference, its Nadeau–Bengio corrected interval over the splits, and the verdict, with the dataset's
+OpenML id and rows. Nothing in it depends on when or where it is printed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from pipeline.data.store import Store
+from pipeline.data.views import temporary_views
+from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Verdict
+
+ATTENTION, BOOSTING = "attention network", "best gradient boosting"
+ORDER = [Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED, Verdict.NOT_CONVERGED]
+
+
+def pairs(db: str) -> pd.DataFrame:
+    """The best attention network against the best gradient-boosting model, per task, from ``standings``."""
+    return Store(db, create=False).query(
+        "SELECT s.dataset, s.sample_size, s.n_train, s.n_valid, s.model, s.versus_model, s.diff, s.lo, s.hi, "
+        "s.n_splits, s.folds, s.verdict, d.openml_id, d.n_rows, d.task_type FROM standings s "
+        "JOIN datasets d USING (dataset) WHERE s.family_best AND s.family = ? AND s.versus = ? "
+        "ORDER BY s.dataset, s.n_train", [ATTENTION, BOOSTING], prepare=temporary_views)
+
+
+def _mean_interval(d: np.ndarray) -> tuple[float, float, float]:
+    if len(d) < 2:
+        return (float(d.mean()) if len(d) else math.nan, math.nan, math.nan)
+    half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+    return float(d.mean()), float(d.mean()) - half, float(d.mean()) + half
+
+
+def _f(x: float, signed: bool = True) -> str:
+    return "–" if x != x else (f"{x:+.3f}" if signed else f"{x:.3f}").replace("-", "−")
+
+
+def _size(n: float) -> str:
+    return f"{round(n):,}"
+
+
+def by_size(p: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per training size (the planned size label; 'all' apart), the datasets by verdict and the mean
+    difference over those compared."""
+    rows = []
+    sized = p[p.sample_size != "all"]
+    for label, g in sorted(sized.groupby("sample_size"), key=lambda kv: int(kv[0])):
+        counts = g.verdict.value_counts()
+        compared = g[g.verdict.isin([v.value for v in COMPARED_VERDICTS])]
+        mean, lo, hi = _mean_interval(compared["diff"].to_numpy(dtype=float))
+        rows.append({"size": int(label), "n": len(compared), **{v.value: int(counts.get(v.value, 0)) for v in ORDER},
+                     "mean": mean, "lo": lo, "hi": hi})
+    return rows
+
+
+def largest(p: pd.DataFrame) -> pd.DataFrame:
+    """Each dataset's pair at its largest training size."""
+    return p.sort_values("n_train").groupby("dataset", sort=True).tail(1).sort_values("dataset")
+
+
+def summary(p: pd.DataFrame) -> str:
+    """The answer in two sentences: the per-dataset verdicts at each one's largest size, and the sizes at which
+    the mean difference over datasets is surely below (or above) zero."""
+    big = largest(p)
+    counts = big.verdict.value_counts()
+    words = ", ".join(f"{v.value} on {int(counts.get(v.value, 0))}" for v in ORDER if counts.get(v.value, 0))
+    folds = sorted({int(f) for f in p.folds.dropna()})
+    splits = sorted({int(n) for n in big.n_splits})
+    compared = big[big.verdict.isin([v.value for v in COMPARED_VERDICTS])]
+    mean, lo, hi = _mean_interval(compared["diff"].to_numpy(dtype=float))
+    sizes = by_size(p)
+    below = [f"{r['size']:,}" for r in sizes if r["hi"] < 0]
+    above = [f"{r['size']:,}" for r in sizes if r["lo"] > 0]
+    trend = (f"behind on average at {', '.join(below)} training rows" if below else "never surely behind on average")
+    trend += f" and ahead on average at {', '.join(above)}" if above else ", never surely ahead on average"
+    return (f"Per dataset at its largest size, the best attention network against the best gradient-boosting model "
+            f"(each picked by validation) is {words} of {len(big)} datasets ({'/'.join(map(str, splits))} splits of "
+            f"{'/'.join(map(str, folds))}-fold cross-validation; Nadeau–Bengio corrected 95% intervals, ±{VERDICT_MARGIN} "
+            f"margin). Over datasets, the mean difference at each one's largest size is {_f(mean)} [{_f(lo)}, {_f(hi)}]; "
+            f"by training size, attention is {trend} (95% t-intervals over datasets).")
+
+
+def markdown(db: str, name: str) -> str:
+    """The answer's Markdown for the results file ``db`` of the reference ``name``: the summary (what the
+    README quotes), then the counts per training size and the verdict per dataset."""
+    p = pairs(db)
+    if p.empty:
+        return f"The reference {name!r} holds no attention network beside a gradient-boosting model.\n"
+    big = largest(p)
+    out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->", summary(p), "",
+           "| training rows | datasets | ahead | equivalent | behind | undetermined | not converged | "
+           "mean difference [95% CI over datasets] |",
+           "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in by_size(p):
+        out.append(f"| {r['size']:,} | {r['n']} | " + " | ".join(str(r[v.value]) for v in ORDER)
+                   + f" | {_f(r['mean'])} [{_f(r['lo'])}, {_f(r['hi'])}] |")
+    out += ["", "Each dataset at its largest size (difference: attention − boosting test accuracy or R², mean over "
+            "splits; interval: Nadeau–Bengio corrected 95%):", "",
+            "| dataset | OpenML | rows | training rows | attention | boosting | difference [95% CI] | splits | verdict |",
+            "| --- | ---: | ---: | ---: | --- | --- | --- | ---: | --- |"]
+    for r in big.itertuples(index=False):
+        oid = "–" if pd.isna(r.openml_id) else str(int(r.openml_id))
+        out.append(f"| {r.dataset} | {oid} | {int(r.n_rows):,} | {_size(r.n_train)} | {r.model} | {r.versus_model} | "
+                   f"{_f(r.diff)} [{_f(r.lo)}, {_f(r.hi)}] | {int(r.n_splits)} | {r.verdict} |")
+    return "\n".join(out) + "\n"

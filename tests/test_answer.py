@@ -1,0 +1,76 @@
+"""The answer is printed, not typed: `attnbench answer REF` prints it from a shipped reference's `standings`
+view, docs/STUDY.md holds that output whole and README.md its summary, and both fail here when they
+differ from what the command prints for the shipped reference now."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.data import references
+from pipeline.data.store import Store
+from pipeline.data.views import install
+from pipeline.records import Verdict
+from pipeline.report import answer_text
+
+REPO = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"<!-- answer (?P<what>summary )?(?P<ref>[\w-]+) -->\n(?P<text>.*?)<!-- /answer -->", re.S)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> str:
+    db = str(tmp_path_factory.mktemp("answer") / "study.duckdb")
+    ref = references.load("study-every-dataset")
+    try:
+        store = Store(db)
+        ref.export(store)
+        install(store)
+    finally:
+        ref.close()
+    return db
+
+
+def blocks(doc: Path) -> list[re.Match]:
+    return list(BLOCK.finditer(doc.read_text(encoding="utf-8")))
+
+
+def test_the_study_doc_holds_what_the_command_prints(study: str):
+    found = [m for m in blocks(REPO / "docs" / "STUDY.md") if not m["what"]]
+    assert [m["ref"] for m in found] == ["study-every-dataset"]
+    assert found[0]["text"] == answer_text.markdown(study, "study-every-dataset")
+
+
+def test_the_readme_holds_its_summary(study: str):
+    found = blocks(REPO / "README.md")
+    assert [(m["what"], m["ref"]) for m in found] == [("summary ", "study-every-dataset")]
+    assert found[0]["text"] == answer_text.summary(answer_text.pairs(study)) + "\n"
+
+
+def test_the_command_prints_it(study: str):
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "answer", study], capture_output=True, text=True,
+                         cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == answer_text.markdown(study, "study.duckdb")
+
+
+def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str):
+    text = answer_text.markdown(study, "study-every-dataset")
+    assert not re.search(r"\blevel\b", text)
+    p = answer_text.pairs(study)
+    big = answer_text.largest(p)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line.count("|") == 10
+            and not line.startswith(("| dataset", "| ---"))]
+    assert len(rows) == len(big) == big.dataset.nunique()
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        row = big[big.dataset == cells[0]].iloc[0]
+        assert cells[-1] == row.verdict and Verdict(cells[-1])  # a member's word
+        assert int(cells[-2]) == row.n_splits
+    counts = big.verdict.value_counts()
+    for v in answer_text.ORDER:
+        if counts.get(v.value, 0):
+            assert f"{v.value} on {counts[v.value]}" in text.splitlines()[1]
