@@ -74,7 +74,7 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
         fewest = None
         folds = ds.fold_sizes()
         if not ds.dataset.has_official_folds:
-            folds = folds[folds.repeat < p.repeats]
+            folds = folds[folds.repeat < p.repeats_of(ds.name)]
         elif p.max_repeats is None and folds.repeat.nunique() > 1:
             n_rep, n_fold = folds.repeat.nunique(), folds.fold.nunique()
             notice(f"  notice: {ds.name}: its OpenML task has {n_rep} repeats × {n_fold} folds, and every repeat "
@@ -83,6 +83,12 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
             folds = folds[folds.repeat < p.max_repeats]
         if p.max_folds:
             folds = folds[folds.fold < p.max_folds]
+        # more_repeats: its repeats past the protocol's plan the dataset's largest size only, the largest that
+        # the protocol's own repeats plan on any fold.
+        more = not ds.dataset.has_official_folds and p.repeats_of(ds.name) > p.repeats
+        most_rows = folds[folds.repeat < p.repeats].iloc[:, 2].max() if len(folds) else 0
+        fit = [s for s in p.sample_sizes if s == "all" or s < most_rows]
+        top = "all" if "all" in fit else str(max((s for s in fit if s != "all"), default=0))
         for r, f, n_avail in folds.itertuples(index=False):
             sizes: list[tuple[str, int, int]] = []
             for s in p.sample_sizes:
@@ -93,6 +99,8 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                 else:
                     dropped.add(int(s))
                     fewest = int(n_avail) if fewest is None else min(fewest, int(n_avail))
+            if more and r >= p.repeats:
+                sizes = [s for s in sizes if s[0] == top]
             for label, n, n_seeds in sizes:
                 applicable = []
                 for m in suite.models:

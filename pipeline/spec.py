@@ -168,6 +168,17 @@ class Preprocessing(_Strict):
 SampleSize = int | Literal["all"]
 
 
+class MoreRepeats(_Strict):
+    """Repeated cross-validation where one repeat cannot decide: more seeded repeats of the k-fold (the
+    first repeat's splits stay as they are; each repeat is seeded on its own) for the datasets named, at
+    each one's largest training size only, for every model of the suite (so that every model is compared on
+    the same splits). Decided before the run, at the cap: no dataset stops at the repeat that happened to
+    look decided."""
+
+    repeats: int = Field(ge=2, description="repeats in all at the largest size, the first included")
+    datasets: list[str] = Field(min_length=1, description="the datasets (their names in the suite) to repeat")
+
+
 class Protocol(_Strict):
     """How data is split. Official OpenML folds are used when the task has them."""
 
@@ -179,6 +190,14 @@ class Protocol(_Strict):
     sample_sizes: list[SampleSize] = Field(default_factory=lambda: list[SampleSize](["all"]), min_length=1)
     subset_seeds: int = Field(default=1, ge=1, description="different nested subsets per size below 'all'")
     preprocessing: Preprocessing = Preprocessing()
+    more_repeats: MoreRepeats | None = Field(
+        default=None, description="more repeats of the k-fold, at the largest size, for the datasets named")
+
+    def repeats_of(self, dataset: str) -> int:
+        """The repeats of the seeded k-fold a dataset is split into: ``repeats``, or ``more_repeats``'s where
+        it names the dataset (its repeats past ``repeats`` run at its largest size only)."""
+        more = self.more_repeats
+        return max(self.repeats, more.repeats) if more and dataset in more.datasets else self.repeats
 
     @field_validator("sample_sizes")
     @classmethod
@@ -365,6 +384,11 @@ class SuiteSpec(_Strict):
         dup = {k for k in labels if labels.count(k) > 1}
         if dup:
             raise ValueError(f"dataset names repeat: {sorted(dup)} (give each a distinct 'name')")
+        more = self.protocol.more_repeats
+        if more and not any(isinstance(d, OpenMLSuite) for d in self.datasets):
+            unknown = sorted(set(more.datasets) - set(labels))
+            if unknown:
+                raise ValueError(f"protocol.more_repeats.datasets: {unknown} are not datasets of the suite")
         return self
 
     def model(self, key: str) -> ModelSpec:

@@ -107,7 +107,7 @@ def prepare(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, r
         if raw.folds is None:  # the protocol's folds must be possible before anything is stored
             y = raw.y.astype(str) if raw.task_type != "regression" else raw.y.astype(float)
             try:
-                splits.make_folds(y, raw.task_type, protocol.folds, protocol.repeats, seed)
+                splits.make_folds(y, raw.task_type, protocol.folds, protocol.repeats_of(raw.name), seed)
             except DataError as err:
                 raise DataError(f"dataset {raw.name!r} ({raw.source}): {err}") from None
         stored = _as_stored(raw)
@@ -122,7 +122,7 @@ def prepare(store: Store, spec: DatasetSpec, protocol: Protocol, seed: int, *, r
         if folds is None or not len(folds):
             raise DataError(f"dataset {stored.name!r}: its official folds are missing from the store; use --refresh")
     else:
-        folds = splits.make_folds(stored.y, stored.task_type, protocol.folds, protocol.repeats, seed)
+        folds = splits.make_folds(stored.y, stored.task_type, protocol.folds, protocol.repeats_of(stored.name), seed)
     parts = splits.carve_validation(folds, stored.y, stored.task_type, protocol.validation_fraction, seed)
     orders = splits.train_orders(parts, stored.y, stored.task_type, protocol.subset_seeds, seed)
     return Prepared(stored, key, parts, orders, raw=raw, new_splits=True)
@@ -147,7 +147,7 @@ def _covers(store: Store, ds: StoredDataset, key: str, protocol: Protocol) -> bo
         need = store.query("SELECT count(DISTINCT repeat) AS n FROM splits WHERE dataset = ? AND split_key = "
                            "'official'", [ds.name]).n.iloc[0]
     else:
-        need = protocol.repeats
+        need = protocol.repeats_of(ds.name)
     return int(have.repeats) >= int(need) and int(have.seeds) >= protocol.subset_seeds
 
 
