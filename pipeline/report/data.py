@@ -67,6 +67,9 @@ class ReportData:
     # planned cells left out of every comparison: on splits only some of their task's models planned
     # (unshared_cells, counted per suite, model, dataset and size)
     unshared: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # Every pair's verdict (the standings view): what every page, sentence and count reads its verdicts from
+    standings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    designs: pd.DataFrame = field(default_factory=pd.DataFrame)  # each dataset's k of k-fold (the designs view)
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
@@ -112,6 +115,8 @@ class ReportData:
                              "FROM superseded GROUP BY ALL ORDER BY suite, model, sample_size, why"),
                 kinds={}, model_names={},
             )
+            data.standings = q("SELECT * FROM standings ORDER BY dataset, split_key, n_train, sample_size, model, versus")
+            data.designs = q("SELECT * FROM designs ORDER BY dataset, split_key")
             timed = q("SELECT DISTINCT model, run_id FROM current_results WHERE status = 'ok' ORDER BY ALL")
             names = q("SELECT DISTINCT suite, model_key, model FROM plan ORDER BY ALL")  # the report's name of each entry
             data.traits = dataset_traits(con, sorted(set(data.cells.dataset)) if len(data.cells) else [])
@@ -140,6 +145,12 @@ class ReportData:
 
             data.ensembles = ensembles(ens_cells, preds, targets, data.model_families)
         return data
+
+    def folds(self, dataset: str, split_key: str) -> int:
+        """The k of the k-fold design a dataset was split by (the designs view; 2 where it has no row)."""
+        d = self.designs
+        hit = d[(d.dataset == dataset) & (d.split_key == split_key)] if len(d) else d
+        return int(hit.folds.iloc[0]) if len(hit) else 2
 
     @property
     def models(self) -> list[str]:

@@ -19,6 +19,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, TREES
+from pipeline.records import Verdict
 from pipeline.report.stats.aggregate import CriticalDifference
 from pipeline.report.stats.answer import SizeAnswer
 
@@ -258,54 +259,72 @@ def normalized_curves(df: pd.DataFrame, style: Style, sizes: Sequence[str]) -> g
 FAMILY_COLOR = {ATTENTION: "#636EFA", NETWORK: "#00CC96", BOOSTING: "#EF553B", TREES: "#AB63FA"}
 
 
+SHORT_FAMILY = {ATTENTION: "attn", NETWORK: "net", TREES: "trees"}  # under each bar; the axis title says them
+# The verdicts' colours, and the order their shares stack in, bottom up: ahead on the axis (its interval at
+# its top), behind at the top, those the splits cannot tell between.
+VERDICT_COLOR = {Verdict.AHEAD: "#2e7d32", Verdict.EQUIVALENT: "#6b8fb3", Verdict.UNDETERMINED: "#cfd4db",
+                 Verdict.NOT_CONVERGED: "#e0a030", Verdict.BEHIND: "#c62828"}
+STACK = (Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.UNDETERMINED, Verdict.NOT_CONVERGED, Verdict.BEHIND)
+
+
 def answer_by_size(answers: Sequence[SizeAnswer], families: Sequence[str]) -> go.Figure:
-    """The answer at a glance, per training size: each family's share of the datasets won against the best
-    boosting model (its best model against boosting's, a tie as ½) with its Wilson 95% interval, and beside
-    it the mean normalised score of each family's best model (:class:`pipeline.report.stats.answer.SizeAnswer`)."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.07, subplot_titles=(
-        f"share of datasets won against the best {lab(BOOSTING)} model (a tie as ½), 95% interval",
-        "mean normalised score of each family's best model (1 = best, 0 = worst)"))
+    """The answer at a glance, per training size. Left: for each family, its best model on each dataset
+    against the best boosting model there, as shares of the datasets by verdict (ahead, equivalent,
+    undetermined, not converged, behind: :class:`pipeline.report.stats.verdicts.Tally`), the share ahead with its
+    Wilson 95% interval. Right: the mean normalised score of each family's leader at that size
+    (:class:`pipeline.report.stats.answer.SizeAnswer`)."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.07, column_widths=[0.56, 0.44], subplot_titles=(
+        f"share of datasets won against the best {lab(BOOSTING)} model: each family's best on each<br>"
+        "dataset, by verdict (ahead with its 95% interval; undetermined: the folds cannot tell)",
+        "mean normalised score of each family's leader at the size (1 = best, 0 = worst)"))
     labels = ["all" if a.size == "all" else f"{int(a.size):,}" for a in answers]
-    shift = {f: 0.07 * (i - (len(families) - 1) / 2) for i, f in enumerate(families)}  # intervals side by side
-    extra = [f for f in families if f not in FAMILY_COLOR]
-    named: set[str] = set()  # one legend entry per family, for both panels
+    others = [f for f in families if f != BOOSTING and any((t := a.vs_boosting.get(f)) is not None and t.n
+                                                           for a in answers)]
+    bars = [(a, lbl, f, a.vs_boosting.get(f)) for a, lbl in zip(answers, labels) for f in others]
+    x = [[lbl for _, lbl, _, _ in bars], [SHORT_FAMILY.get(f, lab(f)) for _, _, f, _ in bars]]
+    for v in STACK:
+        shares = [t.share(v) if t is not None and t.n else None for _, _, _, t in bars]
+        if not any(t is not None and t[v] for _, _, _, t in bars):
+            continue
+        extra: dict[str, Any] = {}
+        if v is Verdict.AHEAD:
+            iv = [t.interval(v) if t is not None and t.n else None for _, _, _, t in bars]
+            extra["error_y"] = {"type": "data", "symmetric": False, "thickness": 1.5, "width": 4, "color": "#1b4d1e",
+                                "array": [i[1] - y if i and y is not None else None for i, y in zip(iv, shares)],
+                                "arrayminus": [y - i[0] if i and y is not None else None for i, y in zip(iv, shares)]}
+        fig.add_bar(x=x, y=shares, name=str(v), marker={"color": VERDICT_COLOR[v]},
+                    row=1, col=1, hovertemplate="%{hovertext}<extra></extra>",
+                    hovertext=[f"{lab(f)} at {lab(lbl)} training rows, against the best {lab(BOOSTING)} model of each "
+                               f"dataset:<br>{lab(t.text())}<br>{v}: {t[v]} of {t.n}, 95% interval "
+                               f"{t.interval(v)[0]:.0%}–{t.interval(v)[1]:.0%}" if t is not None and t.n else ""
+                               for _, lbl, f, t in bars], **extra)
+    fig.update_layout(barmode="stack", bargap=0.25)
+    extra_families = [f for f in families if f not in FAMILY_COLOR]
     for family in families:
-        color = FAMILY_COLOR.get(family) or PALETTE[(5 + extra.index(family)) % len(PALETTE)]
-        common: dict[str, Any] = {
-            "x": [i + shift[family] for i in range(len(answers))], "mode": "lines+markers", "name": lab(family),
-            "legendgroup": lab(family), "line": {"color": color, "dash": DASH.get(family, "longdash")},
-            "marker": {"symbol": SYMBOL.get(family, "x"), "size": 9, "color": color},
-            "hovertemplate": "%{hovertext}<extra></extra>"}
-        records = [a.vs_boosting.get(family) for a in answers]
-        shown = [h if h is not None and h.n else None for h in records]
-        if family != BOOSTING and any(shown):
-            fig.add_scatter(
-                **common, y=[h.rate if h else None for h in shown], showlegend=family not in named, row=1, col=1,
-                error_y={"type": "data", "symmetric": False, "thickness": 1.5, "width": 4,
-                         "array": [h.high - h.rate if h else None for h in shown],
-                         "arrayminus": [h.rate - h.low if h else None for h in shown]},
-                hovertext=[f"{lab(family)} at {lab(t)} training rows: {lab(a.leaders[family].model)} against "
-                           f"{lab(a.leaders[BOOSTING].model)}<br>{h.text}<br>{h.rate:.0%} won, 95% interval "
-                           f"{h.low:.0%}–{h.high:.0%}" if h else "" for a, t, h in zip(answers, labels, shown)])
-            named.add(family)
+        color = FAMILY_COLOR.get(family) or PALETTE[(5 + extra_families.index(family)) % len(PALETTE)]
         leads = [a.leaders.get(family) for a in answers]
         if any(leads):
             fig.add_scatter(
-                **common, y=[lead.normalized_score if lead else None for lead in leads], showlegend=family not in named,
-                row=1, col=2,
+                x=list(range(len(answers))), mode="lines+markers", name=lab(family), legendgroup=lab(family),
+                line={"color": color, "dash": DASH.get(family, "longdash")},
+                marker={"symbol": SYMBOL.get(family, "x"), "size": 9, "color": color},
+                hovertemplate="%{hovertext}<extra></extra>",
+                y=[lead.normalized_score if lead else None for lead in leads], row=1, col=2,
                 hovertext=[f"{lab(family)} at {lab(t)} training rows: {lab(lead.model)}<br>mean normalised score "
                            f"{lead.normalized_score:.3f} over the {lead.tasks_ran} tasks it ran" if lead else ""
                            for t, lead in zip(labels, leads)])
-            named.add(family)
-    fig.add_hline(y=0.5, line={"color": "#888888", "dash": "dot", "width": 1}, row=1, col=1,
-                  annotation_text="even match", annotation_position="bottom right", annotation_font_color="#666666")
+    named = ", ".join(f"{SHORT_FAMILY.get(f, lab(f))}: {lab(f)}" for f in others if SHORT_FAMILY.get(f, f) != f)
+    fig.update_xaxes(title_text=f"training rows, as run, and family ({named})", tickangle=0, tickfont_size=10,
+                     row=1, col=1)
     fig.update_xaxes(tickvals=list(range(len(answers))), ticktext=labels, range=[-0.5, len(answers) - 0.5],
-                     title_text="training rows, as run ('all' = each dataset's full training part)")
-    fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="datasets won", row=1, col=1)
+                     title_text="training rows, as run", row=1, col=2)
+    fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="datasets", row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], title_text="mean normalised score", row=1, col=2)
-    _layout(fig, height=400)
-    fig.update_layout(legend={"title_text": "family", "orientation": "h", "x": 0, "y": -0.25},
-                      margin={"t": 40, "l": 60, "r": 20, "b": 90})
+    _layout(fig, height=440)
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top", "title_text": "",
+                              "traceorder": "normal"},
+                      margin={"t": 60, "l": 60, "r": 20, "b": 80})
+    fig.update_annotations(font_size=13)
     return fig
 
 

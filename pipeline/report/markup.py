@@ -62,10 +62,19 @@ class Cell:
     html: str
     cls: str = ""
     title: str = ""
+    data: tuple[tuple[str, str], ...] = ()  # data-* attributes: what a cell shows, for a test to read
 
     def td(self) -> str:
         attrs = (f' class="{esc(self.cls)}"' if self.cls else "") + (f' title="{esc(self.title)}"' if self.title else "")
+        attrs += "".join(f' data-{esc(k)}="{esc(v)}"' for k, v in self.data)
         return f"<td{attrs}>{self.html}</td>"
+
+
+def verdict_cell(markup: str, verdict: object, pair: str, cls: str = "", title: str = "") -> Cell:
+    """A cell (``markup`` built from escaped parts) that shows a pair's verdict, saying which pair and which
+    verdict in its ``data-pair`` and ``data-verdict`` attributes (:func:`pipeline.report.stats.verdicts.pair_key`):
+    tests/report/test_one_verdict.py reads them on every page."""
+    return Cell(markup, cls, title, (("pair", pair), ("verdict", str(verdict))))
 
 
 def looks_numeric(value: Any) -> bool:

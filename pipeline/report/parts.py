@@ -8,11 +8,25 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline.records import Verdict
 from pipeline.report import figures as figs
 from pipeline.report.markup import cell, note, num, table
 from pipeline.report.stats import aggregate as agg
 from pipeline.report.stats.ranking import Ranking
-from pipeline.report.stats.standing import MARGIN
+from pipeline.report.stats.verdicts import MARGIN
+
+# A verdict's colour (CSS class) wherever a page shows one: green ahead, red behind, amber not converged, grey
+# not compared; equivalent and undetermined plain.
+VERDICT_CLASS = {Verdict.AHEAD: "best", Verdict.BEHIND: "missing", Verdict.NOT_CONVERGED: "partial",
+                 Verdict.NOT_COMPARED: "notrun"}
+
+VERDICT_NOTE = (f"Verdicts: each pair's difference of test score over the splits both finished, with its 95% interval "
+                "corrected for the training rows the splits of cross-validation share (Nadeau and Bengio's "
+                f"corrected resampled t). Equivalent: its 90% interval lies within ±{MARGIN} (accuracy or R²). "
+                "Ahead or behind: its 95% interval excludes zero (not converged where the one behind was still "
+                "improving when its epochs, rounds or time ran out). Undetermined: neither, so the folds cannot "
+                "tell the two apart, and on one fold, which gives no interval. docs/PROTOCOL.md has the rule; the "
+                "standings view every pair's verdict.")
 
 
 def coverage_text(r: pd.Series) -> str:
@@ -83,7 +97,7 @@ def summary_table(st: Ranking, table_id: str) -> str:
                    "model's, as a share of its own, averaged over tasks (0% = best everywhere; TabArena). "
                    "Tuned − default: mean test-score gain of the selected configuration over the default one "
                    f"(the search's first trial), with the tasks where tuning helped (by more than {MARGIN}: closer "
-                   "is level), over the cells whose search "
+                   "is no gain), over the cells whose search "
                    "scored more than one configuration (— where none did: one trial is the default). Time per 1,000 rows: the "
                    "selected trial's training time per 1,000 training rows, and prediction time per 1,000 "
                    "rows. ≤ constant predictor: finished cells that scored no better than the majority class "

@@ -97,32 +97,55 @@ def test_critical_difference_friedman_and_cliques():
     assert cd.cliques == [["a", "b"], ["b", "c"]]  # neighbours 1 apart; a and c 2 apart > CD
 
 
-def curve_rows(dataset: str, model: str, scores: list[float], sizes=("32", "128", "all"), n=(32, 128, 800)):
-    return [{"split_key": "k", "dataset": dataset, "model": model, "sample_size": s, "n_train": float(k),
-             "score_mean": v, "val_mean": v, "metric": "accuracy", "n_ok": 1} for s, k, v in zip(sizes, n, scores)]
+def fold_rows(dataset: str, model: str, scores: list[float], sizes=("32", "128", "all"), n=(32, 128, 800),
+              spread=(-0.002, 0.0, 0.002)):
+    """Three folds per size around each mean, the same offsets for every model unless ``spread`` says
+    otherwise: a difference the folds agree on."""
+    return [{"dataset": dataset, "model": model, "sample_size": s, "n_train": float(k), "fold": f, "score": v + o}
+            for s, k, v in zip(sizes, n, scores) for f, o in enumerate(spread)]
+
+
+KINDS = {"xgb": "boosting", "ft": "attention", "cat": "attention"}
 
 
 def test_crossover_sizes():
-    curves = pd.DataFrame(
-        curve_rows("overtakes", "xgb", [0.80, 0.84, 0.88]) + curve_rows("overtakes", "ft", [0.74, 0.81, 0.90])
-        + curve_rows("dips", "xgb", [0.80, 0.84, 0.88]) + curve_rows("dips", "ft", [0.81, 0.83, 0.90])
-        + curve_rows("never", "xgb", [0.80, 0.84, 0.88]) + curve_rows("never", "ft", [0.81, 0.85, 0.87])
-        + curve_rows("ahead", "xgb", [0.80, 0.84, 0.88]) + curve_rows("ahead", "ft", [0.81, 0.85, 0.89])
-        + curve_rows("ahead", "cat", [0.79, 0.80, 0.81]))
-    out = xo.crossover(curves, ["ft", "cat"], ["xgb"]).set_index(["dataset", "model"])
-    assert out.loc[("overtakes", "ft"), ["crossover_n", "behind_at"]].tolist() == [800, 128]
+    """The crossover reads the verdict at each size (the standings view's): ahead for good from some size on,
+    never (behind at the largest), or the verdict there where it is neither."""
+    from tables import standings_of
+
+    rows = standings_of(
+        fold_rows("overtakes", "xgb", [0.80, 0.84, 0.88]) + fold_rows("overtakes", "ft", [0.74, 0.81, 0.90])
+        + fold_rows("dips", "xgb", [0.80, 0.84, 0.88]) + fold_rows("dips", "ft", [0.81, 0.83, 0.90])
+        + fold_rows("never", "xgb", [0.80, 0.84, 0.88]) + fold_rows("never", "ft", [0.81, 0.85, 0.87])
+        + fold_rows("ahead", "xgb", [0.80, 0.84, 0.88]) + fold_rows("ahead", "ft", [0.81, 0.85, 0.89])
+        + fold_rows("ahead", "cat", [0.79, 0.80, 0.81])
+        + fold_rows("close", "xgb", [0.80, 0.84, 0.88]) + fold_rows("close", "ft", [0.81, 0.85, 0.882])
+        # at 800 rows +0.02 on average, but the folds disagree (+0.08, −0.04, +0.02): the folds cannot tell
+        + fold_rows("noisy", "xgb", [0.80, 0.84, 0.88]) + fold_rows("noisy", "ft", [0.81, 0.85, 0.90], spread=(
+            0.058, -0.062, 0.004)), KINDS)
+    lines = pd.concat([xo.model_lines(rows, ["ft", "cat"]), xo.family_line(rows, "attention network", "best attention")])
+    out = xo.crossover(lines).set_index(["dataset", "model"])
+    assert out.loc[("overtakes", "ft"), ["verdict", "crossover_n", "behind_at", "before"]].tolist() == [
+        "crossover", 800, 128, "behind"]
     assert out.loc[("dips", "ft"), ["crossover_n", "behind_at"]].tolist() == [800, 128]  # must stay ahead
-    assert pd.isna(out.loc[("never", "ft"), "crossover_n"]) and out.loc[("never", "ft"), "behind_at"] == 800
+    never = out.loc[("never", "ft")]
+    assert never.verdict == "never" and pd.isna(never.crossover_n) and never.behind_at == 800
     ahead = out.loc[("ahead", "ft")]
     assert ahead.crossover_n == 32 and ahead.ahead_everywhere and pd.isna(ahead.behind_at)
     assert pd.isna(out.loc[("ahead", "cat"), "crossover_n"])
-    assert out.loc[("ahead", "best attention"), "crossover_n"] == 32  # max over ft and cat
+    assert out.loc[("ahead", "best attention"), "crossover_n"] == 32  # ft, the better on validation, at each size
     # one challenger there: the best is that one (a family's row is on every dataset any of it ran)
     assert out.loc[("overtakes", "best attention"), ["crossover_n", "challenger_at"]].tolist() == [800, "ft"]
-    # What a paired test checks: the models at the size the verdict rests on.
+    # The models at the size the verdict rests on, and the verdict there.
     assert out.loc[("overtakes", "ft"), ["at_size", "challenger_at", "incumbent_at"]].tolist() == ["all", "ft", "xgb"]
+    assert out.loc[("overtakes", "ft"), "decision"].verdict == "ahead"
     assert out.loc[("never", "ft"), "at_size"] == "all"
     assert out.loc[("ahead", "best attention"), ["at_size", "challenger_at"]].tolist() == ["32", "ft"]
+    # +0.002 at 800 rows with folds that agree: equivalent there, neither ahead nor behind; +0.02 on folds that
+    # disagree: undetermined, never "level"
+    assert out.loc[("close", "ft"), "verdict"] == "equivalent" and pd.isna(out.loc[("close", "ft"), "behind_at"])
+    assert out.loc[("noisy", "ft"), "verdict"] == "undetermined"
+    assert "level" not in set(out.verdict)
 
 
 def test_curve_intervals_are_t_intervals_within_a_dataset():
@@ -322,59 +345,69 @@ def test_coverage_says_how_many_tasks_a_model_ran():
     assert ran.loc[("wine", "k", "all")].to_dict() == {"mlp": False, "xgb": True}
 
 
-def test_crossover_needs_two_sizes_and_calls_a_tie_level():
-    one = pd.DataFrame(curve_rows("d", "xgb", [0.8], sizes=("all",), n=(364,))
-                       + curve_rows("d", "ft", [0.81], sizes=("all",), n=(364,)))
-    r = xo.crossover(one, ["ft"], ["xgb"]).iloc[0]
-    assert r.verdict == "one size" and pd.isna(r.crossover_n) and not r.ahead_everywhere
-    level = pd.DataFrame(curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.82, 0.88]))
-    r = xo.crossover(level, ["ft"], ["xgb"]).iloc[0]
-    assert r.verdict == "level" and pd.isna(r.behind_at) and r.at_size == "all"
-    # within the standings' margin (0.005) is level too, as the sample-size page's standings call it; past it, behind
-    near = pd.DataFrame(curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.82, 0.876]))
-    assert xo.crossover(near, ["ft"], ["xgb"]).iloc[0].verdict == "level"
-    past = pd.DataFrame(curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.82, 0.874]))
-    assert xo.crossover(past, ["ft"], ["xgb"]).iloc[0].verdict == "never"
-    tied_before = pd.DataFrame(curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.84, 0.90]))
-    r = xo.crossover(tied_before, ["ft"], ["xgb"]).iloc[0]
-    assert r.verdict == "crossover" and r.crossover_n == 800 and r.before == "level" and r.n_splits == 1
+def crossover_of(rows: list[dict], kinds: dict[str, str] = KINDS, folds: int = 3) -> pd.Series:
+    from tables import standings_of
 
+    return xo.crossover(xo.model_lines(standings_of(rows, kinds, folds), ["ft"])).iloc[0]
+
+
+def test_crossover_needs_two_sizes_and_says_the_verdict_at_the_largest():
     from pipeline.report.stats.answer import crossover_text
 
-    texts = {v: crossover_text(x) for v, x in (("one", xo.crossover(one, ["ft"], ["xgb"]).iloc[0]),
-                                                ("level", xo.crossover(level, ["ft"], ["xgb"]).iloc[0]),
-                                                ("tied", r))}
-    assert texts["one"] == "not measured: one training size (364 rows)"
-    assert texts["level"].startswith("level at 800 rows") and "behind" not in texts["level"]
-    assert texts["tied"] == "800 rows (level at 128) — one split"
+    one = crossover_of(fold_rows("d", "xgb", [0.8], sizes=("all",), n=(364,))
+                       + fold_rows("d", "ft", [0.81], sizes=("all",), n=(364,)))
+    assert one.verdict == "one size" and pd.isna(one.crossover_n) and not one.ahead_everywhere
+    # equal at the largest size, on folds that agree: equivalent, neither ahead nor behind
+    tie = crossover_of(fold_rows("d", "xgb", [0.80, 0.84, 0.88]) + fold_rows("d", "ft", [0.75, 0.82, 0.88]))
+    assert tie.verdict == "equivalent" and pd.isna(tie.behind_at) and tie.at_size == "all"
+    # 0.004 behind, the folds agreeing: within the margin, equivalent; 0.006 behind: past it, and the folds agree
+    near = crossover_of(fold_rows("d", "xgb", [0.80, 0.84, 0.88]) + fold_rows("d", "ft", [0.75, 0.82, 0.876]))
+    assert near.verdict == "equivalent"
+    past = crossover_of(fold_rows("d", "xgb", [0.80, 0.84, 0.88]) + fold_rows("d", "ft", [0.75, 0.82, 0.874]))
+    assert past.verdict == "never" and past.decision.verdict == "behind"
+    # 0.006 behind on average, the folds disagreeing: the folds cannot tell, undetermined (never "level")
+    noisy = crossover_of(fold_rows("d", "xgb", [0.80, 0.84, 0.88])
+                         + fold_rows("d", "ft", [0.75, 0.82], sizes=("32", "128"), n=(32, 128))
+                         + fold_rows("d", "ft", [0.874], sizes=("all",), n=(800,), spread=(-0.03, 0.03, 0.0)))
+    assert noisy.verdict == "undetermined"
+    equal_before = crossover_of(fold_rows("d", "xgb", [0.80, 0.84, 0.88]) + fold_rows("d", "ft", [0.75, 0.84, 0.90]))
+    assert (equal_before.verdict, equal_before.crossover_n, equal_before.before, equal_before.n_splits) == (
+        "crossover", 800, "equivalent", 3)
+    assert crossover_text(one) == "not measured: one training size (364 rows)"
+    assert crossover_text(tie) == "equivalent at 800 rows, the largest size"
+    assert crossover_text(noisy) == "undetermined at 800 rows, the largest size"
+    assert crossover_text(equal_before) == "800 rows (equivalent at 128)"
+    # One fold: no interval, so every size is undetermined, and the text says it rests on one fold
+    single = crossover_of(fold_rows("d", "xgb", [0.80, 0.84, 0.88], spread=(0.0,))
+                          + fold_rows("d", "ft", [0.75, 0.84, 0.90], spread=(0.0,)))
+    assert single.verdict == "undetermined" and single.n_splits == 1 and single.decision.lean == "ahead"
+    assert crossover_text(single) == "undetermined (one fold) at 800 rows, the largest size"
 
 
 def test_behind_at_the_largest_size_while_still_improving_is_not_converged_not_never():
-    """A 'never' whose challenger was still improving at the largest size when its budget ran out
-    (n_epochs_bound) is said as not converged; one that stopped on its own stays 'never'."""
+    """Behind at the largest size while the challenger was still improving when its budget ran out
+    (epochs_bound) is not converged; one that stopped on its own is behind there: never."""
     from pipeline.report.stats.answer import crossover_text
 
-    rows = curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.81, 0.83, 0.85])
+    rows = fold_rows("d", "xgb", [0.80, 0.84, 0.88]) + fold_rows("d", "ft", [0.81, 0.83, 0.85])
     for r in rows:
-        r["n_epochs_bound"] = int(r["model"] == "ft" and r["sample_size"] == "all")
-    bound = xo.crossover(pd.DataFrame(rows), ["ft"], ["xgb"]).iloc[0]
-    assert bound.verdict == "never" and bound.bound
-    assert crossover_text(bound) == "not converged (behind at 800 rows, still improving ⚑) — one split"
+        r["epochs_bound"] = r["model"] == "ft" and r["sample_size"] == "all"
+    bound = crossover_of(rows)
+    assert bound.verdict == "not converged" and bound.bound and bound.behind_at == 800
+    assert crossover_text(bound) == "not converged (behind at 800 rows, still improving ⚑)"
     for r in rows:
-        r["n_epochs_bound"] = 0
-    settled = xo.crossover(pd.DataFrame(rows), ["ft"], ["xgb"]).iloc[0]
+        r["epochs_bound"] = False
+    settled = crossover_of(rows)
     assert settled.verdict == "never" and not settled.bound
-    assert crossover_text(settled) == "never (behind at 800 rows) — one split"
+    assert crossover_text(settled) == "never (behind at 800 rows)"
 
 
 def test_a_size_planned_but_not_run_yet_is_no_point_of_the_curve():
-    """A study run in chunks: its smaller sizes are planned (in the view, with n_train) but have no score
-    yet; the crossover reads the sizes that ran."""
-    rows = curve_rows("d", "xgb", [0.80, 0.84, 0.88]) + curve_rows("d", "ft", [0.75, 0.82, 0.90])
-    for r in rows:
-        if r["sample_size"] == "32":
-            r["score_mean"] = float("nan")
-    r = xo.crossover(pd.DataFrame(rows), ["ft"], ["xgb"]).iloc[0]
+    """A study run in chunks: its smaller sizes are planned but have no score yet; the crossover reads the
+    sizes that ran."""
+    rows = [r for r in fold_rows("d", "xgb", [0.80, 0.84, 0.88]) + fold_rows("d", "ft", [0.75, 0.82, 0.90])
+            if not (r["sample_size"] == "32" and r["model"] == "ft")]
+    r = crossover_of(rows)
     assert r.verdict == "crossover" and r.crossover_n == 800 and r.n_sizes == 2
 
 
@@ -429,19 +462,26 @@ def test_the_budget_bound_count_is_out_of_the_cells_that_finished_not_those_not_
     assert "ft kept its last epoch or round in 1 of 1 cells" in text, text
 
 
-def test_a_head_to_head_calls_scores_within_the_margin_a_tie():
-    """The overview's won–tied–lost: 0.900 against 0.897 is level (within 0.005), a tie, not a win; 0.91 wins."""
+def test_the_answer_counts_each_familys_verdicts_per_dataset():
+    """The overview's counts: each family's best on each dataset against boosting's best there, by the
+    standings view's verdict: 0.900 against 0.897 on folds that agree is equivalent, not a win; 0.91 ahead;
+    the same 0.91 on folds that disagree is undetermined."""
+    from tables import standings_of
+
     from pipeline.report.stats.answer import size_answer
 
-    scores = pd.DataFrame({"a": [0.900, 0.910, np.nan], "b": [0.897, 0.897, 0.8]})
-    exact, near = agg.pairwise_record(scores), agg.pairwise_record(scores, margin=0.005)
+    exact = agg.pairwise_record(pd.DataFrame({"a": [0.900, 0.910, np.nan], "b": [0.897, 0.897, 0.8]}))
     assert (exact.won.loc["a", "b"], exact.tied.loc["a", "b"], exact.lost.loc["a", "b"]) == (2, 0, 1)
-    assert (near.won.loc["a", "b"], near.tied.loc["a", "b"], near.lost.loc["a", "b"]) == (1, 1, 1)
-    rows = [("s", task, "10000", 0, 0, 0, model, "ok", score)
-            for task, (ft, xgb) in (("T1", (0.900, 0.897)), ("T2", (0.91, 0.897))) for model, score in (("ft", ft), ("xgb", xgb))]
-    cells = pd.DataFrame(rows, columns=[*agg.SPLIT, "model", "status", "score"]).assign(
+    folds = [{"dataset": task, "sample_size": "10000", "n_train": 10000.0, "fold": f, "model": model,
+              "score": score + (spread[f] if model == "ft" else 0.0)}
+             for task, (ft, xgb), spread in (("T1", (0.900, 0.897), (0, 0, 0)), ("T2", (0.91, 0.897), (0, 0, 0)),
+                                             ("T3", (0.91, 0.897), (0.05, -0.05, 0)))
+             for model, score in (("ft", ft), ("xgb", xgb)) for f in range(3)]
+    rows = standings_of(folds, {"ft": "attention", "xgb": "boosting"})
+    cells = pd.DataFrame([("s", r["dataset"], "10000", 0, r["fold"], 0, r["model"], "ok", r["score"]) for r in folds],
+                         columns=[*agg.SPLIT, "model", "status", "score"]).assign(
         train_s_per_1k=1.0, predict_s_per_1k=0.1, epochs_bound=False, search_bound=False)
     cells["val_score"] = cells.score
-    h = size_answer("10000", cells, {"ft": "attention", "xgb": "boosting"}).vs_boosting["attention network"]
-    assert (h.won, h.tied, h.lost) == (1, 1, 0)
-
+    t = size_answer("10000", cells, {"ft": "attention", "xgb": "boosting"}, rows).vs_boosting["attention network"]
+    assert (t["ahead"], t["equivalent"], t["behind"], t["undetermined"], t.n) == (1, 1, 0, 1, 3)
+    assert t.short() == "1–1–0–1"

@@ -63,81 +63,90 @@ def test_the_claims_name_no_model():
     assert claims.switch_state("warmup")("mlp", {"warmup_frac": 0.0}) is None  # not a transformer
 
 
-def _curves(above_xgb: float, above_ft: float = 0.85, n_above: int = 20_000, ft_bound_below: int = 0) -> pd.DataFrame:
-    """Six datasets at 512 rows and at ``n_above``; FT-Transformer's cells at 512 rows still improving at
-    their budget (n_epochs_bound) on the first ``ft_bound_below`` datasets."""
-    return pd.DataFrame([
-        {"split_key": "k", "dataset": f"d{i}", "sample_size": size, "model": m, "n_train": n, "score_mean": v,
-         "val_mean": v, "n_epochs_bound": int(m == "ft_transformer" and n < 10_000 and i < ft_bound_below)}
-        for i in range(6) for size, n in (("512", 512), ("all", n_above))
-        for m, v in (("xgboost", 0.90 if n < 10_000 else above_xgb), ("ft_transformer", 0.85 if n < 10_000 else above_ft))])
-
-
-def _cells(gaps: list[list[float]], n_above: int = 20_000, bound: int = 0) -> pd.DataFrame:
-    """The expected cells behind claim 1's second half: per dataset, FT-Transformer − XGBoost on each of
-    its folds at ``n_above`` rows (and a 512-row size, which the half must not read); FT-Transformer
-    still improving at its budget on the first ``bound`` datasets."""
-    rows = []
-    for i, per_fold in enumerate(gaps):
-        for fold, gap in enumerate(per_fold):
-            for size, n in (("512", 512), ("all", n_above)):
-                for m, v in (("xgboost", 0.80), ("ft_transformer", 0.80 + gap if n >= 10_000 else 0.99)):
-                    rows.append({"dataset": f"d{i}", "split_key": "k", "sample_size": size, "n_train": n, "repeat": 0,
-                                 "fold": fold, "model": m, "status": "ok", "score": v, "val_score": v,
-                                 "epochs_bound": m == "ft_transformer" and n >= 10_000 and i < bound})
-    return pd.DataFrame(rows)
-
-
 KINDS = {"xgboost": "boosting", "ft_transformer": "attention"}
 AHEAD, LEVEL, BEHIND = [0.05, 0.06, 0.05], [0.002, -0.001, 0.001], [-0.10, -0.11, -0.09]
+NOISY = [0.08, -0.07, 0.02]  # +0.01 on average, the folds disagreeing: undetermined
+SPREAD = (0.0, 0.004, -0.002)  # each fold's offset, the same for both models
+
+
+def _rows(gaps: list[list[float]], **kw: object) -> pd.DataFrame:
+    """The standings view over :func:`_cells`."""
+    from tables import standings_of
+
+    return standings_of(_cells(gaps, **kw), KINDS)  # type: ignore[arg-type]
+
+
+def _cells(gaps: list[list[float]], below: list[float] | None = None, n_above: int = 20_000, bound: int = 0,
+           bound_below: int = 0) -> list[dict]:
+    """Cells of len(gaps) datasets, three folds each: at 512 rows FT-Transformer − XGBoost is ``below`` on
+    each fold (default −0.05: boosting ahead), at ``n_above`` rows ``gaps``; FT-Transformer still improving at
+    its budget above on the first ``bound`` datasets, and at 512 rows on the first ``bound_below``."""
+    below = below or [-0.05, -0.05, -0.05]
+    rows = []
+    for i, per_fold in enumerate(gaps):
+        for fold in range(3):
+            for size, n, gap, bound_here in (("512", 512, below[fold], i < bound_below),
+                                             ("all", n_above, per_fold[fold], i < bound)):
+                for m, v in (("xgboost", 0.80 + SPREAD[fold]), ("ft_transformer", 0.80 + SPREAD[fold] + gap)):
+                    rows.append({"dataset": f"d{i}", "sample_size": size, "n_train": n, "fold": fold, "model": m,
+                                 "score": v, "epochs_bound": m == "ft_transformer" and bound_here})
+    return rows
 
 
 def test_sample_size_claim_below_counts_points_and_above_stands_per_dataset():
-    # Below 10,000 rows boosting wins all 6 points; above, attention is ahead on every dataset.
-    c = claims.claim_sample_size(_curves(0.80), KINDS, _cells([AHEAD] * 6))
+    # Below 10,000 rows boosting is ahead on all 6 points; above, attention is ahead on every dataset.
+    c = claims.claim_sample_size(_rows([AHEAD] * 6))
     assert c.verdict == claims.SUPPORTED and c.n == 6 and c.effect == 1.0 and c.low > 0.5  # Wilson 6/6: 61%
     assert c.above.verdict == claims.SUPPORTED and c.above.n == 6 and c.above.effect == pytest.approx(0.0533, abs=1e-4)
-    assert "Below 10,000 rows boosting won 6, tied 0 and lost 0 of 6 points" in c.why
-    assert "attention ahead on 6, level on 0 and behind on 0 of 6 datasets" in c.why
-    assert "20,000-20,000 rows" in c.coverage and "6 points on 6 datasets" in c.coverage
+    assert "Below 10,000 rows boosting was ahead on 6, equivalent on 0, behind on 0 and undetermined on 0 of 6 points" in c.why
+    assert "attention was ahead on 6, equivalent on 0, behind on 0 and undetermined on 0 of 6 datasets" in c.why
+    assert "20,000-20,000 rows" in c.coverage and "6 decided points of 6 on 6 datasets" in c.coverage
     assert claims.effect_text(c).startswith("below: 100% [61%") and "at or above: +0.053 [" in claims.effect_text(c)
 
     # Behind on every dataset, beyond the margin: the half, and so the claim, is contradicted.
-    still = claims.claim_sample_size(_curves(0.95), KINDS, _cells([BEHIND] * 6))
+    still = claims.claim_sample_size(_rows([BEHIND] * 6))
     assert still.above.verdict == claims.CONTRADICTED and still.verdict == claims.CONTRADICTED
     assert "boosting still leads there" in still.why and still.above.high < -0.005
 
-    # Level within the margin on every dataset: caught up, though boosting has the higher mean on none and
-    # a raw count of wins would give it 4 of 6 folds' worth. A tie is never a win.
-    level = claims.claim_sample_size(_curves(0.85), KINDS, _cells([LEVEL] * 6))
-    assert level.above.verdict == claims.SUPPORTED and "level on 6" in level.why
-    # Mixed: two ahead, two level, two behind; the interval reaches both sides of the margin.
-    mixed = claims.claim_sample_size(_curves(0.85), KINDS, _cells([AHEAD, AHEAD, LEVEL, LEVEL, BEHIND, BEHIND]))
+    # Within the margin on every dataset, the folds agreeing: equivalent, caught up. Never "level".
+    level = claims.claim_sample_size(_rows([LEVEL] * 6))
+    assert level.above.verdict == claims.SUPPORTED and "equivalent on 6" in level.why and "level" not in level.why
+    # Mixed: two ahead, two equivalent, two behind; the interval reaches both sides of the margin.
+    mixed = claims.claim_sample_size(_rows([AHEAD, AHEAD, LEVEL, LEVEL, BEHIND, BEHIND]))
     assert mixed.above.verdict == claims.THIN and mixed.verdict == claims.THIN
-    assert "ahead on 2, level on 2 and behind on 2 of 6 datasets" in mixed.why
+    assert "ahead on 2, equivalent on 2, behind on 2 and undetermined on 0 of 6 datasets" in mixed.why
+    # Folds that disagree: undetermined, counted as such (its difference still in the mean over datasets).
+    noisy = claims.claim_sample_size(_rows([NOISY] * 6))
+    assert "undetermined on 6 of 6 datasets" in noisy.why and noisy.above.n == 6
 
     # Behind on all 6 above, but on 4 FT-Transformer was still improving when its epochs ran out: those
     # are not converged, counted neither way; 2 datasets are too few for a verdict.
-    unsettled = claims.claim_sample_size(_curves(0.95), KINDS, _cells([BEHIND] * 6, bound=4))
+    unsettled = claims.claim_sample_size(_rows([BEHIND] * 6, bound=4))
     assert unsettled.above.n == 2 and unsettled.above.verdict == claims.THIN and unsettled.verdict == claims.THIN
     assert "4 not converged, left out" in unsettled.above.coverage and "too few datasets" in unsettled.why
-    assert "on 4 more the model behind was still improving" in unsettled.why
+    assert ", 4 of them not converged" in unsettled.why
     # Where the bound model was ahead, its lead stands.
-    ahead = claims.claim_sample_size(_curves(0.80), KINDS, _cells([AHEAD] * 6, bound=4))
+    ahead = claims.claim_sample_size(_rows([AHEAD] * 6, bound=4))
     assert ahead.above.n == 6 and ahead.above.verdict == claims.SUPPORTED and "not converged" not in ahead.why
 
-    # Points below: a model bound at its budget where it lost is left out there too.
-    below_bound = claims.claim_sample_size(_curves(0.95, ft_bound_below=4), KINDS, _cells([BEHIND] * 6))
+    # Points below: a model bound at its budget where it lost is left out there too, as are points the folds
+    # cannot decide.
+    below_bound = claims.claim_sample_size(_rows([BEHIND] * 6, bound_below=4))
     assert below_bound.n == 2 and below_bound.above.n == 6 and "4 not converged, left out" in below_bound.coverage
-    assert "4 more points were lost by a model still improving" in below_bound.why
+    undecided = claims.claim_sample_size(_rows([AHEAD] * 6, below=NOISY))
+    assert undecided.n == 0 and "6 undetermined, left out" in undecided.coverage and undecided.verdict == claims.THIN
 
     # A size is above or below by its mean rows over folds (as the points below are): one fold of 10,010
     # rows beside two of 9,990 is a size below 10,000, in neither half's count twice.
-    near = _cells([AHEAD] * 6, n_above=10_010)
-    near.loc[(near.sample_size == "all") & (near.fold > 0), "n_train"] = 9_990
-    assert claims.claim_sample_size(_curves(0.80), KINDS, near).above.n == 0
+    from tables import standings_of
 
-    small = claims.claim_sample_size(_curves(0.80, n_above=5_000), KINDS, _cells([AHEAD] * 6, n_above=5_000))
+    near = _cells([AHEAD] * 6, n_above=10_010)
+    for r in near:
+        if r["sample_size"] == "all" and r["fold"] > 0:
+            r["n_train"] = 9_990
+    assert claims.claim_sample_size(standings_of(near, KINDS)).above.n == 0
+
+    small = claims.claim_sample_size(_rows([AHEAD] * 6, n_above=5_000))
     assert small.above.n == 0 and small.verdict == claims.THIN and small.n == 12
     assert "No dataset was run at or above 10,000 training rows" in small.why
 

@@ -39,12 +39,16 @@ def test_a_clear_crossover_has_a_tight_interval_and_a_noisy_one_spans_never():
     assert noisy_row.cross_low == 4096 and np.isinf(noisy_row.cross_high) and 0.02 < noisy_row.p_never < 0.5
     assert xo.interval_text(noisy_row.cross_low, noisy_row.cross_high, 4096) == "[4,096, never up to 4,096 rows]"
     assert xo.interval_text(4096.0, 4096.0, 4096) == "[4,096]"
-    # The point estimate is crossover()'s on the same cells' curves: the interval is about the same verdict.
-    curves = both.groupby(["dataset", "split_key", "model", "sample_size"], as_index=False).agg(
-        score_mean=("score", "mean"), val_mean=("val_score", "mean"), n_train=("n_train", "mean"),
-        n_ok=("score", "size"))
-    point = xo.crossover(curves, ["ft"], ["xgb"]).set_index("dataset")
-    assert point.loc["noisy", "crossover_n"] == point.loc["clear", "crossover_n"] == 4096
+    # The verdicts on the same cells: the clear crossover is ahead at 4,096 rows by the corrected interval over
+    # its five folds; the noisy one's folds disagree there, so its verdict is undetermined, not a crossover,
+    # while the interval says where the mean curves cross in resamples.
+    from tables import standings_of
+
+    rows = standings_of(both[["dataset", "sample_size", "n_train", "model", "fold", "score"]].to_dict("records"),
+                        {"ft": "attention", "xgb": "boosting"}, folds=5)
+    point = xo.crossover(xo.model_lines(rows, ["ft"])).set_index("dataset")
+    assert point.loc["clear", ["verdict", "crossover_n"]].tolist() == ["crossover", 4096]
+    assert point.loc["noisy", "verdict"] == "undetermined" and pd.isna(point.loc["noisy", "crossover_n"])
 
 
 def test_a_failed_cell_is_not_a_loss_in_any_resample():

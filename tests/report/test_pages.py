@@ -135,24 +135,32 @@ def test_accuracy_page_shows_scores_and_coverage(synth_db, synth_report):
 
 def test_sample_size_page_crossover(synth_report):
     html = text(synth_report / "sample_size.html")
-    assert "800 rows (behind at 128)" in html  # alpha: FT-Transformer 0.9025 > CatBoost 0.8936 at 800 rows
-    assert "never (behind at 320 rows)" in html  # beta: 0.8563 < 0.8704
-    # The test at the size each verdict rests on: two folds (mlp on beta: one, its other fold failed).
-    assert "ft_transformer vs catboost at all training rows: too few splits to test (2; a Wilcoxon test needs 6)" in html
-    assert "mlp vs catboost at all training rows: too few splits to test (1; a Wilcoxon test needs 6)" in html
-    assert ("the best attention network won 1, tied 0 and lost 5 of 6 (dataset, size) points against the best "
-            "boosting model") in html
-    # the MLP, beside attention: on alpha at 800 rows 0.8943 against catboost's 0.8986, within 0.005: a tie
-    assert "the best other network won 0, tied 1 and lost 5 of 6" in html
+    # alpha: FT-Transformer 0.9025 − CatBoost 0.8936 on both folds at 800 rows: ahead (the folds agree); at 128
+    # rows behind while still improving at its last epoch (every FT-Transformer cell is budget-bound)
+    assert "800 rows (not converged at 128)" in html
+    assert "not converged (behind at 320 rows, still improving ⚑)" in html  # beta: 0.8563 < 0.8704
+    # Each cell's title: the verdict it rests on, with its difference and interval over folds (mlp on beta: one
+    # fold, its other failed: undetermined, no interval)
+    assert ("ft_transformer vs catboost at all training rows: ahead: +0.009, 95% interval +0.009 to +0.009 over 2 "
+            "folds") in html
+    assert "mlp vs catboost at all training rows: undetermined (one fold): -0.020 on one fold, past ±0.005" in html
+    assert ("the best attention network, against the best boosting model, was ahead on 1, equivalent on 0, behind "
+            "on 0 and undetermined on 1 of 6 (dataset, size) points, 4 of them not converged;") in html
+    # the MLP, beside attention: on alpha at 800 rows 0.8943 against catboost's 0.8986 on both folds: equivalent
+    assert ("the best other network, against the best boosting model, was ahead on 0, equivalent on 1, behind on 3 "
+            "and undetermined on 2 of 6 (dataset, size) points.") in html
     assert 'id="fig-curve-avg"' in html
     assert "design notes" not in html  # page text for users, not notes to ourselves
+    assert ">level" not in html and "level at" not in html
 
 
 def test_the_overview_opens_with_the_answer_as_one_figure(synth_db, synth_report):
-    """The first thing under the overview's title is the answer's figure: per training size, each family's share
-    of the datasets won against the best boosting model with its Wilson interval, beside each family's mean
-    normalised score (the statistics of the table under it); the coverage cards come after the answer."""
+    """The first thing under the overview's title is the answer's figure: per training size, each family's best
+    on each dataset against the best boosting model there, as shares of the datasets by verdict, the share ahead
+    with its Wilson interval, beside each family's leader's mean normalised score (the statistics of the table
+    under it); the coverage cards come after the answer."""
     from pipeline.models.kinds import BOOSTING, families
+    from pipeline.records import Verdict
     from pipeline.report import figures as figs
     from pipeline.report.data import ReportData
     from pipeline.report.stats.answer import size_answer
@@ -163,21 +171,28 @@ def test_the_overview_opens_with_the_answer_as_one_figure(synth_db, synth_report
     assert re.fullmatch(r'<main><div[^>]*>\s*<div ', opening), opening  # nothing but the headings before it
     assert main.index('id="fig-index-answer"') < main.index('id="table-answer"') < main.index('id="summary"')
     data = ReportData.load(synth_db)
-    answers = [size_answer(s, data.cells[data.cells.sample_size == s], data.kinds) for s in data.sizes]
+    rows = data.standings
+    answers = [size_answer(s, data.cells[data.cells.sample_size == s], data.kinds, rows[rows.sample_size == s])
+               for s in data.sizes]
     fam = families(data.kinds)
     fig = figs.answer_by_size(answers, fam)
-    won = {t.name: t for t in fig.data if t.xaxis == "x"}
+    bars = {t.name: t for t in fig.data if t.type == "bar"}
     score = {t.name: t for t in fig.data if t.xaxis == "x2"}
-    assert set(won) == {f for f in fam if f != BOOSTING} and set(score) == set(fam)
-    for f, t in won.items():
-        h = [a.vs_boosting[f] for a in answers]
-        assert list(t.y) == pytest.approx([x.rate for x in h])
-        assert list(t.error_y.array) == pytest.approx([x.high - x.rate for x in h])
-        assert list(t.error_y.arrayminus) == pytest.approx([x.rate - x.low for x in h])
+    others = [f for f in fam if f != BOOSTING]
+    # a bar a (size, family), stacked by verdict; each verdict's shares are the tallies'
+    assert set(bars) <= {str(v) for v in figs.STACK} and "ahead" in bars and set(score) == set(fam)
+    for name, t in bars.items():
+        assert list(t.y) == pytest.approx([a.vs_boosting[f].share(Verdict(name)) for a in answers for f in others])
+        assert list(t.x[1]) == [figs.SHORT_FAMILY[f] for _ in answers for f in others]
+    ahead = bars["ahead"]
+    iv = [a.vs_boosting[f].interval(Verdict.AHEAD) for a in answers for f in others]
+    assert list(ahead.error_y.array) == pytest.approx([hi - y for (_, hi), y in zip(iv, ahead.y)])
+    assert list(ahead.error_y.arrayminus) == pytest.approx([y - lo for (lo, _), y in zip(iv, ahead.y)])
     for f, t in score.items():
         assert list(t.y) == pytest.approx([a.leaders[f].normalized_score for a in answers])
-    assert list(fig.layout.xaxis.ticktext) == ["32", "128", "all"]
-    assert sum(t.showlegend is not False for t in fig.data) == len(fam)  # one legend entry per family
+    assert list(fig.layout.xaxis2.ticktext) == ["32", "128", "all"]
+    assert sum(t.showlegend is not False for t in fig.data if t.type != "bar") == len(fam)  # one entry a family
+    assert "level" not in json.dumps(fig.to_plotly_json(), default=str)
 
 
 def test_other_pages_content(synth_report):
@@ -328,33 +343,44 @@ def test_overview_answers_by_training_size_with_costs(synth_report):
     titles = [html_lib.unescape(t) for t in re.findall(r'<tr><td[^>]*? title="([^"]*)">', table_html(page, "table-answer"))]
     assert titles[0].startswith("At 32 training rows (2 tasks), gradient boosting leads on mean normalised score: "
                                 "attention network (ft_transformer) 0.00, other network (mlp) 0.15, gradient boosting "
-                                "(catboost) 1.00. Against catboost, ft_transformer won ")
+                                "(catboost) 1.00. Against the best gradient boosting model of each dataset, the best "
+                                "attention network is ")
     assert len(titles) == 3 and titles[2].startswith("At all training rows (2 tasks), attention network leads")
     summary = html[html.index('id="answer-summary"'):]
     assert "At 32 training rows" not in summary[:summary.index("</div>")]  # the table says it, not a paragraph
-    assert ("Against catboost, ft_transformer won 1, tied 0, lost 1 of 2 tasks both ran (50% with a tie as ½, 95% "
-            "interval 9%–91%)") in html  # Wilson, by hand
-    assert "on 1 of 2 datasets, at 800 training rows; never on 1." in html  # alpha crosses at 'all', beta never
+    # each family's best on each dataset against boosting's best there, by verdict (FT-Transformer ahead on alpha,
+    # behind on beta while still improving: not converged), with the Wilson interval of the share ahead
+    assert ("Against the best gradient boosting model of each dataset, the best attention network is ahead on 1, "
+            "equivalent on 0, behind on 0 and undetermined on 0 of 2 datasets, 1 of them not converged (ahead on "
+            "50%, 95% interval 9%–91%).") in html  # Wilson, by hand
+    # the headline: at each dataset's largest size, the standings' verdicts
+    headline = html[html.index('id="answer-headline"'):]
+    assert headline[headline.index(">") + 1:].startswith(
+        "At each dataset's largest size run, against the best gradient boosting model there (each side's best "
+        "picked on validation): the best attention network is ahead on 1, equivalent on 0, behind on 0 and "
+        "undetermined on 0 of 2 datasets, 1 of them not converged; the best other network is ahead on 0, "
+        "equivalent on 1, behind on 0 and undetermined on 1 of 2 datasets.")
+    assert "on 1 of 2 datasets, at 800 training rows; not converged there on 1." in html  # alpha crosses at 'all'
     assert "ft_transformer kept its last epoch or round in 12 of 12 cells" in html
     answer = {r[0]: r for r in table_rows(html, "table-answer")}
     assert list(answer) == ["32 training rows", "128 training rows", "all training rows"]
     assert answer["32 training rows"][2:6] == ["ft_transformer 0.000 ⚑", "mlp 0.148", "catboost 1.000",
                                                "gradient boosting"]
-    assert answer["all training rows"][5:7] == ["attention network", "1–0–1 = 50% [9%, 91%]"]
-    # The attention leader against the best non-attention network (the MLP), task by task: at 'all'
-    # ft_transformer is ahead on both datasets (0.9075 vs 0.8943, 0.8613 vs 0.8497); at 128 rows the two
-    # score the same on both (two ties, ½ each, never a win); at 32 rows the MLP is ahead on both.
-    assert [answer[s][8] for s in answer] == ["0–0–2 = 0% [0%, 66%]", "0–2–0 = 50% [9%, 91%]",
-                                              "2–0–0 = 100% [34%, 100%]"]
-    assert ("Against the best non-attention network, mlp, ft_transformer won 2, tied 0, lost 0 of 2 tasks both ran "
-            "(100% with a tie as ½, 95% interval 34%–100%)") in html
+    assert answer["all training rows"][5:7] == ["attention network", "1–0–0–0 + 1 not converged"]
+    # The best attention network against the best other network (the MLP), dataset by dataset: at 'all'
+    # ft_transformer is ahead on alpha (0.9075 vs 0.8943 on both folds) and undetermined on beta (the MLP's other
+    # fold failed: one fold); at 128 rows the two score the same on both (equivalent, never a win); at 32 rows
+    # the MLP is ahead on both, FT-Transformer still improving (not converged).
+    assert [answer[s][8] for s in answer] == ["0–0–0–0 + 2 not converged", "0–2–0–0", "1–0–0–1"]
+    assert [answer[s][9] for s in answer] == ["—", "—", "—"]  # every pick on 1,000 validation rows or more
     # Train seconds per 1,000 rows: fit = base · n / 32 → 1000 · base / 32; predict: 1000 / (1000 / base).
     cost = {r[0]: r[1:] for r in table_rows(html, "table-answer-cost")}
     assert cost["all training rows"] == ["62.5", "2", "31.2", "1", "6.25", "0.2"]
     cross = {r[0]: r[1:] for r in table_rows(html, "table-index-crossover")}
-    # the MLP at 800 rows: 0.8943 against catboost's 0.8986, within the 0.005 margin: level, not behind
-    assert cross["alpha"] == ["800 rows (behind at 128)", "level at 800 rows, the largest size"]
-    assert 'id="fig-index-sizes"' in html
+    # the MLP at 800 rows: 0.8943 against catboost's 0.8986 on both folds, within the 0.005 margin: equivalent
+    assert cross["alpha"] == ["800 rows (not converged at 128)", "equivalent at 800 rows, the largest size"]
+    assert cross["beta"][1] == "undetermined (one fold) at 320 rows, the largest size"
+    assert 'id="fig-index-sizes"' in html and "level" not in re.sub(r"<[^>]+>", "", html)
 
 
 def test_a_model_run_with_one_trial_per_cell_has_no_tuned_minus_default(synth_db: Path, tmp_path: Path):
@@ -635,7 +661,8 @@ def test_the_sample_size_page_gives_each_crossover_its_interval(evil_report):
     # two folds of synthetic results: an interval in sizes or "never up to N rows"
     assert all(re.fullmatch(r"\[(never up to [\d,]+ rows|[\d,]+)(, (never up to [\d,]+ rows|[\d,]+))?\]", s)
                for s in spans), spans
-    assert "too few splits to test" in table  # the paired test, as each cell's title
+    assert "95% interval" in table and "over 2 folds" in table  # the verdict each rests on, as each cell's title
+    assert "Wilcoxon" not in page  # one rule for a verdict: no second test beside it
 
 
 def test_the_overview_links_each_dataset_to_its_row_on_the_sample_size_page(evil_report):
@@ -653,8 +680,8 @@ def test_which_data_favours_attention_rests_only_on_datasets_compared(evil_repor
     _, reports = evil_report
     page = (reports / "sample_size.html").read_text()
     # of the three datasets two are not converged: too few for the rank correlations, and said so
-    assert "Needs at least 3 datasets on which the best attention and boosting models were compared (ahead, level or " \
-           "behind above; 1 here)" in page
+    assert "Needs at least 3 datasets on which the best attention and boosting models were compared (ahead, " \
+           "equivalent, behind, undetermined above; 1 here)" in page
     assert 'id="table-standing"' in page and page.count(">not converged<") == 2
 
 

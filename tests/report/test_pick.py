@@ -28,10 +28,13 @@ def cells() -> pd.DataFrame:
         for size, models in POINTS.items() for m, (t, v) in models.items() for f in range(3)])
 
 
-def curves() -> pd.DataFrame:
-    return cells().groupby(["dataset", "split_key", "model", "sample_size"], as_index=False).agg(
-        score_mean=("score", "mean"), val_mean=("val_score", "mean"), n_train=("n_train", "mean"),
-        n_ok=("score", "size"), n_epochs_bound=("epochs_bound", "sum"))
+def standings(c: pd.DataFrame | None = None, kinds: dict[str, str] = KINDS) -> pd.DataFrame:
+    """The standings view's rows over these cells (its SQL picks each family's best)."""
+    from tables import standings_of
+
+    c = cells() if c is None else c
+    return standings_of(c[["dataset", "sample_size", "n_train", "model", "fold", "score", "val_score"]].to_dict(
+        "records"), kinds)
 
 
 def test_pick_takes_the_best_validation_score_among_the_models_with_a_test_score():
@@ -51,41 +54,41 @@ def test_pick_takes_the_best_validation_score_among_the_models_with_a_test_score
 
 
 def test_the_standing_compares_attention_with_the_boosting_model_validation_picked():
-    t = standing.standings(cells(), ["ft"], ["xgb", "lgbm"]).iloc[0]
+    t = standing.standings(standings()).iloc[0]
     assert (t.boosting, t.at_n, t.standing) == ("xgb", 4096, "ahead") and abs(t["diff"] - 0.03) < 1e-9
 
 
 def test_the_crossover_and_its_interval_use_the_boosting_model_validation_picked():
-    r = xo.crossover(curves(), ["ft"], ["xgb", "lgbm"]).iloc[0]
+    r = xo.crossover(xo.model_lines(standings(), ["ft"])).iloc[0]
     assert (r.verdict, r.crossover_n, r.incumbent_at) == ("crossover", 4096, "xgb")
     i = xo.crossover_intervals(cells(), {"ft": ["ft"]}, ["xgb", "lgbm"]).iloc[0]
     assert (i.cross_low, i.cross_high, i.p_never) == (4096, 4096, 0.0)
 
 
 def test_a_familys_leader_is_its_model_with_the_best_validation_scores():
-    a = size_answer("4096", cells()[lambda c: c.sample_size == "4096"], KINDS)
+    rows = standings()
+    a = size_answer("4096", cells()[lambda c: c.sample_size == "4096"], KINDS, rows[rows.sample_size == "4096"])
     lead = a.leaders["gradient boosting"]
     assert lead.model == "xgb" and lead.normalized_score == 0.0  # shown: its test score, the worst of the task's
-    h = a.vs_boosting["attention network"]
-    assert (h.won, h.tied, h.lost) == (1, 0, 0)
+    t = a.vs_boosting["attention network"]
+    assert (t["ahead"], t.n) == (1, 1)  # against xgb (0.83 − 0.80 on every fold), not lgbm (0.85)
 
 
 def test_claim_one_counts_points_against_the_boosting_model_validation_picked():
-    c = claims.claim_sample_size(curves(), KINDS, cells())
-    assert c.n == 2 and c.effect == 0.5  # boosting won at 256 rows (xgb 0.80 > 0.70), lost at 4,096 (0.80 < 0.83)
+    c = claims.claim_sample_size(standings())
+    assert c.n == 2 and c.effect == 0.5  # boosting ahead at 256 rows (xgb 0.80 > 0.70), behind at 4,096 (0.80 < 0.83)
 
 
-def test_claim_one_calls_a_point_within_the_margin_a_tie_not_a_win():
-    """Below 10,000 rows a point where boosting leads by 0.003 is level: a tie (½), as the standings say."""
+def test_claim_one_calls_a_point_within_the_margin_equivalent_not_a_win():
+    """Below 10,000 rows a point where boosting leads by 0.003 on folds that agree is equivalent: ½, as the
+    standings say, never a win."""
     near = {size: {**models, "ft": (models["xgb"][0] - 0.003, 0.80)} for size, models in POINTS.items()}
     rows = cells()
     for size, models in near.items():
         at = (rows.sample_size == size) & (rows.model == "ft")
         rows.loc[at, "score"] = models["ft"][0] + 0.001 * (rows.loc[at, "fold"] - 1)
-    c = claims.claim_sample_size(rows.groupby(["dataset", "split_key", "model", "sample_size"], as_index=False).agg(
-        score_mean=("score", "mean"), val_mean=("val_score", "mean"), n_train=("n_train", "mean"),
-        n_ok=("score", "size")), KINDS, rows)
-    assert c.n == 2 and c.effect == 0.5  # two ties, ½ each (two wins by the raw sign: 100%)
+    c = claims.claim_sample_size(standings(rows))
+    assert c.n == 2 and c.effect == 0.5  # two equivalent points, ½ each (two wins by the raw sign: 100%)
 
 
 def test_each_bootstrap_resample_picks_the_best_boosting_model_by_its_own_validation_means():
@@ -106,12 +109,12 @@ def test_each_bootstrap_resample_picks_the_best_boosting_model_by_its_own_valida
 def test_the_best_attention_row_is_the_attention_model_validation_picked():
     """A second attention model ahead on test (0.90) but behind on validation (0.5) is not the best attention
     model: the 'best attention' row follows ft, which is behind at 4,096 rows of the xgb validation picks."""
-    c = curves()
-    tt = c[c.model == "ft"].assign(model="tt", score_mean=0.90, val_mean=0.5)
+    c = cells()
+    tt = c[c.model == "ft"].assign(model="tt", score=0.90, val_score=0.5)
     both = pd.concat([c, tt], ignore_index=True)
-    both.loc[(both.model == "ft") & (both.sample_size == "4096"), "score_mean"] = 0.79
-    rows = xo.crossover(both, ["ft", "tt"], ["xgb", "lgbm"]).set_index("model")
-    best = rows.loc["best attention"]
+    both.loc[(both.model == "ft") & (both.sample_size == "4096"), "score"] = 0.79
+    lines = xo.family_line(standings(both, {**KINDS, "tt": "attention"}), "attention network", "best attention")
+    best = xo.crossover(lines).set_index("model").loc["best attention"]
     assert (best.verdict, best.challenger_at, best.incumbent_at) == ("never", "ft", "xgb")
 
 

@@ -122,7 +122,7 @@ def test_a_family_member_with_no_score_yet_keeps_the_family_crossover(tmp_path: 
     s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")} | {"ft-later": MODELS["ft_transformer"]})
     s.missing = {(ds.name, size, fold, "ft-later") for ds in s.datasets for size in s.sizes for fold in s.folds}
     data = ReportData.load(synthetic.build(tmp_path / "results.duckdb", s))
-    c = family_crossovers(data.curves, data.kinds)
+    c = family_crossovers(data.standings, data.kinds)
     att = c[c.family == "attention network"]
     assert sorted(att.dataset) == ["alpha", "beta"] and set(att.challenger_at) == {"ft_transformer"}
 
@@ -238,5 +238,5 @@ def test_the_overview_says_which_crossover_verdicts_rest_on_one_split(tmp_path: 
     db = synthetic.build(tmp_path / "results.duckdb", s)
     write_report(db, tmp_path / "reports")
     html = (tmp_path / "reports" / "index.html").read_text()
-    assert html.count("1 of these verdicts rests on one split.") == 1
-    assert "verdicts rest on one split" not in html
+    assert html.count("1 of these verdicts rests on one fold, so is undetermined.") == 1
+    assert "verdicts rest on one fold" not in html

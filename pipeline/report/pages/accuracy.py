@@ -180,7 +180,7 @@ def ensemble_table(data: ReportData, size: str, table_id: str) -> str:
                    "on test: built from the predictions the results file keeps, with no retraining "
                    "(TabArena's 'tuned + ensembled'). A family row '(all models)' pools every trial of the "
                    "family's models on each split; its 'tuned' is the one trial of them best on validation. "
-                   f"Better, worse: tasks where the ensemble gained or lost more than {MARGIN}; the rest are level."))
+                   f"Better, worse: tasks where the ensemble gained or lost more than {MARGIN}; the rest within it."))
 
 
 def published_table(data: ReportData) -> str:
@@ -270,8 +270,9 @@ def page_accuracy(data: ReportData, rankings: dict[str, Ranking]) -> Page:
         p.figure(figs.summary_bars(st.summary, style), f"fig-summary-{size}")
         p.h3("Win rate")
         p.add(note("Share of the tasks both ran on which the row model's mean score beat the column model's "
-                   "(ties count ½; a tie here is equal scores, as ranks and Elo count them, where the overview's "
-                   "family records and the sample-size page call scores within 0.005 level); hover for the number "
+                   "(ties count ½; a tie here is equal scores, as ranks and Elo count them; the overview's and the "
+                   "sample-size page's verdicts are each pair's difference over folds, with its interval); hover for "
+                   "the number "
                    "of tasks compared."))
         p.figure(figs.win_rate_heatmap(st.win_rates, st.matches), f"fig-winrate-{size}")
         p.h3("Elo")

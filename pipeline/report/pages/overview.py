@@ -1,29 +1,35 @@
-"""The index page: the answer by training size, first as one figure (each family's share of datasets won
-against the best boosting model, beside its mean normalised score), then per size in a table, and in words
-(coverage, crossovers, caveats); costs and crossovers; what the report holds; the headline leaderboard;
-links to every page."""
+"""The index page: the answer by training size, first as one figure (each family's best on each dataset
+against the best boosting model there, as shares of the datasets by verdict, beside each family's leader's
+mean normalised score), then the headline in one sentence, per size in a table, and in words (coverage,
+crossovers, caveats); costs and crossovers; what the report holds; the headline leaderboard; links to every
+page. Every verdict is the ``standings`` view's."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, families
 from pipeline.records import Status
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, dataset_anchor, size_label
-from pipeline.report.markup import Cell, Page, cell, esc, note, num, raw, table
-from pipeline.report.parts import BOUND_NOTE, bound_text, elo_figure, summary_table
+from pipeline.report.markup import Cell, Page, cell, esc, note, num, raw, table, verdict_cell
+from pipeline.report.parts import BOUND_NOTE, VERDICT_NOTE, bound_text, elo_figure, summary_table
 from pipeline.report.site import PageSpec
 from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats import crossover as cross
 from pipeline.report.stats.answer import (
     SizeAnswer,
     crossover_text,
     family_crossovers,
     floor_sentence,
+    headline_sentence,
     size_answer,
     size_sentence,
     summary_sentences,
 )
+from pipeline.report.stats.pick import SMALL_VALIDATION
 from pipeline.report.stats.ranking import Ranking
-from pipeline.report.stats.standing import MARGIN
+from pipeline.report.stats.verdicts import MARGIN, ORDER, Verdict, pair_key
 
 SPEC = PageSpec("index.html", "Overview", "The answer by training size, the headline leaderboard.",
                 lambda s: page_index(s.data, s.rankings, [(p.label, p.file, p.description) for p in s.pages]),
@@ -43,23 +49,42 @@ def family_cell(a: SizeAnswer, family: str) -> Cell:
     return cell(f"{lead.model} {lead.normalized_score:.3f}{fewer}{flag}", "best" if a.leader == family else "", title)
 
 
-def h2h_cell(a: SizeAnswer, family: str, against: str = BOOSTING) -> Cell:
-    h = a.vs_boosting.get(family) if against == BOOSTING else a.attention_vs_network
-    if h is None or not h.n:
+def tally_cell(a: SizeAnswer, family: str, against: str = BOOSTING) -> Cell:
+    """A family's verdicts over a size's datasets against another family's (each side's best on each dataset):
+    ahead–equivalent–behind–undetermined, green where the share ahead's interval lies above the share
+    behind's, red where below."""
+    t = a.vs_boosting.get(family) if against == BOOSTING else a.attention_vs_network
+    if t is None or not t.n:
         return cell("—")
-    cls = "best" if h.low > 0.5 else ("missing" if h.high < 0.5 else "")
-    return cell(f"{h.won}–{h.tied}–{h.lost} = {h.rate:.0%} [{h.low:.0%}, {h.high:.0%}]", cls,
-                f"{a.leaders[family].model} vs {a.leaders[against].model}, task by task over the tasks both ran: "
-                f"{h.text}; win rate with a tie as ½, Wilson 95% interval")
+    (a_lo, a_hi), (b_lo, b_hi) = t.interval(Verdict.AHEAD), t.interval(Verdict.BEHIND)
+    cls = "best" if a_lo > b_hi else ("missing" if a_hi < b_lo else "")
+    return cell(t.short(), cls, f"the best {family} of each dataset against the best {against} there: {t.text()}; "
+                f"share ahead {t.share(Verdict.AHEAD):.0%} [{a_lo:.0%}, {a_hi:.0%}], behind "
+                f"{t.share(Verdict.BEHIND):.0%} [{b_lo:.0%}, {b_hi:.0%}] (Wilson 95% intervals)")
+
+
+def validation_cell(a: SizeAnswer) -> Cell:
+    """The validation rows this size's picks were made on, amber with ‡ where some were under
+    ``SMALL_VALIDATION`` rows."""
+    rows = [x for x in a.n_valid if x == x]
+    if not rows:
+        return cell("—")
+    span = f"{min(rows):,.0f}" if round(min(rows)) == round(max(rows)) else f"{min(rows):,.0f}–{max(rows):,.0f}"
+    small = sum(x < SMALL_VALIDATION for x in rows)
+    if not small:
+        return cell(span)
+    return cell(f"{span} ‡ under {SMALL_VALIDATION} on {small} of {len(rows)}", "partial", a.small_validation)
 
 
 def overview_answer(p: Page, data: ReportData) -> None:
-    """The per-size answer: first a figure (each family's share of datasets won against the best boosting
-    model, and its mean normalised score), then a table of it per size with the models (each size's row says
-    it in words as its title), then the coverage, crossovers and caveats in words, the costs, the crossovers."""
-    c = data.cells
-    answers = [size_answer(s, c[c.sample_size == s], data.kinds) for s in data.sizes]
-    crossovers = family_crossovers(data.curves, data.kinds)
+    """The per-size answer: first a figure (each family's best on each dataset against the best boosting model
+    there, as shares by verdict, and each family's leader's mean normalised score), the headline in a
+    sentence, then a table of it per size with the models (each size's row says it in words as its title),
+    then the coverage, crossovers and caveats in words, the costs, the crossovers."""
+    c, rows = data.cells, data.standings
+    answers = [size_answer(s, c[c.sample_size == s], data.kinds,
+                           rows[rows.sample_size == s] if len(rows) else None) for s in data.sizes]
+    crossovers = family_crossovers(rows, data.kinds)
     splits = c.groupby(agg.TASK)[["repeat", "fold", "seed"]].apply(lambda g: len(g.drop_duplicates()))
     coverage = {"datasets": int(c[["dataset", "split_key"]].drop_duplicates().shape[0]), "sizes": len(data.sizes),
                 "splits": int(splits.max()) if len(splits) else 0, "cells": len(c),
@@ -68,31 +93,39 @@ def overview_answer(p: Page, data: ReportData) -> None:
     others = [f for f in fams if f != BOOSTING] if BOOSTING in fams else []
     p.h2("Attention networks, other networks or boosting: the answer by training size", "answer")
     p.figure(figs.answer_by_size(answers, fams), "fig-index-answer")
-    p.add(note(f"Left: of the datasets both ran at each training size, the share each family's best model won "
-               f"against the best {BOOSTING} model (a tie as ½), with its Wilson 95% interval; above the dotted "
-               "line it won more than it lost. Right: each family's best model's mean normalised score. The table "
-               "below says the same per size, with the models (hover a size for it in words)."))
+    headline = headline_sentence(rows, data.kinds)
+    if headline:
+        p.add(f'<p id="answer-headline">{esc(headline)}</p>')
+    p.add(note(f"Left: at each training size, each family's best model on each dataset (its model with the best "
+               f"validation score there) against the best {BOOSTING} model there, as shares of the datasets both ran "
+               "by verdict, the share ahead with its Wilson 95% interval. Right: the mean normalised score of each "
+               "family's leader at the size (one model per family and size: below). The table says the same per size, "
+               "with the models (hover a size for it in words). " + VERDICT_NOTE))
     networks = ATTENTION in fams and NETWORK in fams  # attention against the best non-attention network too
-    rows = [[cell(size_label(a.size), title=size_sentence(a) or ""),
-             cell(a.n_tasks if a.n_run >= a.n_tasks else f"{a.n_tasks} ({a.n_run} run so far)"),
-             *(family_cell(a, f) for f in fams),
-             cell(a.leader_text), *(h2h_cell(a, f) for f in others),
-             *([h2h_cell(a, ATTENTION, NETWORK)] if networks else [])] for a in answers]
-    p.add(table(["training size", "tasks", *(f"best {f}" + (" (normalised score)" if i == 0 else "")
+    table_rows = [[cell(size_label(a.size), title=size_sentence(a) or ""),
+                   cell(a.n_tasks if a.n_run >= a.n_tasks else f"{a.n_tasks} ({a.n_run} run so far)"),
+                   *(family_cell(a, f) for f in fams),
+                   cell(a.leader_text), *(tally_cell(a, f) for f in others),
+                   *([tally_cell(a, ATTENTION, NETWORK)] if networks else []), validation_cell(a)] for a in answers]
+    order = "–".join(str(v) for v in ORDER[:4])
+    p.add(table(["training size", "tasks", *(f"{f} leader" + (" (normalised score)" if i == 0 else "")
                                              for i, f in enumerate(fams)),
-                 "leader", *(f"{f} vs {BOOSTING}: won–tied–lost [95% CI]" for f in others),
-                 *([f"{ATTENTION} vs {NETWORK}: won–tied–lost [95% CI]"] if networks else [])], rows, "table-answer"))
-    p.add(note("Each family's best model at each size is, of its models planned on the most of that size's tasks, the "
-               "one with the best mean normalised validation score over them (the test set chooses nothing); shown is its mean normalised "
-               "test score (1 = best model on a task, 0 = worst of those that ran it; test scores of the "
-               "configurations validation selected); a model never planned on a task is left out of it, not "
-               f"scored 0. The leader is the family whose best model's mean is more than {MARGIN} of normalised "
-               "score above every other's; within that of the top, the families tie. Won–tied–"
-               "lost: the tasks both ran on which the family's best model beat, tied or lost to the best boosting "
-               "model, and the best attention network the best other (non-attention) network (test scores within "
-               f"{MARGIN} of each other are a tie, as the sample-size page's standings count them); the win rate counts "
-               "a tie as ½, with a Wilson 95% interval; green where it is above an even match, red where below. "
-               + BOUND_NOTE))
+                 "leader", *(f"{f} vs {BOOSTING}, per dataset" for f in others),
+                 *([f"{ATTENTION} vs {NETWORK}, per dataset"] if networks else []),
+                 "validation rows of the picks"], table_rows, "table-answer"))
+    p.add(note("Two picks, named apart. A family's leader at a size is, of its models planned on the most of that "
+               "size's tasks, the one with the best mean normalised validation score over them (the test set "
+               "chooses nothing); shown is its mean normalised test score (1 = best model on a task, 0 = worst of "
+               "those that ran it; test scores of the configurations validation selected); a model never planned on "
+               f"a task is left out of it, not scored 0. The leader is the family whose leader's mean is more than "
+               f"{MARGIN} of normalised score above every other's; within that of the top, the families tie. A "
+               "family's best on a dataset is its model with the best validation score on that dataset and size, "
+               "as the standings view, the sample-size page and the claims pick it; the verdict columns count its "
+               f"verdicts against the best {BOOSTING} model's there (and the best attention network's against the best "
+               f"other network's) over the datasets both ran, as {order} (not converged "
+               "said after); green where the share ahead's 95% interval lies above the share behind's, red where "
+               f"below. ‡: some picks were made on validation parts of fewer than {SMALL_VALIDATION} rows, where "
+               "the best on validation is a best by luck as much as by skill. " + BOUND_NOTE))
     sentences = summary_sentences(answers, crossovers, coverage, sizes=False)
     floor = floor_sentence(c)
     if floor:
@@ -123,17 +156,26 @@ def overview_answer(p: Page, data: ReportData) -> None:
     if not crossovers.empty:
         p.h3("Crossover size per dataset")
         wide = crossovers.assign(text=[crossover_text(r) for r in crossovers.itertuples(index=False)])
-        rows = []
+        rows_ = []
         for (dataset, split_key), g in wide.groupby(["dataset", "split_key"], sort=True):
             by = g.set_index("family")
             link = f'<a href="sample_size.html#{esc(dataset_anchor(dataset, split_key))}">{esc(data.task_label(dataset, split_key))}</a>'
-            rows.append([raw(link),
-                         *(cell(by.text.get(f, "—"), "missing" if f in by.index and by.verdict[f] == "never" else "")
-                           for f in others)])
-        p.add(table(["dataset", *(f"{f} overtakes {BOOSTING} from" for f in others)], rows, "table-index-crossover"))
-        p.add(note("The smallest training size from which the family's best model beats the best boosting model "
-                   "there and at every larger size run; 'never' when it is behind at the largest, 'level' when the two "
-                   f"are within {MARGIN} there; no crossover is given from one training size."))
+            rows_.append([raw(link), *(crossover_cell(by.loc[f]) if f in by.index else cell("—") for f in others)])
+        p.add(table(["dataset", *(f"{f} overtakes {BOOSTING} from" for f in others)], rows_, "table-index-crossover"))
+        p.add(note("The smallest training size from which the family's best model is ahead of the best boosting model "
+                   "there and at every larger size run, each size's verdict as above; else the verdict at the largest "
+                   "size ('never' where it is behind there); no crossover is given from one training size. Hover a "
+                   "cell for the verdict it rests on."))
+
+
+def crossover_cell(r: Any) -> Cell:
+    """A crossover in words, carrying the verdict at the size it rests on (its pair and verdict as data)."""
+    d = r.decision
+    cls = ("partial" if r.verdict == Verdict.NOT_CONVERGED else "missing" if r.verdict == cross.NEVER
+           else "best" if r.ahead_everywhere else "")
+    return verdict_cell(esc(r.text), d.verdict,
+                        pair_key(r.dataset, r.split_key, r.at_size, r.challenger_at, r.incumbent_at), cls,
+                        f"{r.challenger_at} vs {r.incumbent_at} at {size_label(str(r.at_size))}: {d.sentence()}")
 
 
 def page_index(data: ReportData, rankings: dict[str, Ranking], pages: list[tuple[str, str, str]]) -> Page:

@@ -1,40 +1,32 @@
 """The sample-size page: test score against training size per dataset, the crossover with the best
-boosting model, and how often each family beat it below the reference size."""
+boosting model, the verdicts of each family's best against it below the reference size, and where attention
+stands per dataset; every verdict the ``standings`` view's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from pipeline.models.kinds import ATTENTION, BOOSTING, families, models_of_family
+from pipeline.models.kinds import ATTENTION, BOOSTING, families
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, dataset_anchor, size_label
-from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, table
-from pipeline.report.parts import bound_text
+from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, table, verdict_cell
+from pipeline.report.parts import VERDICT_CLASS, VERDICT_NOTE, bound_text
 from pipeline.report.site import PageSpec
 from pipeline.report.stats import aggregate as agg
 from pipeline.report.stats import claims as claims_mod
 from pipeline.report.stats import crossover as crossover_mod
-from pipeline.report.stats import pick
 from pipeline.report.stats import projection as projection_mod
-from pipeline.report.stats import significance as sig
 from pipeline.report.stats import standing as standing_mod
 from pipeline.report.stats import traits as traits_mod
-from pipeline.report.stats.answer import crossover_text, still_improving
+from pipeline.report.stats.answer import crossover_text, small_sentence, still_improving
+from pipeline.report.stats.pick import SMALL_VALIDATION, small_validation
+from pipeline.report.stats.verdicts import COMPARED, ORDER, Tally, pair_key
 
 SPEC = PageSpec("sample_size.html", "Sample size", "Test score against training size; where attention overtakes boosting.",
                 lambda s: page_sample_size(s.data), title="Sample-size sensitivity")
-
-
-def crossover_test(data: ReportData, r: Any) -> str:
-    """A crossover row's paired test at the size its verdict rests on, in words."""
-    c = data.cells
-    here = c[(c.dataset == r.dataset) & (c.split_key == r.split_key) & (c.sample_size == r.at_size)]
-    label = size_label(str(r.at_size))
-    return f"{r.challenger_at} vs {r.incumbent_at} at {label}: {sig.paired_verdict(here, r.challenger_at, r.incumbent_at)}"
 
 
 GRID_FROM = 6  # more datasets than this: their curves as one grid of small panels, not a figure each
@@ -69,13 +61,12 @@ def page_sample_size(data: ReportData) -> Page:
     p.add(curve_coverage(curves, sizes))
 
     p.h2("Crossover: each model vs the best boosting model", "crossover")
-    cross = crossover_mod.crossover(curves, networks, incumbents, best_label="best challenger")
-    cross = cross[cross.model != "best challenger"]
     attention = [m for m in networks if data.family(m) == ATTENTION]
+    rows = data.standings
+    lines = [crossover_mod.model_lines(rows, networks)]
     if len(attention) > 1:  # the best attention model at each size, as the overview reports it
-        best = crossover_mod.crossover(curves, attention, incumbents)
-        cross = pd.concat([cross, best[best.model == "best attention"]], ignore_index=True)
-        cross = cross.sort_values(["dataset", "split_key", "model"], ignore_index=True)
+        lines.append(crossover_mod.family_line(rows, ATTENTION, "best attention"))
+    cross = crossover_mod.crossover(pd.concat(lines, ignore_index=True))
     if cross.empty:
         p.add(note("Needs at least one boosting model and one other model with scores."))
     else:
@@ -84,25 +75,24 @@ def page_sample_size(data: ReportData) -> Page:
             ["dataset", "split_key", "model"])
         p.add(crossover_matrix(data, cross, spans, order=[*attention, *(["best attention"] if len(attention) > 1 else []),
                                       *[m for m in networks if m not in attention]]))
-        p.add(note("A dataset per row, a model per column: the training size from which the model beats the best "
-                   f"boosting model (by more than {standing_mod.MARGIN}; closer is level) at that size and at every "
-                   "larger size run (green: ahead from the smallest "
-                   "size; red: behind at the largest, 'never'; amber: behind there while still improving when its "
-                   "epochs, rounds or time ran out, 'not converged'; grey: one size, not measured), and under it its "
-                   f"95% interval over folds: the folds resampled with replacement {crossover_mod.N_BOOT} times, "
-                   "the crossover found again on each resample's mean curves ('never up to N rows' where a "
-                   "resample has the model behind at the largest size; one fold gives no interval). Hover a cell "
-                   "for the paired two-sided Wilcoxon signed-rank test at the size its verdict rests on (the "
-                   "crossover size; for 'never', the largest size compared), over the splits both finished, "
-                   f"α = {sig.ALPHA}: a crossover within noise may move with other folds."))
-        p.add(note(reference_check(curves, networks, incumbents, data.kinds)))
+        p.add(note("A dataset per row, a model per column: the training size from which the model is ahead of the "
+                   "best boosting model at that size and at every larger size run (green: ahead from the smallest "
+                   "size); else the verdict at the largest size compared (red: behind there, 'never'; amber: not "
+                   "converged, the one behind still improving when its epochs, rounds or time ran out; grey: one "
+                   "size, not measured). Hover a cell for the verdict it rests on, with its difference and interval. "
+                   "Under it, where the crossover of the mean curves (ahead by more than "
+                   f"{crossover_mod.LEVEL}) falls when the folds are resampled with replacement "
+                   f"{crossover_mod.N_BOOT} times ('never up to N rows' where a resample has the model not ahead at "
+                   "the largest size; one fold gives no interval): how far the crossover may move with other folds. "
+                   + VERDICT_NOTE))
+        p.add(note(reference_check(rows, data.kinds)))
         falls = crossover_mod.ill_behaved(curves)
         if len(falls):
             p.add(note(falls_note(falls, data.task_label)))
 
     if attention and incumbents:
         projection_section(p, data, attention, incumbents)
-    table_ = standing_mod.standings(data.cells, attention, incumbents)
+    table_ = standing_mod.standings(data.standings)
     standing_section(p, data, table_)
     favours_section(p, data, table_)
 
@@ -169,33 +159,28 @@ def curve_coverage(curves: pd.DataFrame, sizes: list[str]) -> str:
             + table(["model", *[size_label(x) for x in sizes]], rows, "table-curve-coverage"))
 
 
-def reference_check(curves: pd.DataFrame, networks: list[str], incumbents: list[str], kinds: dict[str, str]) -> str:
-    """How often the best model of each family but boosting beat the best boosting model below the
-    reference size (each family's best at a point picked by validation, :mod:`pipeline.report.stats.pick`)."""
-    below = curves[curves.n_train < claims_mod.REFERENCE_ROWS]
-    wide = below.pivot_table(index=agg.TASK, columns="model", values="score_mean")
-    val = below.pivot_table(index=agg.TASK, columns="model", values="val_mean").reindex_like(wide)
-    _, gb = pick.by_validation(wide, val, incumbents)
+def reference_check(rows: pd.DataFrame, kinds: dict[str, str]) -> str:
+    """The verdicts of the best model of each family but boosting against the best boosting model below the
+    reference size, (dataset, size) point by point (each family's best at a point picked by validation
+    there: the ``standings`` view's rows)."""
+    below = rows[rows.n_train < claims_mod.REFERENCE_ROWS] if len(rows) else rows
     parts = []
     for family in families(kinds):
-        label = f"the best {family}"
-        members = [m for m in models_of_family(kinds, family, networks) if m in wide]
-        if not members:
+        here = standing_mod.best_rows(below, family, BOOSTING)
+        if family == BOOSTING or here.empty:
             continue
-        _, best = pick.by_validation(wide, val, members)
-        both = best.notna() & gb.notna()
-        d, margin = best[both] - gb[both], standing_mod.MARGIN  # within the margin: a tie, as everywhere
-        n = int(both.sum())
-        if n:
-            parts.append(f"{label} won {int((d > margin).sum())}, tied {int((d.abs() <= margin).sum())} and lost "
-                         f"{int((d < -margin).sum())} of {n} (dataset, size) points against the best boosting model")
+        parts.append(f"the best {family}, against the best boosting model, was "
+                     f"{Tally.of(here.verdict).text('(dataset, size) points')}")
     if not parts:
         return f"No (dataset, size) point below {claims_mod.REFERENCE_ROWS:,} rows has both a boosting model and another."
-    return f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
+    said = small_validation(below.drop_duplicates(["dataset", "split_key", "sample_size"]).n_valid, "points")
+    return (f"Below {claims_mod.REFERENCE_ROWS:,} training rows, " + "; ".join(parts) + "."
+            + (" " + small_sentence(said) if said else ""))
 
 
 def projection_section(p: Page, data: ReportData, attention: list[str], incumbents: list[str]) -> None:
-    """Where the best attention model is behind at the largest size: the crossover its fitted learning curve
+    """Where the best attention model's mean is below the best boosting model's at the largest size (by more than
+    the margin; on the means, not a verdict): the crossover its fitted learning curve
     projects beyond it (:mod:`pipeline.report.stats.projection`), shown only beside the check of how well such a
     fit predicted a held-out largest size on these same results."""
     p.h2("Projected crossovers beyond the largest size", "projection")
@@ -219,13 +204,13 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
                   f"the size before, carried forward: {carried} of {total})" if total else "")
                + ". A projection reaches further than that check did: read it as a direction, not a size."))
     if proj.empty:
-        p.add(note(f"Nowhere is {name} behind the best boosting model at the largest size with "
-                   f"{projection_mod.MIN_SIZES} or more sizes to fit."))
+        p.add(note(f"Nowhere is {name}'s mean more than {standing_mod.MARGIN} below the best boosting model's at the "
+                   f"largest size with {projection_mod.MIN_SIZES} or more sizes to fit."))
         return
 
     def size(x: float, largest: float) -> str:
         if np.isnan(x):
-            return "none: the fits have it level or ahead there, against the means, or cannot be fitted"
+            return "none: the fits have it within the margin or above there, against the means, or cannot be fitted"
         return f"none up to {projection_mod.REACH * largest:,.0f}" if np.isinf(x) else f"{x:,.0f}"
 
     rows = []
@@ -241,38 +226,47 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
                f"the sizes both sides ran; the crossover is where {name}'s fitted curve (of its model with the best "
                f"validation score at the largest size) first passes the best boosting model's, looked for up to {projection_mod.REACH:.0f}× the "
                "largest size, the curves capped at 1; only models with a score at the largest size take part, and "
-               "where the fits do not have the model behind there, as the means do, nothing is projected. "
+               "where the fits do not have the model below there, as the means do, nothing is projected. A projection "
+               "reads the mean curves, not the verdicts above: it goes where the mean is below by more than "
+               f"{standing_mod.MARGIN}, whatever the verdict there. "
                f"Interval: the folds resampled {projection_mod.N_BOOT} times and fitted again."))
 
 
 def standing_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
-    """Per dataset at the largest size both kinds ran: the best attention model ahead of, level with or
-    behind the best boosting model (:mod:`pipeline.report.stats.standing`), and the same over datasets."""
+    """Per dataset at the largest size both kinds ran: the best attention model's verdict against the best
+    boosting model (:mod:`pipeline.report.stats.standing`, the ``standings`` view's), and the same over datasets."""
     p.h2("Where attention stands, per dataset", "standing")
     if table_.empty:
         p.add(note("Needs an attention model and a boosting model with scores on the same dataset."))
         return
     o = standing_mod.overall(table_)
     interval = f" [{o['low']:+.3f}, {o['high']:+.3f}]" if not np.isnan(o["low"]) else ""
-    p.add(note(f"At the largest size each dataset ran with both kinds, the best attention model was ahead on "
-               f"{o['ahead']}, level on {o['level']} and behind on {o['behind']} of {o['n']} datasets"
-               + (f" ({o['not_converged']} not converged)" if o["not_converged"] else "")
+    said = small_validation(table_.n_valid)
+    p.add(note(f"At the largest size each dataset ran with both kinds, the best attention model was "
+               f"{o['tally'].text()} against the best boosting model"
                + (f" ({o['not_compared']} with no fold both finished)" if o["not_compared"] else "")
-               + f"; its mean difference over datasets {o['mean']:+.3f}{interval} (95% interval over datasets)."))
-    cls = {"ahead": "best", "behind": "missing", "not converged": "partial", "not compared": "notrun"}
+               + f"; its mean difference over the {o['compared']} datasets"
+               + (" (those not converged left out)" if o["not_converged"] else "") + " "
+               f"{o['mean']:+.3f}{interval} (95% interval over datasets)." + (" " + small_sentence(said) if said else "")))
+
+    def picked(model: str, n_valid: float) -> str:
+        small = n_valid == n_valid and n_valid < SMALL_VALIDATION
+        return esc(model) + (f' <span class="sub" title="picked on validation parts of {n_valid:,.0f} rows, fewer '
+                             f'than {SMALL_VALIDATION}">‡ {n_valid:,.0f} validation rows</span>' if small else "")
+
     rows = [[raw(f'<span id="{esc(dataset_anchor(r.dataset, r.split_key))}-standing"></span>'
                  f"{esc(data.task_label(r.dataset, r.split_key))}"),
-             cell(f"{r.at_n:,.0f}"), cell(r.attention), cell(r.boosting),
+             cell(f"{r.at_n:,.0f}"), raw(picked(r.attention, r.n_valid)), raw(picked(r.boosting, r.n_valid)),
              cell("" if np.isnan(r.diff) else f"{r.diff:+.4f}"),
              cell("" if np.isnan(r.low) else f"[{r.low:+.4f}, {r.high:+.4f}]"), cell(r.n_folds),
-             cell(r.standing, cls.get(r.standing.replace(" (one fold)", ""), ""))]
+             verdict_cell(esc(r.decision.words()), r.standing,
+                          pair_key(r.dataset, r.split_key, r.sample_size, r.attention, r.boosting),
+                          VERDICT_CLASS.get(r.standing, ""), r.decision.sentence())]
             for r in table_.itertuples(index=False)]
     p.add(table(["dataset", "rows", "best attention", "best boosting", "difference", "95% interval over folds",
                  "folds", "attention is"], rows, "table-standing"))
-    p.add(note(f"Level: the difference is within {standing_mod.MARGIN} (accuracy or R²), or its interval over "
-               "folds holds zero. Ahead or behind: past that margin with the interval clear of zero ('one "
-               "fold': no interval to check). Not converged: the model behind was still improving when its "
-               "epochs, rounds or time ran out."))
+    p.add(note("The interval is corrected for the training rows the folds share (none from one fold). "
+               f"‡: the two were picked on validation parts of fewer than {SMALL_VALIDATION} rows. " + VERDICT_NOTE))
 
 
 def favours_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
@@ -280,13 +274,13 @@ def favours_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
     attention model and the best boosting model at the largest size both ran (the standing's), and the
     rank correlation of that gap with each characteristic over datasets (Benjamini–Hochberg across them)."""
     p.h2("Which data favours attention", "favours")
-    compared = table_.standing.str.replace(" (one fold)", "", regex=False).isin(standing_mod.COMPARED)
+    compared = table_.standing.isin(COMPARED)
     gap = table_[compared].rename(columns={"diff": "gap"})[["dataset", "split_key", "at_n", "gap"]]
     joined = data.traits.merge(gap.groupby("dataset", as_index=False).agg(gap=("gap", "mean"), at_n=("at_n", "max")),
                                on="dataset", how="inner")
     if len(joined) < 3:
         p.add(note(f"Needs at least 3 datasets on which the best attention and boosting models were compared "
-                   f"(ahead, level or behind above; {len(joined)} here)."))
+                   f"({', '.join(str(v) for v in ORDER[:4])} above; {len(joined)} here)."))
         return
     tests = traits_mod.favours(data.traits, gap)
     said = {r.trait: ("too few datasets" if np.isnan(r.rho) else f"ρ {r.rho:+.2f}, q {r.q:.2f}")
@@ -314,8 +308,8 @@ def favours_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:
 
 
 def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame, order: list[str]) -> str:
-    """The crossovers as a dataset × model matrix: the crossover size in words, its interval under it, the
-    paired test at the size the verdict rests on as the cell's title."""
+    """The crossovers as a dataset × model matrix: the crossover size in words (the verdict it rests on as the
+    cell's data, its figures as its title), its interval under it."""
     models = [m for m in order if m in set(cross.model)]
     by = cross.set_index(["dataset", "split_key", "model"])
     one_split = bool((cross.n_splits <= 1).all())  # then said once, under the table, not in every cell
@@ -332,14 +326,20 @@ def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame,
             r = pd.Series({**r.to_dict(), "dataset": dataset, "split_key": split_key, "model": m})
             span = (crossover_mod.interval_text(spans.at[key, "cross_low"], spans.at[key, "cross_high"],
                                                 spans.at[key, "largest_n"]) if key in spans.index else "")
-            cls = ("partial" if r.verdict == "never" and still_improving(r) else "missing" if r.verdict == "never"
-                   else "best" if r.ahead_everywhere else "notrun" if r.verdict == "one size" else "")
-            txt = crossover_text(r).replace(" — one split", "") if one_split else crossover_text(r)
+            cls = ("partial" if still_improving(r) else "missing" if r.verdict == crossover_mod.NEVER
+                   else "best" if r.ahead_everywhere else "notrun" if r.verdict == crossover_mod.ONE_SIZE else "")
+            d = r.decision
+            txt = crossover_text(r)
+            if one_split:  # every verdict rests on one fold: said once under the table, the count stays data
+                txt = txt.replace(d.words(), str(d.verdict))
             body = esc(txt) + (f'<br><span class="sub">{esc(span)}</span>' if span and not one_split else "")
-            row.append(raw(body, cls, title=crossover_test(data, r)))
+            title = f"{r.challenger_at} vs {r.incumbent_at} at {size_label(str(r.at_size))}: {d.sentence()}"
+            if r.n_valid == r.n_valid and r.n_valid < SMALL_VALIDATION:
+                title += f"; both picked on validation parts of {r.n_valid:,.0f} rows"
+            row.append(verdict_cell(body, d.verdict, pair_key(dataset, split_key, r.at_size, r.challenger_at,
+                                                              r.incumbent_at), cls, title))
         rows.append(row)
     heads = ["dataset", *[f"{m} (attention, best at each size)" if m == "best attention" else m for m in models]]
-    said = note("Every verdict here rests on one split (one fold and subset seed): no interval, no test, and a "
+    said = note("Every verdict here rests on one fold (one split): no interval, so each is undetermined, and a "
                 "crossover that may move with other folds.") if one_split else ""
     return table(heads, rows, "table-crossover") + said
-

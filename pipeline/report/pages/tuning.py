@@ -4,17 +4,20 @@ configuration's test score, against the number of trials and the seconds they to
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from pipeline.data.views import N_SHUFFLES
 from pipeline.models.kinds import BOOSTING, families
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, size_label
-from pipeline.report.markup import Page, cell, note, num, table
+from pipeline.report.markup import Cell, Page, cell, esc, note, num, table, verdict_cell
+from pipeline.report.parts import VERDICT_CLASS, VERDICT_NOTE
 from pipeline.report.site import PageSpec
 from pipeline.report.stats import aggregate as agg
 from pipeline.report.stats import tuned as tn
-from pipeline.report.stats.standing import MARGIN
+from pipeline.report.stats.verdicts import MARGIN, ORDER, Decision, Verdict, pair_key
 
 SPEC = PageSpec("tuning.html", "Tuning budget",
                 "Best validation score, and the selected configuration's test score, against trials and seconds.",
@@ -61,71 +64,94 @@ def page_tuning(data: ReportData) -> Page:
     return p
 
 
-STANDING_CLASS = {"ahead": "best", "behind": "missing", "failed": "missing", "not converged": "partial"}
-
-
 def interval_text(low: float, high: float) -> str:
     return "" if pd.isna(low) else f" [{low:+.3f}, {high:+.3f}]"
 
 
-def diff_class(mean: float, low: float, high: float) -> str:
-    """Green or red only past the margin with an interval that excludes zero, as a standing reads."""
-    if pd.isna(mean) or abs(mean) <= MARGIN or pd.isna(low) or low <= 0 <= high:
-        return ""
-    return "best" if mean > 0 else "missing"
+def side_cell(d: Decision | None, said: str, key: str) -> Cell:
+    """A task's verdict on one side (or 'failed'), with the pair and verdict as data; a one-fold verdict says
+    where its difference lies against the margin."""
+    if d is None:
+        return cell(said, "missing" if said == tn.FAILED else "")
+    text = d.words()
+    if d.one_split and d.lean is not None:
+        text += f", {'within' if d.lean is Verdict.EQUIVALENT else 'past'} ±{MARGIN:g}"
+    return verdict_cell(esc(text), d.verdict, key, VERDICT_CLASS.get(d.verdict, ""), d.sentence())
 
 
 def tuned_beside_defaults(p: Page, data: ReportData) -> None:
     """Where the file holds a model both at its defaults and searched: the two on the splits the search
-    ran, and each family's gap to boosting at defaults and tuned, split by split, the same models both ways."""
+    ran, and each family's gap to boosting at defaults and tuned, task by task, the same models both ways."""
     found = tn.entries(data.cells, data.trials)
     cells = tn.slice_cells(data.cells, found)
-    pairs = tn.pairs_table(cells, found)
+    pooled = min((data.folds(d, k) for d, k in set(zip(cells.dataset, cells.split_key))), default=2)
+    pairs = tn.pairs_table(cells, found, folds=pooled)
     if pairs.empty:
         return
     p.h2("Tuned beside defaults", "tuned-beside-defaults")
     p.add(note("Each model searched (the configuration its search selected by validation) beside its entry at "
                "its defaults (one trial per cell; that entry's settings, which may differ from the search's first "
                "trial), split by split on the splits where the search finished: a task whose defaults ran on more "
-               f"folds counts only the folds both ran. Better, worse: by more than {MARGIN}; closer is level. "
-               "Failed: splits where the search failed (no score: not in the mean). Interval: 95% t-interval "
-               "over the splits. Accuracy and R² differences are averaged together, as the sample-size page's "
-               "mean over datasets is."))
-    p.add(table(["model at defaults", "searched", "splits", "default", "tuned", "tuned − default [95% CI]",
-                 "better / level / worse", "failed"],
+               f"folds counts only the folds both ran. Better, worse: splits where tuned was so by more than {MARGIN}; "
+               "within: closer. Failed: splits where the search failed (no score: not in the mean). Verdict and "
+               "interval: over the splits both scored, corrected for the training rows the splits of one dataset "
+               f"share (k = {pooled}, the smallest design's). Accuracy and R² differences are averaged together, as "
+               "the sample-size page's mean over datasets is."))
+    p.add(table(["model at defaults", "searched", "splits", "default", "tuned", "tuned − default [95% interval]",
+                 "verdict", f"better / within ±{MARGIN:g} / worse", "failed"],
                 [[cell(r.model), cell(r.tuned), cell(r.splits), cell(num(r.default)), cell(num(r.tuned_score)),
-                  cell(num(r.diff, "+.3f") + interval_text(r.low, r.high), diff_class(r.diff, r.low, r.high)),
-                  cell(f"{r.better} / {r.level} / {r.worse}"), cell(r.failed, "missing" if r.failed else "")]
+                  cell(num(r.diff, "+.3f") + interval_text(r.low, r.high), VERDICT_CLASS.get(r.verdict, "")),
+                  verdict_cell(esc(r.decision.words()), r.verdict, pair_key("*", "*", "slice", r.tuned, r.model),
+                               VERDICT_CLASS.get(r.verdict, ""), r.decision.sentence()),
+                  cell(f"{r.better} / {r.within} / {r.worse}"), cell(r.failed, "missing" if r.failed else "")]
                  for r in pairs.itertuples(index=False)], "table-tuned-pairs"))
     shown = False
+    every = data.cells.groupby(agg.TASK)[["repeat", "fold"]].apply(lambda g: len(g.drop_duplicates()))
+    here = cells.groupby(agg.TASK)[["repeat", "fold"]].apply(lambda g: len(g.drop_duplicates()))
     for family in [f for f in families(data.kinds) if f != BOOSTING]:
-        g = tn.gaps(cells, data.family, found, family)
+        g = tn.gaps(cells, data.family, found, family, data.folds)
         if g.empty:
             continue
         shown = True
         p.h3(f"{family} − gradient boosting, at defaults and tuned")
-        rows = [[cell(data.task_label(r.dataset, r.split_key)), cell(size_label(r.sample_size)), cell(r.fold),
+
+        def key(r: Any, side: str) -> str:
+            task = (r.dataset, r.split_key, r.sample_size)
+            narrower = here.get(task, 0) < every.get(task, 0)  # the slice's folds only: not the task's verdict
+            return pair_key(*task, getattr(r, side + "_model"), getattr(r, side + "_boosting"),
+                            scope="slice" if narrower else "")
+
+        rows = [[cell(data.task_label(r.dataset, r.split_key)), cell(size_label(r.sample_size)),
+                 cell(int(here.get((r.dataset, r.split_key, r.sample_size), 0))),
                  *(x for side in ("default", "tuned") for x in (
                      cell(f"{getattr(r, side + '_model')} − {getattr(r, side + '_boosting')}"
                           if getattr(r, side + "_model") else "—"),
                      cell(num(getattr(r, side + "_diff"), "+.3f")),
-                     cell(getattr(r, side + "_standing"), STANDING_CLASS.get(getattr(r, side + "_standing"), ""))))]
+                     side_cell(getattr(r, side + "_decision"), getattr(r, side + "_standing"), key(r, side))))]
                 for r in g.itertuples(index=False)]
         sums = {side: tn.gap_summary(g, side) for side in ("default", "tuned")}
-        rows.append([cell("mean over the splits compared"), cell(""), cell(""),
+        rows.append([cell("mean over the tasks compared"), cell(""), cell(""),
                      *(x for side in ("default", "tuned") for x in (
-            cell(f"{sums[side]['n']} splits"),
-            cell(num(sums[side]["mean"], "+.3f") + interval_text(sums[side]["low"], sums[side]["high"]),
-                 diff_class(sums[side]["mean"], sums[side]["low"], sums[side]["high"])),
-            cell(", ".join(f"{k} {v}" for k, v in sums[side].items()
-                           if k in ("ahead", "level", "behind") or (k in ("not converged", "failed") and v)))))])
-        p.add(table(["dataset", "training rows", "fold", "at defaults: models", "difference", "standing",
-                     "tuned: models", "difference", "standing"], rows, f"table-tuned-gap-{family.replace(' ', '-')}"))
+            cell(f"{sums[side]['n']} tasks"),
+            cell(num(sums[side]["mean"], "+.3f") + interval_text(sums[side]["low"], sums[side]["high"])),
+            cell(summary_text(sums[side]))))])
+        p.add(table(["dataset", "training rows", "folds", "at defaults: models", "difference", "verdict",
+                     "tuned: models", "difference", "verdict"], rows, f"table-tuned-gap-{family.replace(' ', '-')}"))
     if not shown:
         return
     p.add(note("The same models both ways: at defaults, the entries at their defaults of the models that were "
                "searched; tuned, their searched entries (of several in a family, the one with the best validation "
-               f"score on the split). Level: the difference within {MARGIN}; one fold gives no interval over "
-               "folds. Not converged: the model behind was still improving when its epochs, rounds or time ran "
-               "out. Failed: a searched cell failed on that split. Both means are over the same splits: those read "
-               "ahead, level or behind both at defaults and tuned."))
+               "score on the task). Each task's verdict is over the folds the slice ran (one fold: undetermined, with "
+               f"where its difference lies against ±{MARGIN:g}). Failed: a searched cell failed on that task. Both "
+               "means are over the same tasks: those with a difference both at defaults and tuned, their interval "
+               "over tasks. " + VERDICT_NOTE))
+
+
+def summary_text(s: dict[str, float | int]) -> str:
+    """A side's verdicts over the slice's tasks, and where the one-fold ones lean."""
+    text = (", ".join(f"{v} {s[str(v)]}" for v in ORDER[:4])
+            + "".join(f", {k} {s[k]}" for k in (str(Verdict.NOT_CONVERGED), tn.FAILED) if s[k]))
+    if s["one_fold"]:
+        text += (f"; of the {s['one_fold']} on one fold, past +{MARGIN:g}: {s['lean_ahead']}, within: "
+                 f"{s['lean_within']}, past −{MARGIN:g}: {s['lean_behind']}")
+    return text

@@ -1,16 +1,18 @@
 """The overview's answer: per training size, the best model of each family (attention networks, other
-networks, gradient boosting, other trees, and any kind a user's model declares), how often each
-leader beats the boosting leader, what each costs per 1,000 rows, and a few generated sentences that
-say all of that with its coverage. A model's family is its stored kind (``model_kind``), so old
-results files keep their families when models are renamed or removed.
+networks, gradient boosting, other trees, and any kind a user's model declares), how each family's best
+fares against boosting's best dataset by dataset, what each costs per 1,000 rows, and a few generated
+sentences that say all of that with its coverage. A model's family is its stored kind (``model_kind``), so
+old results files keep their families when models are renamed or removed.
 
-A family's representative at a size is, of its models planned on the most of that size's tasks, the one
-with the highest mean normalised validation score over them (:mod:`pipeline.report.stats.pick`: the test set chooses nothing); what the
-tables show of it is its test scores (of the configurations validation selected), normalised alike. A family
-leads a size when its mean is more than 0.005 of normalised score above every other's; closer, they tie. Head-to-head
-records compare representatives task by task over the tasks both ran, as won / tied / lost (scores
-within the standings' margin, 0.005, tie), with a Wilson interval on the win rate (a tie counts ½); a
-model that ran a task without a score loses it.
+Two picks, named apart on the page. A family's *leader at a size* is, of its models planned on the most of
+that size's tasks, the one with the highest mean normalised validation score over them
+(:mod:`pipeline.report.stats.pick`: the test set chooses nothing); the table shows its mean normalised test
+score and its cost. A family leads a size when its leader's mean is more than 0.005 of normalised score above
+every other's; closer, they tie. A family's *best on a dataset* is its model with the best mean validation
+score on that (dataset, size): the pick the ``standings`` view makes, and the per-dataset standings, the
+crossovers and the claims read. The verdicts counted per size are those of each family's best on each dataset
+against boosting's best there (:class:`pipeline.report.stats.verdicts.Tally`: ahead, equivalent, behind,
+undetermined, not converged), with a Wilson interval on each share.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import numpy as np
 import pandas as pd
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, families, models_of_family
-from pipeline.records import Status
+from pipeline.records import Status, Verdict
 from pipeline.report.stats import aggregate as agg
 from pipeline.report.stats import crossover as cross
 from pipeline.report.stats import pick
-from pipeline.report.stats.standing import MARGIN
+from pipeline.report.stats.standing import best_rows
+from pipeline.report.stats.standing import standings as standings_at_largest
+from pipeline.report.stats.verdicts import MARGIN, Tally
 
 FEW_TASKS = 10  # fewer tasks than this: say the answer is anecdotal
 
@@ -47,42 +51,23 @@ class Leader:
     n_cells: int  # its cells at this size that finished (ok or failed; not those not run yet)
 
 
-@dataclass(frozen=True)
-class HeadToHead:
-    """A family leader against another, over the tasks both ran: won, tied, lost, and the Wilson
-    interval of the win rate (a tie counts ½)."""
-
-    won: int
-    tied: int
-    lost: int
-    low: float
-    high: float
-
-    @property
-    def n(self) -> int:
-        return self.won + self.tied + self.lost
-
-    @property
-    def wins(self) -> float:
-        return self.won + 0.5 * self.tied
-
-    @property
-    def rate(self) -> float:
-        return self.wins / self.n if self.n else float("nan")
-
-    @property
-    def text(self) -> str:
-        return f"won {self.won}, tied {self.tied}, lost {self.lost} of {self.n} task{'s' if self.n != 1 else ''}"
-
-
 @dataclass
 class SizeAnswer:
     size: str
     n_tasks: int
-    leaders: dict[str, Leader] = field(default_factory=dict)  # family → leader, in the families' order
-    vs_boosting: dict[str, HeadToHead] = field(default_factory=dict)  # every other family → record
-    attention_vs_network: HeadToHead | None = None  # the attention leader against the other-network leader
+    leaders: dict[str, Leader] = field(default_factory=dict)  # family → leader at this size, in the families' order
+    # every other family → the verdicts of its best on each dataset against boosting's best there
+    vs_boosting: dict[str, Tally] = field(default_factory=dict)
+    attention_vs_network: Tally | None = None  # the best attention network's against the best other network's
     n_run: int = 0  # the tasks some model has run (fewer than n_tasks while a study runs in chunks)
+    # the validation rows of each task whose picks the verdicts rest on (:func:`pick.small_validation`)
+    n_valid: list[float] = field(default_factory=list)
+
+    @property
+    def small_validation(self) -> str:
+        """Where the picks of this size were made on validation parts of fewer than 200 rows, in words ('' where
+        none was)."""
+        return pick.small_validation(self.n_valid)
 
     @property
     def leading(self) -> list[str]:
@@ -105,8 +90,10 @@ class SizeAnswer:
         return lead[0] if len(lead) == 1 else ("tie: " + ", ".join(lead) if lead else "—")
 
 
-def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAnswer:
-    """``cells``: rows of the ``expected_cells`` view at this size."""
+def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str], standings: pd.DataFrame | None = None
+                ) -> SizeAnswer:
+    """``cells``: rows of the ``expected_cells`` view at this size; ``standings``: the ``standings`` view's
+    rows at this size (the verdicts counted)."""
     scores = agg.task_scores(cells)
     out = SizeAnswer(size, len(scores))
     if scores.empty:
@@ -137,71 +124,78 @@ def size_answer(size: str, cells: pd.DataFrame, kinds: dict[str, str]) -> SizeAn
             best, float(norm[best]), int(scores[best].notna().sum()), int(ran[best].sum()), len(scores),
             float(cost.train_s_per_1k.get(best, np.nan)), float(cost.predict_s_per_1k.get(best, np.nan)),
             int(bound.epochs_bound.get(best, 0)), int(bound.search_bound.get(best, 0)), int(n_cells.get(best, 0)))
-    rec = agg.pairwise_record(scores, ran, margin=MARGIN)  # near-ties are ties, as the standings count them
-
-    def record(m: str, other: str) -> HeadToHead:
-        won, tied, lost = (int(x.loc[m, other]) for x in (rec.won, rec.tied, rec.lost))
-        return HeadToHead(won, tied, lost, *agg.wilson(won + 0.5 * tied, won + tied + lost))
-
-    if BOOSTING in out.leaders:
-        for family, lead in out.leaders.items():
-            if family != BOOSTING:
-                out.vs_boosting[family] = record(lead.model, out.leaders[BOOSTING].model)
-    if ATTENTION in out.leaders and NETWORK in out.leaders:  # does attention help, or any well-tuned network?
-        out.attention_vs_network = record(out.leaders[ATTENTION].model, out.leaders[NETWORK].model)
+    rows = standings if standings is not None else pd.DataFrame()
+    if len(rows):
+        for family in out.leaders:
+            if family != BOOSTING and BOOSTING in out.leaders:
+                out.vs_boosting[family] = Tally.of(best_rows(rows, family, BOOSTING).verdict)
+        if ATTENTION in out.leaders and NETWORK in out.leaders:  # does attention help, or any well-tuned network?
+            out.attention_vs_network = Tally.of(best_rows(rows, ATTENTION, NETWORK).verdict)
+        picked = rows.drop_duplicates(["dataset", "split_key"])
+        out.n_valid = [float(x) for x in picked.n_valid]
     return out
 
 
-def family_crossovers(curves: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
-    """Per dataset, the size from which the best model of each family but boosting (the best of its
-    family at every size) beats the best boosting model for good: the columns of
-    :func:`pipeline.report.stats.aggregate.crossover` with ``family`` instead of ``model``."""
-    boosting = models_of_family(kinds, BOOSTING)
+def family_crossovers(standings: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    """Per dataset, the size from which the best model of each family but boosting (its best on the dataset
+    at every size, by validation) beats the best boosting model for good: the columns of
+    :func:`pipeline.report.stats.crossover.crossover` with ``family`` instead of ``model``, from the verdicts
+    of the ``standings`` view."""
     parts = []
     for family in families(kinds):
-        members = sorted(models_of_family(kinds, family))
-        if family == BOOSTING or not members or not boosting:
+        if family == BOOSTING:
             continue
-        label = f"best {family}"
-        c = cross.crossover(curves, members, boosting, best_label=label)
-        c = c[c.model == (members[0] if len(members) == 1 else label)]
-        parts.append(c.assign(family=family))
+        c = cross.crossover(cross.family_line(standings, family, f"best {family}"))
+        if len(c):
+            parts.append(c.assign(family=family))
     if not parts:
         return pd.DataFrame(columns=[c if c != "model" else "family" for c in cross.CROSSOVER_COLUMNS])
     return pd.concat(parts, ignore_index=True).drop(columns="model")
 
 
 def still_improving(r: Any) -> bool:
-    """Whether a crossover row's 'never' rests on a challenger still improving at its budget (its
-    ``bound``; a row without one, or with NaN there, is not)."""
+    """Whether a crossover row's verdict is not converged: ahead or behind, the one behind still improving
+    at its budget (its ``bound``; a row without one, or with NaN there, is not)."""
     b = getattr(r, "bound", False)
     return bool(pd.notna(b) and b)
 
 
 def crossover_text(r: Any) -> str:
-    """A crossover row (of :func:`family_crossovers` or :func:`pipeline.report.stats.aggregate.crossover`) in
-    words; a verdict resting on one split says so."""
-    one = " — one split" if getattr(r, "n_splits", 2) == 1 else ""
-    if r.verdict == "one size":
+    """A crossover row (of :func:`family_crossovers` or :func:`pipeline.report.stats.crossover.crossover`) in
+    words; the verdict at the largest size as :meth:`Decision.words` says it (its fold count with it)."""
+    d = getattr(r, "decision", None)
+    said = d.words() if d is not None else str(r.verdict)
+    if r.verdict == cross.ONE_SIZE:
         return f"not measured: one training size ({r.at_n:,.0f} rows)"
-    if r.verdict == "level":
-        return f"level at {r.at_n:,.0f} rows, the largest size{one}"
-    if r.verdict == "never":
-        if still_improving(r):  # behind while still improving at its budget: not converged
-            return f"not converged (behind at {r.behind_at:,.0f} rows, still improving ⚑){one}"
-        return f"never (behind at {r.behind_at:,.0f} rows){one}"
-    if r.verdict == "ahead":
-        return f"ahead at every size (from {r.crossover_n:,.0f} rows){one}"
-    return f"{r.crossover_n:,.0f} rows ({r.before} at {r.behind_at:,.0f}){one}"
+    if r.verdict == cross.NEVER:
+        return f"never (behind at {r.behind_at:,.0f} rows)"
+    if r.verdict == Verdict.NOT_CONVERGED:
+        if d is not None and d.diff > 0:
+            return f"not converged (ahead at {r.at_n:,.0f} rows, the boosting model still improving ⚑)"
+        return f"not converged (behind at {r.at_n:,.0f} rows, still improving ⚑)"
+    if r.verdict == cross.AHEAD_EVERYWHERE:
+        return f"ahead at every size (from {r.crossover_n:,.0f} rows)"
+    if r.verdict == cross.CROSSOVER:
+        return f"{r.crossover_n:,.0f} rows ({r.before} at {r.behind_at:,.0f})"
+    return f"{said} at {r.at_n:,.0f} rows, the largest size"
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def tally_sentence(t: Tally, who: str, against: str) -> str:
+    """A family's verdicts against another's over a size's datasets, in words, with the Wilson interval of
+    the share ahead."""
+    low, high = t.interval(Verdict.AHEAD)
+    return (f"Against the best {against} model of each dataset, the best {who} is {t.text()} "
+            f"(ahead on {_pct(t.share(Verdict.AHEAD))}, 95% interval {_pct(low)}–{_pct(high)}).")
+
+
 def size_sentence(a: SizeAnswer) -> str | None:
-    """One training size's answer in words: who leads on mean normalised score, and each family's record
-    against the boosting leader (and attention's against the other networks'); None where nothing is planned."""
+    """One training size's answer in words: who leads on mean normalised score (the leaders at this size),
+    each family's verdicts against boosting's dataset by dataset (and attention's against the other
+    networks'), and where the picks were made on small validation parts; None where nothing is planned."""
     if not a.leaders:
         return (f"At {_size(a.size)} ({a.n_tasks} task{'s' if a.n_tasks != 1 else ''} planned): no result yet."
                 if a.n_tasks else None)
@@ -218,19 +212,45 @@ def size_sentence(a: SizeAnswer) -> str | None:
     if uneven:
         text += (f" Each mean is over the tasks its model ran ({'; '.join(uneven)} of the {a.n_run}): "
                  "compare them with that in mind.")
-    for fam, h in a.vs_boosting.items():
-        if not h.n:
-            continue
-        side = ("better than" if h.low > 0.5 else "worse than" if h.high < 0.5 else "not distinguishable from")
-        text += (f" Against {a.leaders[BOOSTING].model}, {a.leaders[fam].model} {h.text} both ran "
-                 f"({_pct(h.rate)} with a tie as ½, 95% interval {_pct(h.low)}–{_pct(h.high)}): {side} an even match.")
+    for fam, t in a.vs_boosting.items():
+        if t.n:
+            text += " " + tally_sentence(t, fam, BOOSTING)
     an = a.attention_vs_network
     if an is not None and an.n:
-        side = ("better than" if an.low > 0.5 else "worse than" if an.high < 0.5 else "not distinguishable from")
-        text += (f" Against the best non-attention network, {a.leaders[NETWORK].model}, "
-                 f"{a.leaders[ATTENTION].model} {an.text} both ran ({_pct(an.rate)} with a tie as ½, 95% "
-                 f"interval {_pct(an.low)}–{_pct(an.high)}): {side} an even match.")
+        text += " " + tally_sentence(an, ATTENTION, NETWORK)
+    if a.small_validation:
+        text += " " + small_sentence(a.small_validation)
     return text
+
+
+def small_sentence(said: str) -> str:
+    """What :func:`pipeline.report.stats.pick.small_validation` said, as a sentence of its own."""
+    return (f"Each family's best was {said}: a best picked on so few rows is a best by luck as much as by skill, "
+            "and its verdict may be another family's best's.")
+
+
+def headline_sentence(standings: pd.DataFrame, kinds: dict[str, str]) -> str | None:
+    """The answer in one sentence: at each dataset's largest size run with both, each family's best against
+    the best boosting model there, counted by verdict (the per-dataset standings of the sample-size page, and
+    claim 1's, from the same ``standings`` rows), and where those picks were made on small validation parts."""
+    parts: list[str] = []
+    valid: dict[tuple[str, str, str], float] = {}
+    folds: list[int] = []
+    for family in families(kinds):
+        table = standings_at_largest(standings, family)
+        if family == BOOSTING or table.empty:
+            continue
+        parts.append(f"the best {family} is {Tally.of(table.standing).text()}")
+        valid |= dict(zip(zip(table.dataset, table.split_key, table.sample_size), table.n_valid))
+        folds += list(table.n_folds)
+    if not parts:
+        return None
+    text = (f"At each dataset's largest size run, against the best {BOOSTING} model there (each side's best picked "
+            f"on validation): {'; '.join(parts)}.")
+    if folds and max(folds) <= 1:
+        text += " Every verdict here rests on one fold, which gives no interval: more folds could decide them."
+    said = pick.small_validation(list(valid.values()))
+    return text + (" " + small_sentence(said) if said else "")
 
 
 def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, coverage: dict[str, int],
@@ -249,8 +269,8 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
     if sizes:
         out += [t for t in map(size_sentence, answers) if t]
     for family, g in crossovers.groupby("family", sort=False):
-        measured = g[g.verdict != "one size"]
-        text = f"Crossover ({family} beats boosting from some size on, and at every larger size): "
+        measured = g[g.verdict != cross.ONE_SIZE]
+        text = f"Crossover ({family} ahead of boosting from some size on, and at every larger size): "
         if measured.empty:
             out.append(text + f"not measured on any of {len(g)} datasets: each was run at one training size, "
                        "and a crossover needs at least two.")
@@ -262,18 +282,19 @@ def summary_sentences(answers: list[SizeAnswer], crossovers: pd.DataFrame, cover
             parts.append(f"on {len(found)} of {len(measured)} datasets, at {where} training rows")
         else:
             parts.append(f"none on any of {len(measured)} datasets")
-        level, never = (int((measured.verdict == v).sum()) for v in ("level", "never"))
-        if level:
-            parts.append(f"level at the largest size on {level}")
-        if never and not found.empty:
-            parts.append(f"never on {never}")
+        for word, said in ((Verdict.EQUIVALENT, "equivalent at the largest size"),
+                           (Verdict.UNDETERMINED, "undetermined there"), (cross.NEVER, "behind there (never)"),
+                           (Verdict.NOT_CONVERGED, "not converged there")):
+            count = int((measured.verdict == word).sum())
+            if count:
+                parts.append(f"{said} on {count}")
         one = int((measured.n_splits == 1).sum())
         text += "; ".join(parts) + "."
         if len(measured) < len(g):
             text += f" Not measured on {len(g) - len(measured)} (one training size)."
         if one:
-            text += (" 1 of these verdicts rests on one split." if one == 1 else
-                     f" {one} of these verdicts rest on one split each.")
+            text += (" 1 of these verdicts rests on one fold, so is undetermined." if one == 1 else
+                     f" {one} of these verdicts rest on one fold each, so are undetermined.")
         out.append(text)
     bound: dict[str, list[int]] = {}
     for a in answers:

@@ -21,11 +21,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pipeline.models.kinds import models_of_kind
+from pipeline.models.kinds import ATTENTION, BOOSTING
 from pipeline.models.registry import switches, with_switch
 from pipeline.records import Status
 from pipeline.report.stats import pick, standing
 from pipeline.report.stats.aggregate import SPLIT, wilson
+from pipeline.report.stats.verdicts import MARGIN, Tally, Verdict
 
 REFERENCE_ROWS = 10_000  # below this many training rows tree ensembles are often reported to win
 MIN_PAIRS = 3  # fewer comparisons than this: not enough data, whatever the interval says
@@ -141,79 +142,64 @@ def _why(c: Claim, what: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------- claims
-def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.DataFrame) -> Claim:
-    """Claim 1, in two halves with a verdict each. Below REFERENCE_ROWS: the share of (dataset, size)
-    points where the best boosting model beats the best attention model (each side's best picked by
-    validation score, :mod:`pipeline.report.stats.pick`) by more than ``standing.MARGIN`` (supported above 50%;
-    closer is a tie, which counts half). At or above, per dataset rather than per raw win
-    (:mod:`pipeline.report.stats.standing` on ``cells``, the expected cells with their folds): at each dataset's
-    largest size at or above
-    REFERENCE_ROWS, attention is ahead, level or behind; the effect is the mean over the compared datasets
-    of (best attention − best boosting) with its 95% interval. Attention caught up (supported) when that
-    interval lies above −``standing.MARGIN``, did not (contradicted) when it lies below, not enough data
-    otherwise. The claim is supported when both halves are, contradicted when either is, and not enough
-    data otherwise; its ``above`` holds the second half. A point or dataset lost by a best model that was
-    still improving when its epochs, rounds or time ran out is not converged: it counts neither way, and
-    each half says how many it left out."""
+def claim_sample_size(standings: pd.DataFrame) -> Claim:
+    """Claim 1, in two halves with a verdict each, from the verdicts of the ``standings`` view (each side's
+    best picked by validation score on each (dataset, size), :mod:`pipeline.report.stats.pick`; its verdict
+    the corrected interval's over splits, :mod:`pipeline.report.stats.verdicts`). Below REFERENCE_ROWS: of the
+    (dataset, size) points whose verdict is decided (the best boosting model ahead of the best attention
+    model, behind it, or equivalent within ±``MARGIN``), the share boosting was ahead on, an equivalent one
+    counting half (supported above 50%); undetermined points (the folds cannot tell) and not converged ones
+    (the one behind still improving when its epochs, rounds or time ran out) count neither way, and the half
+    says how many it left out. At or above, per dataset (:mod:`pipeline.report.stats.standing`): at each
+    dataset's largest size at or above REFERENCE_ROWS, the verdict of the best attention model; the effect
+    is the mean over datasets with a difference (not converged ones left out) of (best attention − best
+    boosting) with its 95% interval over datasets. Attention caught up (supported) when that interval lies
+    above −``MARGIN``, did not (contradicted) when it lies below, not enough data otherwise. The claim is
+    supported when both halves are, contradicted when either is, and not enough data otherwise; its
+    ``above`` holds the second half."""
     c = Claim("sample_size", f"Gradient boosting wins below about {REFERENCE_ROWS:,} training rows; attention models "
-              "catch up above.", f"below {REFERENCE_ROWS:,} training rows, the share of (dataset, size) points where the "
-              f"best boosting model beats the best attention model by more than {standing.MARGIN} (closer: a tie, "
-              "½; 50% = an even match)", share=True)
+              "catch up above.", f"below {REFERENCE_ROWS:,} training rows, of the (dataset, size) points whose verdict "
+              "is decided, the share where the best boosting model is ahead of the best attention model (equivalent "
+              f"within ±{MARGIN}: ½; undetermined points left out; 50% = an even match)", share=True)
     up = Claim("sample_size_above", f"At or above {REFERENCE_ROWS:,} training rows attention models catch up.",
                f"mean over datasets of (best attention − best boosting) score at each dataset's largest size at or "
-               f"above {REFERENCE_ROWS:,} rows; level within ±{standing.MARGIN} or the fold-to-fold noise")
+               f"above {REFERENCE_ROWS:,} rows; equivalent within ±{MARGIN}")
     c.above = up
-    att, gb = models_of_kind(kinds, "attention"), models_of_kind(kinds, "boosting")
-    point = ["dataset", "split_key", "sample_size"]
-    wide = curves.pivot_table(index=point, columns="model", values="score_mean")
-    val = curves.pivot_table(index=point, columns="model", values="val_mean").reindex_like(wide)
-    if not att or not gb or wide.empty:
+    rows = standing.best_rows(standings, ATTENTION, BOOSTING)
+    if rows.empty:
         c.coverage, c.why = "needs an attention and a boosting model", "No comparison in these results."
         up.coverage, up.why = c.coverage, c.why
         return c
-    n_train = curves.groupby(point).n_train.mean().reindex(wide.index)
-    a_cols, b_cols = [m for m in att if m in wide], [m for m in gb if m in wide]
-    (best_a, a), (best_b, b) = pick.by_validation(wide, val, a_cols), pick.by_validation(wide, val, b_cols)
-    both = a.notna() & b.notna()
-    # A point the loser lost while still improving when its budget ran out (its cells kept their last
-    # epoch or round: epochs_bound) is not converged: neither a win nor a loss of its kind.
-    bound = (curves.pivot_table(index=point, columns="model", values="n_epochs_bound", aggfunc="sum")
-             .reindex(index=wide.index, columns=wide.columns).fillna(0) > 0) if "n_epochs_bound" in curves else None
-    unsettled = pd.Series(False, index=wide.index)
-    if bound is not None and both.any():
-        a_bound = pd.Series([bound.at[i, m] for i, m in best_a[both].items()], index=best_a[both].index, dtype=bool)
-        b_bound = pd.Series([bound.at[i, m] for i, m in best_b[both].items()], index=best_b[both].index, dtype=bool)
-        gap = b[both] - a[both]
-        unsettled.loc[both] = ((gap > standing.MARGIN) & a_bound) | ((gap < -standing.MARGIN) & b_bound)
-    below = both & ~unsettled & (n_train < REFERENCE_ROWS)
-    n_unsettled = int((unsettled & (n_train < REFERENCE_ROWS)).sum())
-    d = b[below] - a[below]
-    won, tied = int((d > standing.MARGIN).sum()), int((d.abs() <= standing.MARGIN).sum())  # level: a tie
-    wins = won + 0.5 * tied  # a tie is half a win in the rate, never a win in words
-    n = int(below.sum())
+    below = rows[rows.n_train < REFERENCE_ROWS]
+    t = Tally.of(Verdict(v).reversed() for v in below.verdict)  # boosting's verdicts against attention
+    won, tied, lost = t[Verdict.AHEAD], t[Verdict.EQUIVALENT], t[Verdict.BEHIND]
+    n = won + tied + lost
+    wins = won + 0.5 * tied  # an equivalent point is half a win in the rate, never a win in words
     low, high = wilson(wins, n)
     c.effect, c.low, c.high, c.n = (wins / n if n else float("nan")), low, high, n
-    rows = n_train[below]
-    span = f", {rows.min():,.0f}-{rows.max():,.0f} rows" if n else ""
-    c.coverage = f"{n} points on {wide[below].index.droplevel('sample_size').nunique()} datasets{span}"
-    if n_unsettled:
-        c.coverage += f"; {n_unsettled} not converged, left out"
-    if n == 0:
+    c.coverage = (f"{n} decided points of {t.n} on {below.dataset.nunique()} datasets"
+                  + (f", {below.n_train.min():,.0f}-{below.n_train.max():,.0f} rows" if len(below) else ""))
+    left = [f"{t[v]} {v}" for v in (Verdict.UNDETERMINED, Verdict.NOT_CONVERGED) if t[v]]
+    if left:
+        c.coverage += f"; {', '.join(left)}, left out"
+    if t.n == 0:
         c.why = f"No dataset was run below {REFERENCE_ROWS:,} training rows with both kinds of model."
-    elif n < MIN_PAIRS:
-        c.why = f"Only {n} points below {REFERENCE_ROWS:,} rows."
     else:
-        c.why = (f"Below {REFERENCE_ROWS:,} rows boosting won {won}, tied {tied} and lost {n - won - tied} "
-                 f"of {n} points ({c.effect:.0%} with a tie as ½, 95% interval {low:.0%}-{high:.0%})")
-    if n_unsettled:
-        c.why += (f" ({n_unsettled} more {'point was' if n_unsettled == 1 else 'points were'} lost by a model "
-                  "still improving when its epochs, rounds or time ran out: not converged, counted neither way)")
+        c.why = f"Below {REFERENCE_ROWS:,} rows boosting was {t.text('points')}"
+        if n >= MIN_PAIRS:
+            c.why += (f"; of the {n} points decided it was ahead on {c.effect:.0%} with an equivalent one as ½ (95% "
+                      f"interval {low:.0%}-{high:.0%})")
+        else:
+            c.why += f"; only {n} decided"
+    said = pick.small_validation(below.n_valid, "points")
+    if said:
+        c.why += f" (each side's best {said})"
     c.verdict = decide(c.low, c.high, c.n, null=0.5)
     if c.n >= MIN_PAIRS:
         c.why += {SUPPORTED: ": supported.", CONTRADICTED: ": contradicted.", THIN: ", an even match is inside it."}[c.verdict]
-    # A size is above or below by its mean training rows over folds, as the points below are.
-    size_rows = cells.groupby(["dataset", "split_key", "sample_size"]).n_train.transform("mean")
-    _caught_up(up, cells[size_rows >= REFERENCE_ROWS], a_cols, b_cols)
+    else:
+        c.why += "."
+    _caught_up(up, standings)
     halves = (c.verdict, up.verdict)
     verdict = CONTRADICTED if CONTRADICTED in halves else SUPPORTED if halves == (SUPPORTED, SUPPORTED) else THIN
     c.why = f"{c.why} {up.why}"
@@ -223,36 +209,38 @@ def claim_sample_size(curves: pd.DataFrame, kinds: dict[str, str], cells: pd.Dat
     return c
 
 
-def _caught_up(up: Claim, cells: pd.DataFrame, attention: list[str], boosting: list[str]) -> None:
-    """Claim 1's second half from the per-dataset standings at or above REFERENCE_ROWS (``cells`` holds
-    only those): effect, interval, verdict, coverage and why."""
-    table = standing.standings(cells, attention, boosting)
+def _caught_up(up: Claim, standings: pd.DataFrame) -> None:
+    """Claim 1's second half from the per-dataset standings at or above REFERENCE_ROWS: effect, interval,
+    verdict, coverage and why."""
+    table = standing.standings(standings, ATTENTION, at_least=REFERENCE_ROWS)
     o = standing.overall(table)
-    n = o["ahead"] + o["level"] + o["behind"]
+    n = o["compared"]
     up.effect, up.low, up.high, up.n = o["mean"], o["low"], o["high"], n
-    rows = table.at_n[table.standing.str.replace(" (one fold)", "", regex=False).isin(standing.COMPARED)]
+    rows = table.at_n[table.standing.isin(standing.COMPARED)] if len(table) else table.at_n
     span = f", {rows.min():,.0f}-{rows.max():,.0f} rows" if n else ""
     up.coverage = f"{n} datasets{span}"
-    left = [f"{o[k]} {w}" for k, w in (("not_converged", "not converged"), ("not_compared", "without a fold in common"))
+    left = [f"{o[k]} {w}" for k, w in (("not_converged", Verdict.NOT_CONVERGED), ("not_compared", "without a fold in common"))
             if o[k]]
     if left:
         up.coverage += f"; {', '.join(left)}, left out"
-    counts = f"attention ahead on {o['ahead']}, level on {o['level']} and behind on {o['behind']} of {n} datasets"
-    if n == 0:
+    counts = f"attention was {o['tally'].text()}"
+    if not len(table):
         up.why = f"No dataset was run at or above {REFERENCE_ROWS:,} training rows with both kinds of model."
     elif n < MIN_PAIRS:
         up.why = f"At or above {REFERENCE_ROWS:,} rows {counts}: too few datasets."
     else:
-        up.why = (f"At or above {REFERENCE_ROWS:,} rows {counts} (mean difference {up.effect:+.3f}, 95% interval "
-                  f"{up.low:+.3f} to {up.high:+.3f}, level within ±{standing.MARGIN})")
-    if o["not_converged"]:
-        up.why += (f"; on {o['not_converged']} more the model behind was still improving when its epochs, rounds or "
-                   "time ran out: not converged, counted neither way")
+        left_out = ", those not converged left out" if o["not_converged"] else ""
+        up.why = (f"At or above {REFERENCE_ROWS:,} rows {counts} (mean difference over the {n} datasets{left_out} "
+                  f"{up.effect:+.3f}, 95% interval {up.low:+.3f} to {up.high:+.3f})")
+    said = pick.small_validation(table.n_valid)
+    if said:
+        up.why += f" (each side's best {said})"
     # Caught up: on average no further behind than the margin, with confidence; not: further behind.
-    up.verdict = decide(up.low, up.high, n, null=-standing.MARGIN)
+    up.verdict = decide(up.low, up.high, n, null=-MARGIN)
     if n >= MIN_PAIRS:
         up.why += {SUPPORTED: ": attention caught up.", CONTRADICTED: ": boosting still leads there.",
                    THIN: "; the interval reaches both sides of the margin."}[up.verdict]
+
 
 def claim_cross_cost(cells: pd.DataFrame) -> Claim:
     c = Claim("cross_cost", "Cross-attention between categorical and numeric tokens costs less time and memory than "
@@ -334,12 +322,12 @@ def partner_focus(mat: np.ndarray, signal: list[int]) -> float | None:
     return float(np.mean(out)) if out else None
 
 
-def verdicts(curves: pd.DataFrame, cells: pd.DataFrame, attention: pd.DataFrame, datasets: pd.DataFrame,
-             kinds: dict[str, str], expected: pd.DataFrame) -> list[Claim]:
-    """The five claims in the design notes' order. ``cells``: the cells with score, status, split keys,
-    model_name, best_config, fit_seconds, peak_cpu_mb and cell_id; ``attention`` with cell_id;
-    ``expected``: the expected cells with their folds and n_train (claim 1's per-dataset standings)."""
-    return [claim_sample_size(curves, kinds, expected), claim_cross_cost(cells), claim_se(cells), claim_warmup(cells),
+def verdicts(standings: pd.DataFrame, cells: pd.DataFrame, attention: pd.DataFrame, datasets: pd.DataFrame
+             ) -> list[Claim]:
+    """The five claims in the design notes' order. ``standings``: the ``standings`` view (claim 1's verdicts);
+    ``cells``: the cells with score, status, split keys, model_name, best_config, fit_seconds, peak_cpu_mb and
+    cell_id; ``attention`` with cell_id."""
+    return [claim_sample_size(standings), claim_cross_cost(cells), claim_se(cells), claim_warmup(cells),
             claim_attention_maps(attention, cells, datasets)]
 
 

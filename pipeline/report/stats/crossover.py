@@ -1,6 +1,11 @@
 """Learning curves against boosting: where a challenger overtakes the best boosting model for good
-(the crossover size, with what its verdict rests on), and each curve point's confidence interval.
-Pure pandas/numpy/scipy on the ``learning_curves`` view."""
+(the crossover size, with the verdict it rests on), and each curve point's confidence interval.
+
+The crossover reads the verdicts of the ``standings`` view, size by size (:mod:`pipeline.report.stats.verdicts`:
+ahead or behind only where the corrected interval over splits excludes zero), so that the crossover table,
+the per-dataset standings and the overview say one verdict for a pair on a (dataset, size). Its interval
+(:func:`crossover_intervals`) resamples folds and finds the crossover of the mean curves again on each
+resample. Pure pandas/numpy/scipy."""
 
 from __future__ import annotations
 
@@ -12,92 +17,90 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pipeline.records import Status
+from pipeline.models.kinds import BOOSTING
+from pipeline.records import Status, Verdict
 from pipeline.report.stats import pick
-from pipeline.report.stats.standing import MARGIN
+from pipeline.report.stats.verdicts import MARGIN, from_row, versus
 
 CROSSOVER_COLUMNS = ["dataset", "split_key", "model", "verdict", "crossover_n", "behind_at", "before", "n_sizes",
-                     "ahead_everywhere", "at_size", "at_n", "challenger_at", "incumbent_at", "n_splits", "bound"]
-LEVEL = MARGIN  # mean scores this close are level, neither ahead nor behind (the standings' margin)
+                     "ahead_everywhere", "at_size", "at_n", "challenger_at", "incumbent_at", "n_splits", "bound",
+                     "decision", "n_valid"]
+LEVEL = MARGIN  # the bootstrap's mean curves: ahead by more than this (the verdicts' margin)
+# The crossover's own words, beside the verdicts at the largest size (equivalent, undetermined, not converged)
+ONE_SIZE, NEVER, CROSSOVER, AHEAD_EVERYWHERE = "one size", "never", "crossover", "ahead"
 
 
-def crossover(curves: pd.DataFrame, challengers: list[str], incumbents: list[str],
-              best_label: str = "best attention") -> pd.DataFrame:
-    """Per dataset and challenger: the training size from which it beats the best incumbent for good.
+def model_lines(rows: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """The ``standings`` view's rows of each of ``models`` against the best boosting model, each a line
+    (``line``: the model's name)."""
+    if rows.empty:
+        return rows.assign(line=pd.Series(dtype=object))
+    here = rows[rows.model.isin(models) & (rows.versus == versus(BOOSTING))]
+    return here.assign(line=here.model)
 
-    ``curves`` has the columns of the ``learning_curves`` view. At each size the best incumbent is the
-    incumbent (boosting) model with the highest mean validation score (:mod:`pipeline.report.stats.pick`), and
-    its mean test score is compared. ``verdict``:
 
-    - ``one size``: the two were compared at one size only: no crossover can be told (none is given);
-    - ``never``: the challenger is behind at the largest size compared (``behind_at``);
-    - ``level``: the two are level (means within ``LEVEL``) at the largest size: neither ahead nor behind;
-    - ``crossover``: ahead at ``crossover_n`` and at every larger size, not ahead at the size just
-      before (``behind_at``; ``before`` says whether it was behind or level there);
+def family_line(rows: pd.DataFrame, family: str, label: str) -> pd.DataFrame:
+    """The rows of ``family``'s best model at each size (picked by validation there) against the best
+    boosting model: one line, ``label``."""
+    if rows.empty:
+        return rows.assign(line=pd.Series(dtype=object))
+    here = rows[(rows.family == family) & rows.family_best & (rows.versus == versus(BOOSTING))]
+    return here.assign(line=label)
+
+
+def crossover(lines: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and line (:func:`model_lines`, :func:`family_line`): the training size from which it is
+    ahead of the best boosting model for good, from the verdict at each size (sizes with no split in common
+    left out). ``verdict``:
+
+    - ``one size``: compared at one size only: no crossover can be told (none is given);
+    - ``never``: behind at the largest size compared (``behind_at``);
+    - ``not converged``: ahead or behind there, but the one behind was still improving (``bound``);
+    - ``equivalent`` / ``undetermined``: the verdict at the largest size, neither ahead nor behind;
+    - ``crossover``: ahead at ``crossover_n`` and at every larger size, not ahead at the size just before
+      (``behind_at``; ``before`` the verdict there);
     - ``ahead``: ahead at every size compared (``crossover_n`` is the smallest).
 
-    A row ``best_label`` compares the best challenger at each size (when several are named, on every dataset
-    where any of them has a score: a family's row, whichever of its models ran there).
-    ``at_size`` is the size the verdict rests on (the crossover's; else the largest compared), with
-    the two models compared there (``challenger_at``, ``incumbent_at``) and ``n_splits``, the fewest
-    finished splits of the two there: what a paired test checks. ``bound``: a "never" whose challenger was
-    still improving at that size when its epochs, rounds or time ran out (``n_epochs_bound``): behind,
-    but not converged.
-    """
+    ``at_size`` is the size the verdict rests on (the crossover's; else the largest compared), with the two
+    models compared there (``challenger_at``, ``incumbent_at``), ``n_splits`` and ``decision`` (the
+    :class:`pipeline.report.stats.verdicts.Decision` there) and ``n_valid``, the validation rows the picks
+    were made on there."""
     rows = []
-    if curves.empty or not challengers or not incumbents:
+    if lines.empty:
         return pd.DataFrame(columns=CROSSOVER_COLUMNS)
-    for (dataset, split_key), g in curves.groupby(["dataset", "split_key"], sort=True):
-        wide = g.pivot_table(index="sample_size", columns="model", values="score_mean", aggfunc="mean")
-        val = g.pivot_table(index="sample_size", columns="model", values="val_mean", aggfunc="mean")
-        n_ok = g.pivot_table(index="sample_size", columns="model", values="n_ok", aggfunc="sum")
-        n_bound = (g.pivot_table(index="sample_size", columns="model", values="n_epochs_bound", aggfunc="sum")
-                   if "n_epochs_bound" in g else None)
-        n = g.groupby("sample_size").n_train.mean()
-        n = n[n.index.isin(wide.index)]  # a size planned but not run yet (a study in chunks) has no score
-        wide = wide.loc[n.sort_values().index]
-        val = val.reindex_like(wide)
-        inc_cols = [m for m in incumbents if m in wide]
-        inc_name, inc = pick.by_validation(wide, val, inc_cols)
-        chal = {m: (pd.Series(m, index=wide.index, dtype=object), wide[m]) for m in challengers if m in wide}
-        chal_cols = [c for c in challengers if c in wide]
-        if len(challengers) > 1 and chal:  # also where one of them has scores here: the family's row
-            chal[best_label] = pick.by_validation(wide, val, chal_cols)
-        if inc.isna().all():
-            continue
-        for m, (names, s) in chal.items():
-            both = s.notna() & inc.notna()
-            diff = (s - inc)[both]
-            sizes = n[diff.index]
-            if diff.empty:
-                continue
-            ahead = (diff > LEVEL).to_numpy()
-            level = (diff.abs() <= LEVEL).to_numpy()
-            cross: float | None = None
-            behind: float | None = None
-            before: str | None = None
-            if len(diff) < 2:
-                verdict, at = "one size", diff.index[-1]
-            elif level[-1]:
-                verdict, at = "level", diff.index[-1]
-            elif not ahead[-1]:
-                verdict, at = "never", diff.index[-1]
-                behind = float(sizes.iloc[-1])
-            else:
-                first = len(ahead) - int(np.argmin(ahead[::-1])) if not ahead.all() else 0
-                verdict = "ahead" if first == 0 else "crossover"
-                cross = float(sizes.iloc[first])
-                if first > 0:
-                    behind = float(sizes.iloc[first - 1])
-                    before = "level" if level[first - 1] else "behind"
-                at = diff.index[first]
-            who, against = names.loc[at], inc_name.loc[at]
-            splits = min(n_ok.loc[at].get(who, 0), n_ok.loc[at].get(against, 0))
-            bound = bool(verdict == "never" and n_bound is not None and n_bound.loc[at].get(who, 0) > 0)
-            rows.append({"dataset": dataset, "split_key": split_key, "model": m, "verdict": verdict,
-                         "crossover_n": cross, "behind_at": behind, "before": before, "n_sizes": len(diff),
-                         "ahead_everywhere": verdict == "ahead", "at_size": at, "at_n": float(sizes[at]),
-                         "challenger_at": who, "incumbent_at": against, "n_splits": int(splits), "bound": bound})
+    lines = lines[lines.verdict != Verdict.NOT_COMPARED]
+    for (dataset, split_key, line), g in lines.groupby(["dataset", "split_key", "line"], sort=True):
+        g = g.sort_values("n_train", kind="stable")
+        said = [Verdict(v) for v in g.verdict]
+        n = g.n_train.to_numpy(dtype=float)
+        cross: float | None = None
+        behind: float | None = None
+        before: str | None = None
+        at = len(g) - 1
+        last = said[-1]
+        if len(g) < 2:
+            verdict = ONE_SIZE
+        elif last is Verdict.AHEAD:
+            ahead = [v is Verdict.AHEAD for v in said]
+            first = len(ahead) - ahead[::-1].index(False) if not all(ahead) else 0
+            verdict = AHEAD_EVERYWHERE if first == 0 else CROSSOVER
+            cross, at = float(n[first]), first
+            if first > 0:
+                behind, before = float(n[first - 1]), str(said[first - 1])
+        elif last is Verdict.BEHIND:
+            verdict, behind = NEVER, float(n[-1])
+        else:  # equivalent, undetermined or not converged at the largest size: its own word
+            verdict = str(last)
+            if last is Verdict.NOT_CONVERGED and float(g["diff"].iloc[-1]) < 0:
+                behind = float(n[-1])
+        r = g.iloc[at]
+        d = from_row(r)
+        rows.append({"dataset": dataset, "split_key": split_key, "model": line, "verdict": verdict,
+                     "crossover_n": cross, "behind_at": behind, "before": before, "n_sizes": len(g),
+                     "ahead_everywhere": verdict == AHEAD_EVERYWHERE, "at_size": r.sample_size,
+                     "at_n": float(r.n_train), "challenger_at": r.model, "incumbent_at": r.versus_model,
+                     "n_splits": d.n_splits, "bound": d.verdict is Verdict.NOT_CONVERGED, "decision": d,
+                     "n_valid": float(r.n_valid) if pd.notna(r.n_valid) else float("nan")})
     return pd.DataFrame(rows, columns=CROSSOVER_COLUMNS)
 
 
@@ -127,10 +130,11 @@ def crossover_intervals(cells: pd.DataFrame, challengers: dict[str, list[str]], 
     the row's name → the models whose best at each size it is; one model, or several for a "best" row),
     the folds (``repeat``, ``fold``; a fold's subset seeds stay together) are resampled with replacement
     ``n_boot`` times, the curves (test and validation) are averaged over the resampled folds, each side's
-    best is picked by its validation means there, and the crossover size is found
-    as :func:`crossover` finds it, on the sizes both sides were compared at (``largest_n``: the largest of
-    them). ``cross_low``/``cross_high`` are the 2.5 and 97.5 percentiles of that size, ``inf`` where a
-    resample finds the challenger not ahead at the largest size (never; level within ``LEVEL`` there too);
+    best is picked by its validation means there, and the crossover size is found on the mean curves, on
+    the sizes both sides were compared at (``largest_n``: the largest of them): the first size of the last
+    run of sizes where the challenger's mean is ahead by more than ``LEVEL``. ``cross_low``/``cross_high``
+    are the 2.5 and 97.5 percentiles of that size, ``inf`` where a resample finds the challenger not ahead
+    at the largest size (never up to there).
     ``p_never`` the share of such resamples. A resample that drew only folds where one side has no score
     at a compared size (a failed cell) says nothing about that size: it is drawn again, and ``n_boot``
     counts the resamples kept. Fewer than two folds: no interval (NaN), as one fold cannot say how the

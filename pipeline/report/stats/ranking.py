@@ -76,7 +76,7 @@ def ranking(data: ReportData, size: str) -> Ranking:
     tuned = searched.pivot_table(index=agg.TASK, columns="model", values="score", aggfunc="mean")
     gain = (tuned - default.reindex_like(tuned))
     per_model["tuning_gain"] = gain.mean()
-    per_model["tuning_helped"] = (gain > MARGIN).sum()  # by more than the standings' margin: closer is level
+    per_model["tuning_helped"] = (gain > MARGIN).sum()  # by more than the verdicts' margin: closer is no gain
     per_model["tuning_compared"] = gain.notna().sum()
     summary = summary.join(per_model, on="model")
     counts = ["epochs_bound", "search_bound", "no_better", "tuning_helped", "tuning_compared"]  # none where nothing finished

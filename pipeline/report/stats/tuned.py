@@ -11,7 +11,10 @@ whose defaults ran on three, so every figure is over the splits (dataset, split 
 seed) where a searched entry finished, never a task's mean over folds one side did not run. A searched
 cell that failed is counted as failed, never dropped. A tuned entry's score is the configuration its
 search selected by validation; where a side holds several entries of a family, its best is the one with
-the best validation score (:mod:`pipeline.report.stats.standing`). Within the standings' margin is level.
+the best validation score on the task (:mod:`pipeline.report.stats.pick`). Every verdict is
+:func:`pipeline.report.stats.verdicts.decide`'s (the rule the ``standings`` view computes), on the splits of
+the slice: a task run on one fold is undetermined, its difference (and where it lies against the margin,
+:attr:`Decision.lean`) data beside it.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.models.kinds import BOOSTING
-from pipeline.records import Status
+from pipeline.records import Status, Verdict
 from pipeline.report.stats import aggregate as agg
-from pipeline.report.stats import standing as st
+from pipeline.report.stats import pick
+from pipeline.report.stats.verdicts import COMPARED, MARGIN, Decision, decide
 
-PAIR_COLUMNS = ["model", "tuned", "splits", "default", "tuned_score", "diff", "low", "high", "better", "level",
-                "worse", "failed"]
+PAIR_COLUMNS = ["model", "tuned", "splits", "default", "tuned_score", "diff", "low", "high", "better", "within",
+                "worse", "failed", "verdict", "decision"]
+GAP_COUNTS = (Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED, Verdict.NOT_CONVERGED)
 NOT_FAILED = (Status.OK.value, Status.MISSING.value)  # a cell with a score, or none yet
 
 
@@ -76,18 +81,20 @@ def slice_cells(cells: pd.DataFrame, found: Entries) -> pd.DataFrame:
 
 
 def interval(d: np.ndarray) -> tuple[float, float]:
-    """The 95% t-interval of the mean of ``d`` (NaN for fewer than two values)."""
+    """The 95% t-interval of the mean of ``d`` (NaN for fewer than two values): for values from independent
+    units (tasks of different datasets), never for the splits of one dataset (:func:`decide` corrects those)."""
     if len(d) < 2:
         return float("nan"), float("nan")
     half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
     return float(d.mean()) - half, float(d.mean()) + half
 
 
-def pairs_table(cells: pd.DataFrame, found: Entries, margin: float = st.MARGIN) -> pd.DataFrame:
+def pairs_table(cells: pd.DataFrame, found: Entries, folds: int = 2, margin: float = MARGIN) -> pd.DataFrame:
     """Per (default, searched) pair of one model, over the splits where the default has a score and the
-    search finished: the mean test scores and tuned − default with its 95% t-interval over the splits both
-    scored; the splits where tuned was better, level or worse (by more than ``margin``); and those where the
-    search failed."""
+    search finished: the mean test scores and tuned − default with its verdict and 95% corrected interval over
+    the splits both scored (:func:`decide`, ``folds`` the k of the designs: the smallest of the datasets', which
+    corrects most); the splits where tuned was better, within ``margin`` or worse; and those where the search
+    failed."""
     wide = cells.pivot_table(index=agg.SPLIT, columns="model", values="score", aggfunc="mean")
     status = cells.pivot_table(index=agg.SPLIT, columns="model", values="status", aggfunc="first")
     rows = []
@@ -100,50 +107,81 @@ def pairs_table(cells: pd.DataFrame, found: Entries, margin: float = st.MARGIN) 
         d = (both[tuned] - both[default]).to_numpy()
         if not len(d) and not failed:
             continue
-        low, high = interval(d)
+        dec = decide(d, folds=folds, margin=margin)
         rows.append({"model": default, "tuned": tuned, "splits": len(d), "default": float(both[default].mean()),
-                     "tuned_score": float(both[tuned].mean()), "diff": float(d.mean()) if len(d) else float("nan"),
-                     "low": low, "high": high, "better": int((d > margin).sum()),
-                     "level": int((np.abs(d) <= margin).sum()), "worse": int((d < -margin).sum()), "failed": failed})
+                     "tuned_score": float(both[tuned].mean()), "diff": dec.diff, "low": dec.low, "high": dec.high,
+                     "better": int((d > margin).sum()), "within": int((np.abs(d) <= margin).sum()),
+                     "worse": int((d < -margin).sum()), "failed": failed, "verdict": dec.verdict, "decision": dec})
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
-def _side(cells: pd.DataFrame, mine: list[str], boosting: list[str], label: str) -> pd.DataFrame:
-    """One side's standing per split: the family's best − the best boosting entry; 'failed' where one
-    of them failed there and so no difference exists."""
+def pair(cells: pd.DataFrame, mine: list[str], boosting: list[str], folds: int) -> tuple[str, str, Decision] | None:
+    """On one task's cells: ``mine``'s best against ``boosting``'s best (each picked by mean validation score
+    there among the entries with a test score), split by split (a fold of a repeat, its seeds averaged), as
+    :func:`decide` rules; None where a side has no score."""
+    ok = cells[(cells.status == Status.OK) & cells.score.notna()]
+    means = ok.groupby("model")[["score", "val_score"]].mean()
+    picks = []
+    for group in (mine, boosting):
+        cols = [m for m in sorted(group) if m in means.index]
+        if not cols:
+            return None
+        test, val = means.loc[cols, ["score"]].T, means.loc[cols, ["val_score"]].T.set_axis(["score"])
+        picks.append(pick.by_validation(test, val, cols)[0].iloc[0])
+    a, b = picks
+    per_split = ok.pivot_table(index=["repeat", "fold"], columns="model", values="score", aggfunc="mean")
+    bound = ok.groupby("model").epochs_bound.any() if "epochs_bound" in ok else pd.Series(dtype=bool)
+    d = (per_split[a] - per_split[b]).dropna().to_numpy()
+    return a, b, decide(d, folds=folds, bound=(bool(bound.get(a, False)), bool(bound.get(b, False))))
+
+
+def _side(cells: pd.DataFrame, mine: list[str], boosting: list[str], label: str,
+          folds: Callable[[str, str], int]) -> pd.DataFrame:
+    """One side's verdict per task of the slice: the family's best − the best boosting entry over the
+    task's splits; 'failed' where one of them failed there and so no difference exists."""
     rows = []
-    for split, g in cells.groupby(agg.SPLIT, sort=True):
-        s = st.standings(g, mine, boosting)
-        row = dict(zip(agg.SPLIT, split))
-        if len(s) and s.standing.iloc[0] != "not compared":
-            rows.append({**row, **s.iloc[0][["at_n", "attention", "boosting", "diff", "standing"]].to_dict()})
+    for task, g in cells.groupby(agg.TASK, sort=True):
+        row = dict(zip(agg.TASK, task))
+        found = pair(g, mine, boosting, folds(task[0], task[1]))
+        if found is not None and found[2].verdict is not Verdict.NOT_COMPARED:
+            a, b, dec = found
+            rows.append({**row, "at_n": float(g.n_train.mean()), "model": a, "boosting": b, "diff": dec.diff,
+                         "standing": dec.verdict, "decision": dec})
         elif (g.model.isin(mine + boosting) & ~g.status.isin(NOT_FAILED)).any():
-            rows.append({**row, "at_n": float(g.n_train.mean()), "attention": "", "boosting": "",
-                         "diff": float("nan"), "standing": "failed"})
-    side = pd.DataFrame(rows, columns=[*agg.SPLIT, "at_n", "attention", "boosting", "diff", "standing"])
-    side["standing"] = side.standing.str.replace(" (one fold)", "", regex=False)
-    return side.rename(columns={"attention": "model"}).set_index(agg.SPLIT).add_prefix(f"{label}_")
+            rows.append({**row, "at_n": float(g.n_train.mean()), "model": "", "boosting": "",
+                         "diff": float("nan"), "standing": FAILED, "decision": None})
+    side = pd.DataFrame(rows, columns=[*agg.TASK, "at_n", "model", "boosting", "diff", "standing", "decision"])
+    return side.set_index(agg.TASK).add_prefix(f"{label}_")
 
 
-def gaps(cells: pd.DataFrame, family_of_model: Callable[[str], str], found: Entries, family: str) -> pd.DataFrame:
-    """Per split of the slice: the family's paired entry − the paired boosting entry, at defaults and
-    tuned, each with its standing (one fold: level within the margin, else ahead or behind, 'not
-    converged' where the one behind was still improving, 'failed' where a searched cell failed)."""
+FAILED = "failed"  # a searched cell failed on the task: no difference to decide
+
+
+def gaps(cells: pd.DataFrame, family_of_model: Callable[[str], str], found: Entries, family: str,
+         folds: Callable[[str, str], int] = lambda dataset, split_key: 2) -> pd.DataFrame:
+    """Per task of the slice: the family's paired entry − the paired boosting entry, at defaults and tuned,
+    each with its verdict over the task's splits (:func:`decide`; ``folds(dataset, split_key)`` the design's
+    k; one fold: undetermined), 'failed' where a searched cell failed)."""
     sides = [(found.side(family_of_model, family, s), found.side(family_of_model, BOOSTING, s)) for s in (False, True)]
     if not all(mine and boosting for mine, boosting in sides):
         return pd.DataFrame()
-    default, tuned = (_side(cells, *sides[i], label) for i, label in ((0, "default"), (1, "tuned")))
+    default, tuned = (_side(cells, *sides[i], label, folds) for i, label in ((0, "default"), (1, "tuned")))
     out = default.join(tuned, how="inner").reset_index()
     return out if len(out) else pd.DataFrame()
 
 
 def gap_summary(g: pd.DataFrame, label: str) -> dict[str, float | int]:
-    """Counts of each standing, and the mean gap with its 95% t-interval over the splits that read
-    ahead, level or behind (as the sample-size page's mean over datasets) both at defaults and tuned: the
-    two means cover the same splits."""
-    compared = g[g.default_standing.isin(st.COMPARED) & g.tuned_standing.isin(st.COMPARED)]
+    """Counts of each verdict (and failed), where the one-fold ones lean (past the margin ahead, within it,
+    past it behind: ``lean_ahead``, ``lean_within``, ``lean_behind``), and the mean gap with its 95% t-interval
+    over the tasks (different datasets: independent) whose verdict has a difference (``COMPARED``) both at
+    defaults and tuned: the two means cover the same tasks."""
+    compared = g[g.default_standing.isin(COMPARED) & g.tuned_standing.isin(COMPARED)]
     d = compared[f"{label}_diff"].to_numpy(dtype=float)
     low, high = interval(d)
-    counts = g[f"{label}_standing"].value_counts()
+    said = g[f"{label}_standing"]
+    one = [x for x in g[f"{label}_decision"] if isinstance(x, Decision) and x.one_split]
+    leans = [x.lean for x in one]
     return {"n": len(d), "mean": float(d.mean()) if len(d) else float("nan"), "low": low, "high": high,
-            **{k: int(counts.get(k, 0)) for k in ("ahead", "level", "behind", "not converged", "failed")}}
+            **{str(v): int((said == v).sum()) for v in GAP_COUNTS}, FAILED: int((said == FAILED).sum()),
+            "one_fold": len(one), "lean_ahead": leans.count(Verdict.AHEAD),
+            "lean_within": leans.count(Verdict.EQUIVALENT), "lean_behind": leans.count(Verdict.BEHIND)}

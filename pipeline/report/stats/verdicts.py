@@ -57,11 +57,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from pipeline.records import COMPARED_VERDICTS, VERDICT_ALPHA, VERDICT_MARGIN, Verdict
+from pipeline.report.stats.aggregate import wilson
 
 MARGIN = VERDICT_MARGIN  # accuracy or R²: a difference whose interval lies within ± this is equivalent
 ALPHA = VERDICT_ALPHA  # the two-sided interval is 1 − α (95%); the equivalence interval 1 − 2α (90%)
@@ -70,7 +73,8 @@ METHOD = "Nadeau-Bengio corrected resampled t"
 # left out as not converged. Verdict (its words) lives in pipeline/records.py, beside the other stored words,
 # so that the standings view renders it too.
 COMPARED = COMPARED_VERDICTS
-__all__ = ["ALPHA", "COMPARED", "MARGIN", "METHOD", "Decision", "Verdict", "corrected_interval", "decide", "ratio"]
+__all__ = ["ALPHA", "COMPARED", "MARGIN", "METHOD", "ORDER", "Decision", "Tally", "Verdict", "corrected_interval", "decide",
+           "decisions", "from_row", "pair_key", "ratio", "versus"]
 
 
 @dataclass(frozen=True)
@@ -198,3 +202,92 @@ def decide(diffs: Iterable[float] | np.ndarray, *, folds: int | None = None, n_t
         verdict = Verdict.UNDETERMINED
     return Decision(verdict, mean, low, high, eq_low, eq_high, n, margin, alpha, r, folds,
                     METHOD if n >= 2 else "one split: no interval" if n else "no split in common")
+
+
+# ----------------------------------------------------------------------------- the standings view
+# What the standings view (pipeline/data/views.py) sets each model against, by family: every page reads its
+# verdicts of a model, or of a family's best, against boosting's best from these rows.
+def versus(family: str) -> str:
+    """The ``versus`` of a standings row set against ``family``'s best: ``best gradient boosting``."""
+    return f"best {family}"
+
+
+def from_row(r: Any) -> Decision:
+    """The decision a row of the ``standings`` view holds (a named tuple or a Series; the same rule as
+    :func:`decide`, computed in SQL)."""
+    def f(name: str) -> Any:
+        return (r[name] if name in r.index else None) if isinstance(r, pd.Series) else getattr(r, name, None)
+
+    folds = None if _missing(f("folds")) else int(f("folds"))
+    n = int(f("n_splits"))
+    return Decision(Verdict(f("verdict")), _float(f("diff")), _float(f("lo")), _float(f("hi")), _float(f("eq_lo")),
+                    _float(f("eq_hi")), n, float(f("margin")), ALPHA, 1.0 / (folds - 1) if folds else float("nan"),
+                    folds, METHOD if n >= 2 else "one split: no interval" if n else "no split in common")
+
+
+def decisions(rows: pd.DataFrame) -> list[Decision]:
+    """:func:`from_row` of each row, in order."""
+    return [from_row(r) for r in rows.itertuples(index=False)]
+
+
+def pair_key(dataset: str, split_key: str, sample_size: str, model: str, against: str, scope: str = "") -> str:
+    """What names one pair on one task wherever a page shows its verdict (a ``data-pair`` attribute), so
+    that a test can read every page's verdict of it: dataset, split key, size, the model and the one it is
+    set against; ``scope`` where the verdict rests on fewer of the task's splits (a tuned slice's folds)."""
+    return "|".join(map(str, (dataset, split_key, sample_size, model, against, *([scope] if scope else []))))
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
+
+
+def _float(v: Any) -> float:
+    return float("nan") if _missing(v) else float(v)
+
+
+# The order verdicts are counted and drawn in: the two that decide, then the one within the margin, then
+# those the splits cannot tell, and last those left out of a mean.
+ORDER = (Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED, Verdict.NOT_CONVERGED)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Verdicts counted over datasets (pairs with no split in common apart): how many were ahead,
+    equivalent, behind, undetermined and not converged, and the Wilson 95% interval of each share."""
+
+    counts: dict[Verdict, int]
+    not_compared: int = 0
+
+    @classmethod
+    def of(cls, verdicts: Iterable[Verdict | str]) -> Tally:
+        seen = [Verdict(v) for v in verdicts]
+        return cls({v: seen.count(v) for v in ORDER}, seen.count(Verdict.NOT_COMPARED))
+
+    @property
+    def n(self) -> int:
+        """The pairs with a difference: every verdict but not compared."""
+        return sum(self.counts.values())
+
+    def __getitem__(self, v: Verdict) -> int:
+        return self.counts.get(v, 0)
+
+    def share(self, v: Verdict) -> float:
+        return self[v] / self.n if self.n else float("nan")
+
+    def interval(self, v: Verdict) -> tuple[float, float]:
+        """The Wilson 95% interval of the share of ``v``."""
+        return wilson(self[v], self.n)
+
+    def short(self) -> str:
+        """``3–1–6–25``: ahead, equivalent, behind, undetermined (and ``+2 not converged``)."""
+        text = "–".join(str(self[v]) for v in ORDER[:4])
+        return text + (f" + {self[Verdict.NOT_CONVERGED]} not converged" if self[Verdict.NOT_CONVERGED] else "")
+
+    def text(self, of: str = "datasets") -> str:
+        """``ahead on 3, equivalent on 1, behind on 6 and undetermined on 25 of 35 datasets`` (``, 2 of them
+        not converged`` after, where there are any)."""
+        parts = [f"{v} on {self[v]}" for v in ORDER[:4]]
+        text = f"{', '.join(parts[:-1])} and {parts[-1]} of {self.n} {of}"
+        if self[Verdict.NOT_CONVERGED]:
+            text += f", {self[Verdict.NOT_CONVERGED]} of them not converged"
+        return text
