@@ -104,6 +104,80 @@ def t_quantile(p: float, df: str) -> str:
     return f"CASE WHEN {df} <= {T_TABLE} THEN [{table}][{df}] ELSE {tail} END"
 
 
+def standings_sql(kinds: dict[str, str] | None = None) -> str:
+    """The ``standings`` view's SQL. ``kinds`` (model → kind) fills the kind of a model no run stored one for
+    (a file before schema 4), as the report names its family (pipeline/report/data.py); the view itself
+    reads the stored kinds."""
+    cells = "compared_cells"
+    if kinds:
+        values = ", ".join(f"({_quote(m)}, {_quote(k)})" for m, k in sorted(kinds.items()))
+        cells = (f"(SELECT x.* REPLACE (coalesce(x.model_kind, k.kind) AS model_kind) FROM compared_cells x "
+                 f"LEFT JOIN (VALUES {values}) k(model, kind) USING (model))")
+    return f"""
+        WITH c AS MATERIALIZED (
+            SELECT c.dataset, c.split_key, c.sample_size, c.repeat, c.fold, c.model, c.model_kind, c.score,
+                   c.val_score, c.epochs_bound, c.n_train, r.n_valid
+            FROM {cells} c LEFT JOIN current_results r USING (cell_id)
+            WHERE c.status = {OK} AND c.score IS NOT NULL
+        ), task AS (
+            SELECT {TASK}, avg(n_train) AS n_train, avg(n_valid) AS n_valid FROM c GROUP BY ALL
+        ), m AS (
+            SELECT {TASK}, model, min(model_kind) AS model_kind, avg(score) AS test_mean, avg(val_score) AS val_mean,
+                   bool_or(epochs_bound) AS bound
+            FROM c GROUP BY ALL
+        ), picked AS (
+            SELECT m.*, {FAMILY} AS family,
+                   row_number() OVER (PARTITION BY {TASK}, {FAMILY} ORDER BY round(val_mean, 12) DESC NULLS LAST, model) = 1
+                       AS family_best
+            FROM m
+        ), pairs AS (
+            {" UNION ALL ".join(
+                f"SELECT p.*, 'best ' || b.family AS versus, b.model AS versus_model, b.test_mean AS versus_test_mean, "
+                f"b.bound AS versus_bound "
+                f"FROM picked p JOIN picked b USING ({TASK}) WHERE b.family_best AND b.family = {_quote(fam)} AND p.{cond}"
+                for fam, cond in AGAINST)}
+        ), split AS (
+            SELECT {TASK}, repeat, fold, model, avg(score) AS score FROM c GROUP BY ALL
+        ), d AS (
+            SELECT p.dataset, p.split_key, p.sample_size, p.model, p.versus, count(*) AS n_splits,
+                   avg(x.score - y.score) AS diff, stddev_samp(x.score - y.score) AS sd
+            FROM pairs p
+            JOIN split x ON x.dataset = p.dataset AND x.split_key = p.split_key AND x.sample_size = p.sample_size
+                 AND x.model = p.model
+            JOIN split y ON y.dataset = p.dataset AND y.split_key = p.split_key AND y.sample_size = p.sample_size
+                 AND y.repeat = x.repeat AND y.fold = x.fold AND y.model = p.versus_model
+            GROUP BY ALL
+        ), w AS (
+            SELECT p.*, t.n_train, t.n_valid, g.folds, coalesce(d.n_splits, 0) AS n_splits, d.diff,
+                   d.sd * sqrt(1::DOUBLE / d.n_splits + 1::DOUBLE / (g.folds - 1)) AS se
+            FROM pairs p JOIN task t USING ({TASK}) LEFT JOIN designs g USING (dataset, split_key)
+            LEFT JOIN d USING ({TASK}, model, versus)
+        ), q AS (
+            SELECT w.*,
+                   CASE WHEN n_splits >= 2 THEN diff - {t_quantile(1 - VERDICT_ALPHA / 2, "n_splits - 1")} * se END
+                       AS lo,
+                   CASE WHEN n_splits >= 2 THEN diff + {t_quantile(1 - VERDICT_ALPHA / 2, "n_splits - 1")} * se END
+                       AS hi,
+                   CASE WHEN n_splits >= 2 THEN diff - {t_quantile(1 - VERDICT_ALPHA, "n_splits - 1")} * se END
+                       AS eq_lo,
+                   CASE WHEN n_splits >= 2 THEN diff + {t_quantile(1 - VERDICT_ALPHA, "n_splits - 1")} * se END
+                       AS eq_hi
+            FROM w
+        )
+        SELECT dataset, split_key, sample_size, n_train, model, family, family_best, versus, versus_model, diff, lo,
+               hi, {VERDICT_MARGIN!r}::DOUBLE AS margin, n_splits,
+               CASE WHEN n_splits = 0 THEN {Verdict.NOT_COMPARED.sql}
+                    WHEN n_splits = 1 THEN {Verdict.UNDETERMINED.sql}
+                    WHEN eq_lo > -{VERDICT_MARGIN!r}::DOUBLE AND eq_hi < {VERDICT_MARGIN!r}::DOUBLE
+                        THEN {Verdict.EQUIVALENT.sql}
+                    WHEN lo > 0 THEN CASE WHEN versus_bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.AHEAD.sql} END
+                    WHEN hi < 0 THEN CASE WHEN bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.BEHIND.sql} END
+                    ELSE {Verdict.UNDETERMINED.sql} END AS verdict,
+               eq_lo, eq_hi, folds, n_valid, test_mean, versus_test_mean, val_mean, bound AS model_bound, versus_bound
+        FROM q
+    """
+
+
 VIEWS: dict[str, str] = {
     # Every planned cell once (two suites that planned one cell list both in `suite`), with its model
     # named apart from another entry under the same key: `key [first suite]` where keys collide.
@@ -429,69 +503,7 @@ VIEWS: dict[str, str] = {
     # the 95% one excludes zero ('not converged' where the model behind was still improving when its
     # epochs, rounds or time ran out: model_bound, versus_bound), 'undetermined' otherwise.
     # n_train and n_valid: the task's mean training and validation rows (the picks were made on n_valid).
-    "standings": f"""
-        WITH c AS MATERIALIZED (
-            SELECT c.dataset, c.split_key, c.sample_size, c.repeat, c.fold, c.model, c.model_kind, c.score,
-                   c.val_score, c.epochs_bound, c.n_train, r.n_valid
-            FROM compared_cells c LEFT JOIN current_results r USING (cell_id)
-            WHERE c.status = {OK} AND c.score IS NOT NULL
-        ), task AS (
-            SELECT {TASK}, avg(n_train) AS n_train, avg(n_valid) AS n_valid FROM c GROUP BY ALL
-        ), m AS (
-            SELECT {TASK}, model, min(model_kind) AS model_kind, avg(score) AS test_mean, avg(val_score) AS val_mean,
-                   bool_or(epochs_bound) AS bound
-            FROM c GROUP BY ALL
-        ), picked AS (
-            SELECT m.*, {FAMILY} AS family,
-                   row_number() OVER (PARTITION BY {TASK}, {FAMILY} ORDER BY round(val_mean, 12) DESC NULLS LAST, model) = 1
-                       AS family_best
-            FROM m
-        ), pairs AS (
-            {" UNION ALL ".join(
-                f"SELECT p.*, 'best ' || b.family AS versus, b.model AS versus_model, b.test_mean AS versus_test_mean, "
-                f"b.bound AS versus_bound "
-                f"FROM picked p JOIN picked b USING ({TASK}) WHERE b.family_best AND b.family = {_quote(fam)} AND p.{cond}"
-                for fam, cond in AGAINST)}
-        ), split AS (
-            SELECT {TASK}, repeat, fold, model, avg(score) AS score FROM c GROUP BY ALL
-        ), d AS (
-            SELECT p.dataset, p.split_key, p.sample_size, p.model, p.versus, count(*) AS n_splits,
-                   avg(x.score - y.score) AS diff, stddev_samp(x.score - y.score) AS sd
-            FROM pairs p
-            JOIN split x ON x.dataset = p.dataset AND x.split_key = p.split_key AND x.sample_size = p.sample_size
-                 AND x.model = p.model
-            JOIN split y ON y.dataset = p.dataset AND y.split_key = p.split_key AND y.sample_size = p.sample_size
-                 AND y.repeat = x.repeat AND y.fold = x.fold AND y.model = p.versus_model
-            GROUP BY ALL
-        ), w AS (
-            SELECT p.*, t.n_train, t.n_valid, g.folds, coalesce(d.n_splits, 0) AS n_splits, d.diff,
-                   d.sd * sqrt(1::DOUBLE / d.n_splits + 1::DOUBLE / (g.folds - 1)) AS se
-            FROM pairs p JOIN task t USING ({TASK}) LEFT JOIN designs g USING (dataset, split_key)
-            LEFT JOIN d USING ({TASK}, model, versus)
-        ), q AS (
-            SELECT w.*,
-                   CASE WHEN n_splits >= 2 THEN diff - {t_quantile(1 - VERDICT_ALPHA / 2, "n_splits - 1")} * se END
-                       AS lo,
-                   CASE WHEN n_splits >= 2 THEN diff + {t_quantile(1 - VERDICT_ALPHA / 2, "n_splits - 1")} * se END
-                       AS hi,
-                   CASE WHEN n_splits >= 2 THEN diff - {t_quantile(1 - VERDICT_ALPHA, "n_splits - 1")} * se END
-                       AS eq_lo,
-                   CASE WHEN n_splits >= 2 THEN diff + {t_quantile(1 - VERDICT_ALPHA, "n_splits - 1")} * se END
-                       AS eq_hi
-            FROM w
-        )
-        SELECT dataset, split_key, sample_size, n_train, model, family, family_best, versus, versus_model, diff, lo,
-               hi, {VERDICT_MARGIN!r}::DOUBLE AS margin, n_splits,
-               CASE WHEN n_splits = 0 THEN {Verdict.NOT_COMPARED.sql}
-                    WHEN n_splits = 1 THEN {Verdict.UNDETERMINED.sql}
-                    WHEN eq_lo > -{VERDICT_MARGIN!r}::DOUBLE AND eq_hi < {VERDICT_MARGIN!r}::DOUBLE
-                        THEN {Verdict.EQUIVALENT.sql}
-                    WHEN lo > 0 THEN CASE WHEN versus_bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.AHEAD.sql} END
-                    WHEN hi < 0 THEN CASE WHEN bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.BEHIND.sql} END
-                    ELSE {Verdict.UNDETERMINED.sql} END AS verdict,
-               eq_lo, eq_hi, folds, n_valid, test_mean, versus_test_mean, val_mean, bound AS model_bound, versus_bound
-        FROM q
-    """,
+    "standings": standings_sql(),
 }
 
 

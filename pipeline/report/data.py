@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.data.store import Store
-from pipeline.data.views import temporary_views
+from pipeline.data.views import standings_sql, temporary_views
 from pipeline.models.kinds import family_of
 from pipeline.report import figures as figs
 from pipeline.report.stats import aggregate as agg
@@ -115,7 +115,12 @@ class ReportData:
                              "FROM superseded GROUP BY ALL ORDER BY suite, model, sample_size, why"),
                 kinds={}, model_names={},
             )
-            data.standings = q("SELECT * FROM standings ORDER BY dataset, split_key, n_train, sample_size, model, versus")
+            # a file before schema 4 stored no kinds: its models' families are the registry's, as below
+            names = dict(zip(data.cells.model, data.cells.model_name)) if len(data.cells) else {}
+            unkinded = sorted(set(names) - set(data.cells.dropna(subset=["model_kind"]).model))
+            standings = (f"({standings_sql({m: legacy_kind(names[m]) for m in unkinded})})" if unkinded
+                         else "standings")
+            data.standings = q(f"SELECT * FROM {standings} ORDER BY dataset, split_key, n_train, sample_size, model, versus")
             data.designs = q("SELECT * FROM designs ORDER BY dataset, split_key")
             timed = q("SELECT DISTINCT model, run_id FROM current_results WHERE status = 'ok' ORDER BY ALL")
             names = q("SELECT DISTINCT suite, model_key, model FROM plan ORDER BY ALL")  # the report's name of each entry

@@ -101,3 +101,20 @@ def test_every_row_of_the_view_is_the_rule_in_python(files, name):
             assert (pd.isna(got) and np.isnan(exp)) or got == pytest.approx(exp, abs=1e-12), (r, want)
         assert (r.model_bound, r.versus_bound) == (means.loc[(*task, r.model), "bound"],
                                                    means.loc[(*task, r.versus_model), "bound"])
+
+
+def test_a_file_that_stored_no_kinds_reads_its_families_from_the_registry(tmp_path):
+    """A file before schema 4 stored no model kinds: the view alone cannot name a family; the report fills
+    each model's kind as it names its family (today's registry), with the view's own SQL, so its pages keep
+    their verdicts, the same as where the kinds were stored."""
+    from pipeline.report.data import ReportData
+
+    db = synthetic.build(tmp_path / "old.duckdb")
+    stored = ReportData.load(db).standings
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE results SET model_kind = NULL")
+        con.execute("UPDATE suite_cells SET model_kind = NULL")
+        assert con.execute("SELECT count(*) FROM standings").fetchone()[0] == 0  # the view: no family to pick
+    data = ReportData.load(db)
+    assert data.legacy_kinds == ["catboost", "ft_transformer", "mlp", "xgboost"]
+    pd.testing.assert_frame_equal(data.standings, stored)
