@@ -15,9 +15,13 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.data.views import standings_sql, temporary_views
 from pipeline.models.kinds import family_of
+from pipeline.records import SCORED, Status, sql_list
 from pipeline.report import figures as figs
 from pipeline.report.stats import aggregate as agg
 from pipeline.report.stats.traits import dataset_traits
+
+# The state words this module's SQL compares, rendered from the enums (pipeline.records).
+OK, SCORED_IN = Status.OK.sql, sql_list(SCORED)
 
 
 def dataset_anchor(dataset: str, split_key: str) -> str:
@@ -99,16 +103,16 @@ class ReportData:
                            "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
                 attention=q("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, "
                             "r.sample_size, r.fold, r.repeat, r.seed, r.n_train FROM attention_maps a "
-                            "JOIN current_results r USING (cell_id) WHERE r.status = 'ok' ORDER BY a.cell_id"),
+                            f"JOIN current_results r USING (cell_id) WHERE r.status = {OK} ORDER BY a.cell_id"),
                 configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id) "
                              "WHERE s.cell_id IN (SELECT cell_id FROM compared_cells) ORDER BY s.cell_id"),
                 trials=q("SELECT r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.cell_id, "
                          "count(t.trial_id) AS n_trials, "
                          # configurations a search scored (a trial lost to the infrastructure and run again
                          # is one configuration, not two)
-                         "count(DISTINCT t.suggestion) FILTER (WHERE t.status IN ('ok', 'stopped')) AS n_configs, "
-                         "count(t.trial_id) FILTER (WHERE t.status NOT IN ('ok', 'stopped')) AS n_failed, "
-                         "count(t.trial_id) FILTER (WHERE t.status = 'stopped') AS n_stopped, "
+                         f"count(DISTINCT t.suggestion) FILTER (WHERE t.status IN {SCORED_IN}) AS n_configs, "
+                         f"count(t.trial_id) FILTER (WHERE t.status NOT IN {SCORED_IN}) AS n_failed, "
+                         f"count(t.trial_id) FILTER (WHERE t.status = {Status.STOPPED.sql}) AS n_stopped, "
                          "sum(t.seconds) AS seconds FROM current_results r LEFT JOIN trials t USING (cell_id) GROUP BY ALL "
                          "ORDER BY r.cell_id"),
                 superseded=q("SELECT suite, model, sample_size, why, count(*) AS n, max(finished_at) AS last "
@@ -122,19 +126,19 @@ class ReportData:
                          else "standings")
             data.standings = q(f"SELECT * FROM {standings} ORDER BY dataset, split_key, n_train, sample_size, model, versus")
             data.designs = q("SELECT * FROM designs ORDER BY dataset, split_key")
-            timed = q("SELECT DISTINCT model, run_id FROM current_results WHERE status = 'ok' ORDER BY ALL")
+            timed = q(f"SELECT DISTINCT model, run_id FROM current_results WHERE status = {OK} ORDER BY ALL")
             names = q("SELECT DISTINCT suite, model_key, model FROM plan ORDER BY ALL")  # the report's name of each entry
             data.traits = dataset_traits(con, sorted(set(data.cells.dataset)) if len(data.cells) else [])
             has_predictions = q("SELECT count(*) AS n FROM information_schema.tables "
                                 "WHERE table_name = 'predictions'").n.iloc[0] > 0
             if has_predictions:  # files before schema 5 kept none
-                ok = "SELECT cell_id FROM current_results WHERE status = 'ok' AND variant IS NULL"
+                ok = f"SELECT cell_id FROM current_results WHERE status = {OK} AND variant IS NULL"
                 ens_cells = q("SELECT s.suite, s.dataset, s.split_key, s.sample_size, s.repeat, s.fold, s.seed, s.task_type, "
-                              "s.model, s.cell_id FROM scores s WHERE s.status = 'ok' "
+                              f"s.model, s.cell_id FROM scores s WHERE s.status = {OK} "
                               "AND s.cell_id IN (SELECT cell_id FROM compared_cells) ORDER BY s.cell_id")
                 preds = q("SELECT p.cell_id, p.trial_id, t.trial_index, p.part, p.n_rows, p.n_cols, p.proba, p.value "
                           "FROM predictions p JOIN trials t USING (trial_id) "
-                          f"WHERE p.cell_id IN ({ok}) AND t.status IN ('ok', 'stopped') ORDER BY p.cell_id, t.trial_index, p.part")
+                          f"WHERE p.cell_id IN ({ok}) AND t.status IN {SCORED_IN} ORDER BY p.cell_id, t.trial_index, p.part")
                 targets = q(f"SELECT cell_id, part, y FROM targets WHERE cell_id IN ({ok}) ORDER BY cell_id, part")
         c = data.cells
         # sorted by name: a group's order breaks ties in validation (report/stats/pick.py), never the views' row order
