@@ -288,3 +288,18 @@ def test_the_test_metrics_are_declared_once_and_every_record_carries_them():
     assert {m for m in TEST_METRICS if m not in ("rmse", "r2")} <= got
     got = set(score("regression", np.array([0.0, 1.0, 2.0]), np.array([0.1, 0.9, 2.2]), 0))
     assert {"rmse", "r2"} <= got
+
+
+def test_the_architecture_doc_numbers_each_file_by_its_layer():
+    """docs/ARCHITECTURE.md's table gives each file or folder the layer LAYERS gives it (the doc stays true)."""
+    doc = (PKG.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| ((?:`[^`]+`(?:, )?)+) \|", doc, re.M)
+    assert len(rows) >= 15, rows
+    named = set()
+    for number, files in rows:
+        for f in re.findall(r"`([^`]+)`", files):
+            module = "pipeline." + f.removesuffix(".py").removesuffix("/").replace("/", ".")
+            named.add(module)
+            assert layer(module) == int(number), (f, number, layer(module))
+    assert {n for names in LAYERS for n in names} <= named | {"pipeline.report"}, sorted(
+        {n for names in LAYERS for n in names} - named)
