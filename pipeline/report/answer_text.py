@@ -91,6 +91,15 @@ def summary(p: pd.DataFrame) -> str:
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
 
 
+def claim_one(db: str) -> str:
+    """Claim 1 of the design notes, in its two halves, as the Claims page decides it from the same view."""
+    from pipeline.report.stats.claims import claim_sample_size
+
+    standings = Store(db, create=False).query("SELECT * FROM standings ORDER BY ALL", prepare=temporary_views)
+    c = claim_sample_size(standings)
+    return f"Claim 1 of the design notes, \"{c.statement}\": **{c.verdict}**. {c.why}"
+
+
 def markdown(db: str, name: str) -> str:
     """The answer's Markdown for the results file ``db`` of the reference ``name``: the summary (what the
     README quotes), then the counts per training size and the verdict per dataset."""
@@ -99,6 +108,7 @@ def markdown(db: str, name: str) -> str:
         return f"The reference {name!r} holds no attention network beside a gradient-boosting model.\n"
     big = largest(p)
     out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->", summary(p), "",
+           claim_one(db), "",
            "| training rows | datasets | ahead | equivalent | behind | undetermined | not converged | "
            "mean difference [95% CI over datasets] |",
            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
