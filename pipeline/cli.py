@@ -173,22 +173,14 @@ def cmd_answer(args: argparse.Namespace) -> int:
     import tempfile
 
     from pipeline.data import references
-    from pipeline.data.store import Store
-    from pipeline.data.views import install as install_views
     from pipeline.report.answer_text import markdown
 
     if Path(args.ref).suffix == ".duckdb":
         print(markdown(args.ref, Path(args.ref).name), end="")
         return 0
-    ref = references.load(args.ref)
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "answer.duckdb")
-        try:
-            store = Store(db)
-            ref.export(store)
-            install_views(store)
-        finally:
-            ref.close()
+        references.export_file(args.ref, db)
         print(markdown(db, args.ref), end="")
     return 0
 
@@ -196,18 +188,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
 def _export_reference(name: str, db: str) -> int:
     """A shipped reference (or a reference folder) as a results file of its own, to report or query."""
     from pipeline.data import references
-    from pipeline.data.store import Store
-    from pipeline.data.views import install as install_views
 
     if Path(db).exists():
         raise AttnbenchError(f"{db} exists: export a reference into a new file (it would mix with what is there)")
-    ref = references.load(name)
-    try:
-        store = Store(db)
-        n = ref.export(store)
-        install_views(store)
-    finally:
-        ref.close()
+    n = references.export_file(name, db)
     print(f"reference {name}: {n:,} cell{'s' if n != 1 else ''} → {db}; its report: attnbench report{_db_option(db)}")
     return 0
 

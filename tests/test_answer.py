@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 from pipeline.data import references
-from pipeline.data.store import Store
-from pipeline.data.views import install
 from pipeline.records import Verdict
 from pipeline.report import answer_text
 
@@ -24,13 +22,7 @@ BLOCK = re.compile(r"<!-- answer (?P<what>summary )?(?P<ref>[\w-]+) -->\n(?P<tex
 @pytest.fixture(scope="module")
 def study(tmp_path_factory) -> str:
     db = str(tmp_path_factory.mktemp("answer") / "study.duckdb")
-    ref = references.load("study-every-dataset")
-    try:
-        store = Store(db)
-        ref.export(store)
-        install(store)
-    finally:
-        ref.close()
+    references.export_file("study-every-dataset", db)
     return db
 
 

@@ -341,6 +341,22 @@ def load(ref: str) -> Reference:
     return Reference(meta["name"], str(path), meta["suite"], meta["protocol"], int(meta.get("seed", 0)), con, meta)
 
 
+def export_file(ref: str, db: str | Path) -> int:
+    """A reference (a shipped name, a folder, or a results file) written into a new results file with its
+    views installed, as ``attnbench reference export`` writes it. Returns the cells written."""
+    from pipeline.data.store import Store
+    from pipeline.data.views import install
+
+    opened = load(ref)
+    try:
+        store = Store(db)
+        n = opened.export(store)
+        install(store)
+    finally:
+        opened.close()
+    return n
+
+
 def _drop_older_attempts(con: Any) -> None:
     """A re-run cell's trials of its older attempts, and their predictions, as the results file dropped
     them when the new attempt's result committed (``Store.put``)."""

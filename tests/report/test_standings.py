@@ -16,7 +16,7 @@ from scipy import stats
 
 from pipeline.data import references
 from pipeline.data.store import Store
-from pipeline.data.views import T_TABLE, install, t_quantile
+from pipeline.data.views import T_TABLE, t_quantile
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, family_of
 from pipeline.records import Status, Verdict
 from pipeline.report.stats import pick
@@ -31,13 +31,7 @@ COLUMNS = ["dataset", "split_key", "sample_size", "n_train", "model", "family", 
 def shipped_file(root: Path, name: str) -> Path:
     """A shipped reference exported into a results file of its own, as `attnbench reference export` does."""
     db = root / f"{name}.duckdb"
-    ref = references.load(name)
-    try:
-        store = Store(db)
-        ref.export(store)
-        install(store)
-    finally:
-        ref.close()
+    references.export_file(name, db)
     return db
 
 
