@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn
 from pipeline.catalog import cmd_models, cmd_suites, compress_problems, weights_problems
 from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import sigterm_as_interrupt
+from pipeline.records import RunStatus
 
 if TYPE_CHECKING:
     pass
@@ -55,9 +56,12 @@ def _reports_dir(path: str) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import time
+
     from pipeline import runner
     from pipeline.data.openml_source import configure_openml
 
+    stop_at = time.monotonic() + args.time_limit if args.time_limit else None  # from the command's start
     suite = _suite(args.suite)
     compress = compress_problems(suite) + weights_problems(suite)
     if compress:
@@ -74,7 +78,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
                              num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv,
-                             predictions=not args.no_predictions, against=against, on_cluster_lost=_cluster_lost)
+                             predictions=not args.no_predictions, against=against, on_cluster_lost=_cluster_lost,
+                             stop_at=stop_at)
     except ClusterLost as err:
         _cluster_lost(err)
     print(f"run {summary.run_id}: {summary.n_done} cells done, {summary.n_failed} failed, "
@@ -84,6 +89,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         index = write_report(args.db, args.reports)
         print(f"report: {index.resolve()}")
+    if summary.status is RunStatus.STOPPED:
+        print(f"attnbench: stopped at its time limit ({_clock(args.time_limit)}) with {summary.suite_missing} cells of "
+              f"suite {suite.name!r} to run; completed cells are saved — `{_resume_command()}` resumes the run",
+              file=sys.stderr)
+        return EXIT_STOPPED
     if summary.suite_failed:
         again = retry_command(args)
         print(f"attnbench: {summary.suite_failed} cell{'s' if summary.suite_failed != 1 else ''} of suite "
@@ -93,6 +103,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 EXIT_CLUSTER_LOST = 4
+EXIT_STOPPED = 5  # `run --time-limit` came before every cell ran: the same command resumes
+
+
+def _clock(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def retry_command(args: argparse.Namespace) -> str:
@@ -311,6 +327,16 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"attnbench: error: {self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
+def duration(text: str) -> float:
+    """An argparse type: a duration in seconds (``2h``, ``1h45m``, ``90m``, ``5400``)."""
+    from pipeline.clock import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def count(low: int, what: str) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``low``."""
     def parse(text: str) -> int:
@@ -357,6 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when cells failed")
     p.add_argument("--no-predictions", action="store_true",
                    help="do not keep the trials' validation and test predictions (no post-hoc ensembles then)")
+    p.add_argument("--time-limit", type=duration, metavar="DURATION",
+                   help="stop the run after this long (2h, 1h45m, 90m), starting no trial its entry's earlier trials "
+                        "say would outlast it; completed cells are saved and the same command resumes (exit 5)")
     p.add_argument("--against", metavar="REF",
                    help="run only this suite's models, on the splits of reference results REF (a shipped name such "
                         "as study-lite, a reference folder or a results file), and report them beside its models")

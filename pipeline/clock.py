@@ -35,3 +35,23 @@ class Stopwatch:
 
     def elapsed(self) -> float:
         return self._now() - self._t0
+
+
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration as a user writes it: ``2h``, ``1h45m``, ``90m``, ``30s`` or plain seconds
+    (``5400``); ValueError with the reason for anything else, or for no time at all."""
+    import re
+
+    t = text.strip().lower()
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", t)
+    if parts is not None and (parts[1] or parts[2]) and parts[3] and not t.endswith("s"):
+        raise ValueError(f"{text!r}: say which unit its last number is in (1h30m, or 1h30s)")
+    if not t or parts is None:
+        raise ValueError(f"{text!r} is not a duration (such as 2h, 1h45m, 90m, 30s or 5400)")
+    seconds = sum(float(v) * u for v, u in zip(parts.groups(), _UNITS.values()) if v)
+    if seconds <= 0:
+        raise ValueError(f"{text!r}: give a duration above zero")
+    return seconds

@@ -89,6 +89,7 @@ class RunStatus(State):
     RUNNING = "running"  # started, no end recorded yet
     FINISHED = "finished"
     INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM: its completed cells are saved
+    STOPPED = "stopped"  # its time limit (`run --time-limit`) came: its completed cells are saved
     FAILED = "failed"  # an error ended it
     KILLED = "killed"  # ended without recording its end (SIGKILL, a lost machine); the next run marks it
 

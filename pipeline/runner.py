@@ -194,6 +194,17 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
     return plans
 
 
+def expect_durations(store: Store, plans: list[Any]) -> None:
+    """Each plan's ``expected_s``: the median wall time of the finished trials of its model entry on its
+    dataset at its size in this results file (any fold, repeat or run), so that a run with a time limit starts
+    no trial it expects to outlast the limit."""
+    medians = store.read(f"SELECT r.model, r.dataset, r.sample_size, median(t.seconds) AS s FROM trials t JOIN results r "
+                         f"USING (cell_id) WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL GROUP BY ALL")
+    expected = {(str(r.model), str(r.dataset), str(r.sample_size)): float(r.s) for r in medians.itertuples(index=False)}
+    for p in plans:
+        p.expected_s = expected.get((p.base.model, p.base.dataset, str(p.base.sample_size)))
+
+
 def _set_aside_other_code(against: Reference, progress: Callable[[str], None]) -> None:
     """A reference's models that ran other code of attnbench than this checkout's are not compared: their
     cells are neither copied beside the suite's nor count as done (one line says which, and what differs)."""
@@ -268,14 +279,17 @@ def _fit_to_cluster(suite: SuiteSpec, totals: dict[str, float], progress: Callab
 def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: bool = False,
         address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
         progress: Callable[[str], None] = print, argv: list[str] | None = None, predictions: bool = True,
-        against: Reference | None = None, on_cluster_lost: Callable[[ClusterLost], None] | None = None) -> Summary:
+        against: Reference | None = None, on_cluster_lost: Callable[[ClusterLost], None] | None = None,
+        stop_at: float | None = None) -> Summary:
     """Run every cell of the suite that is not done yet. Everything that can refuse the run (the results
     file, each dataset, the cells, the Ray address, a reference's protocol and data) is checked before the
     first write: a refused run leaves the file system as it was. ``against``: reference results
     (:mod:`pipeline.data.references`) whose protocol the suite takes and whose models' results on the
     suite's splits are written beside its own (a cell the reference holds is done). ``on_cluster_lost``:
     what ends the command when the Ray cluster goes away while the engine waits inside a call to Ray
-    (otherwise the run raises :class:`ClusterLost`)."""
+    (otherwise the run raises :class:`ClusterLost`). ``stop_at``: the ``time.monotonic()`` at which the run
+    stops, its completed cells saved, no trial started that its entry's earlier trials say would outlast it
+    (``Summary.status`` is then ``stopped``; the same command resumes)."""
     from pipeline.engine.progress import Progress
     from pipeline.engine.scheduler import Scheduler
 
@@ -320,16 +334,21 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         loader = FoldLoader(store, suite)
         to_run = [(cell, *stored[ds.name]) for cell, ds in pending]
         plans = plan_cells(suite, store, loader, to_run, attempts, run_id, predictions)
+        if stop_at is not None:
+            expect_durations(store, plans)
         resumed = sum(bool(p.prior) for p in plans)
         if resumed:
             progress(f"  {resumed} cells resume their search from {sum(len(p.prior) for p in plans)} committed trials")
         lines = Progress(progress)
         try:
             with sigterm_as_interrupt():
+                scheduler = None
                 if plans:
-                    Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
-                              on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost).run()
-            summary.status = RunStatus.FINISHED
+                    scheduler = Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
+                                          on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost,
+                                          stop_at=stop_at)
+                    scheduler.run()
+            summary.status = RunStatus.STOPPED if scheduler is not None and scheduler.stopped else RunStatus.FINISHED
         except KeyboardInterrupt:
             summary.status = RunStatus.INTERRUPTED
             raise

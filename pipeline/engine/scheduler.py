@@ -12,7 +12,9 @@ waits for the disk, and a cell's line is printed once its commit is done. A lost
 ``infra``) and is replaced; a trial past its hard limit has its worker killed and is recorded as
 ``timeout``. An interrupt (SIGINT, SIGTERM) stops dispatching, ends what runs without recording it,
 commits what finished, and leaves the rest to the next run, which resumes each cell's search from
-its committed trials. The Ray cluster going away under the run (``ray stop``, a lost head) ends it
+its committed trials. A time limit (``stop_at``, ``run --time-limit``) ends the run the same way when it
+comes, and before it starts no trial expected to outlast it (:func:`fits`): a chunk of a long study ends
+with little work in flight to lose. The Ray cluster going away under the run (``ray stop``, a lost head) ends it
 the same way, at once, as :class:`~pipeline.errors.ClusterLost` (see ``faults.ClusterWatch``).
 """
 
@@ -54,11 +56,20 @@ class Running:
     started: float
 
 
+def fits(expected_s: float | None, left_s: float) -> bool:
+    """Whether a trial may start with ``left_s`` seconds to the time limit: while time is left, and where its
+    expected wall time is known (:attr:`CellPlan.expected_s`), only if it is expected to end in time. A trial
+    with no estimate starts while time is left: no trial of its entry on that data has finished yet."""
+    return left_s > 0 and (expected_s is None or expected_s <= left_s)
+
+
 class Scheduler:
     def __init__(self, plans: list[CellPlan], *, load: Callable[[str], FoldData], store: Any, run_row: RunRecord,
                  progress: Progress, on_cell: Callable[[CellResult], None],
-                 on_cluster_lost: Callable[[ClusterLost], None] | None = None) -> None:
+                 on_cluster_lost: Callable[[ClusterLost], None] | None = None, stop_at: float | None = None) -> None:
         self.load = load
+        self.stop_at = stop_at  # time.monotonic() at which the run stops (None: no limit)
+        self.stopped = False  # the time limit ended the run
         self.on_cluster_lost = on_cluster_lost
         self.store = store
         self.run_row = run_row
@@ -106,7 +117,7 @@ class Scheduler:
     # ------------------------------------------------------------------------------------------ loop
     def run(self) -> None:
         """Run every cell to its end; KeyboardInterrupt (Ctrl-C, SIGTERM) stops early, losing only
-        the trials that were running."""
+        the trials that were running, and so does the time limit (``stopped`` then says so)."""
         ended = threading.Event()
         if self.on_cluster_lost is not None:
             threading.Thread(target=self._watchdog, args=(ended,), name="attnbench-cluster-watch", daemon=True).start()
@@ -127,6 +138,10 @@ class Scheduler:
                 self._collect()
                 self._check_timeouts()
                 self._finish_cells()
+                if self._time_is_up(time.monotonic()):
+                    self.stopped = True
+                    self._abandon()
+                    return
                 self._flush()
                 self._status()
             self._flush(force=True)
@@ -202,7 +217,8 @@ class Scheduler:
 
     def _dispatch(self, now: float) -> None:
         for slot in self.pool.idle():
-            cell = next((c for c in self.cells if c.plan.shape == slot.shape and c.can_dispatch(now)), None)
+            cell = next((c for c in self.cells if c.plan.shape == slot.shape and c.can_dispatch(now)
+                         and self._fits(c, now)), None)
             if cell is None:
                 continue
             if not cell.started:
@@ -213,6 +229,18 @@ class Scheduler:
             cell.running += 1
             cell.first_start = cell.first_start or now
             self.inflight[ref] = Running(slot, req, cell, time.monotonic())
+
+    def _fits(self, cell: CellState, now: float) -> bool:
+        return self.stop_at is None or fits(cell.plan.expected_s, self.stop_at - now)
+
+    def _time_is_up(self, now: float) -> bool:
+        """The time limit has come, or nothing runs and no trial left would end before it: nothing more
+        can finish in this run."""
+        if self.stop_at is None or not (self.cells or self.inflight):  # every cell ran: finished, not stopped
+            return False
+        if now >= self.stop_at:
+            return True
+        return not self.inflight and not any(c.can_dispatch(now) and self._fits(c, now) for c in self.cells)
 
     def _put(self, key: str) -> None:
         import ray

@@ -1,0 +1,123 @@
+"""``run --time-limit``: a chunk of a long study that ends by itself. At the limit the run stops as an interrupt
+does (completed cells saved, nothing recorded as failed, the same command resumes), with its own status,
+line and exit code; before it, no trial starts that its entry's earlier trials say would outlast it, and the
+run ends as soon as nothing left can finish in time instead of idling to the limit."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from test_faults import BASE, network_until
+
+from pipeline import cli
+from pipeline.clock import parse_duration
+from pipeline.data.store import Store
+from pipeline.engine.scheduler import Scheduler, fits
+from pipeline.records import RunStatus
+from pipeline.runner import expect_durations
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("2h", 7200), ("1h45m", 6300), ("90m", 5400), ("30s", 30),
+                                                ("5400", 5400), ("1.5h", 5400), ("1m30s", 90)])
+def test_durations_read_as_users_write_them(text: str, seconds: float):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(("text", "why"), [("1h30", "which unit"), ("0", "above zero"), ("2x", "not a duration"),
+                                           ("", "not a duration"), ("h", "not a duration")])
+def test_a_duration_that_cannot_be_read_is_refused_with_why(text: str, why: str):
+    with pytest.raises(ValueError, match=why):
+        parse_duration(text)
+
+
+def test_a_wrong_time_limit_is_refused_in_one_line_before_any_file_is_written(tmp_path: Path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["run", "--db", str(tmp_path / "r.duckdb"), "--time-limit", "1h30"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and "say which unit its last number is in" in err[-1]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_trial_starts_only_while_it_is_expected_to_end_in_time():
+    assert fits(None, 0.5)  # no estimate yet: it starts while time is left
+    assert fits(60.0, 61.0) and fits(60.0, 60.0)
+    assert not fits(60.0, 59.0)
+    assert not fits(None, 0.0) and not fits(1.0, -5.0)
+
+
+def _scheduler(stop_in: float | None, cells: list[_Cell], inflight: int = 0) -> tuple[Scheduler, float]:
+    """The scheduler's decision alone, without a Ray pool: its cells, what runs and its limit."""
+    s = Scheduler.__new__(Scheduler)
+    now = time.monotonic()
+    s.stop_at = None if stop_in is None else now + stop_in
+    s.cells = dict.fromkeys(cells)
+    s.inflight = dict.fromkeys(range(inflight))
+    return s, now
+
+
+class _Cell:
+    """A cell as the limit sees it: whether it has a trial to start, and that trial's expected time."""
+
+    def __init__(self, expected_s: float | None) -> None:
+        self.plan = SimpleNamespace(expected_s=expected_s)
+
+    def can_dispatch(self, now: float) -> bool:
+        return True
+
+
+def test_the_run_ends_when_nothing_left_can_finish_before_the_limit():
+    # Ten minutes left, every cell left expected to take an hour, nothing running: stop now, not in ten minutes.
+    s, now = _scheduler(600, [_Cell(3600), _Cell(4000)])
+    assert s._time_is_up(now)
+    # One of them fits, or one has no estimate: it goes on.
+    assert not _scheduler(600, [_Cell(3600), _Cell(300)])[0]._time_is_up(now)
+    assert not _scheduler(600, [_Cell(3600), _Cell(None)])[0]._time_is_up(now)
+    # Something still runs: it may finish in time; wait for it.
+    s, now = _scheduler(600, [_Cell(3600)], inflight=1)
+    assert not s._time_is_up(now)
+    # The limit came: up, whatever runs (those trials are lost, as at Ctrl-C).
+    s, now = _scheduler(600, [_Cell(1)], inflight=2)
+    assert s._time_is_up(now + 600)
+    # Every cell ran, before the limit or at it: the run finished.
+    s, now = _scheduler(600, [])
+    assert not s._time_is_up(now) and not s._time_is_up(now + 600)
+    # No limit: never.
+    s, now = _scheduler(None, [_Cell(3600)])
+    assert not s._time_is_up(now + 1e9)
+
+
+def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_resumes(
+        ray_local, tmp_path: Path, capsys):
+    suite = {**BASE, "name": "limit", "datasets": [{"sklearn": "wine"}], "protocol": {"folds": 3},
+             "models": [network_until(0.5)]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(suite))
+    db = tmp_path / "r.duckdb"
+    base = ["run", str(path), "--db", str(db), "--no-report"]
+    # A limit that has passed before the first trial can start: the run stops with every cell pending.
+    code = cli.main([*base, "--time-limit", "0.01s"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == cli.EXIT_STOPPED == 5, err
+    assert err[-1].startswith("attnbench: stopped at its time limit (0:00:00) with 3 cells of suite 'limit' to run; "
+                              "completed cells are saved — `attnbench ") and "resumes the run" in err[-1]
+    store = Store(db)
+    runs = store.query("SELECT status, n_done, n_failed FROM runs")
+    assert runs.status.tolist() == [RunStatus.STOPPED.value] and runs.n_done[0] == runs.n_failed[0] == 0
+    assert store.query("SELECT count(*) AS n FROM trials").n[0] == 0  # nothing ran, nothing recorded as failed
+    # The same command with time enough: every cell, once, and the run reads finished.
+    assert cli.main([*base, "--time-limit", "1h"]) == 0
+    done = store.query("SELECT cell_id, status FROM results")
+    assert len(done) == 3 and done.cell_id.is_unique and (done.status == "ok").all()
+    assert store.query("SELECT status FROM runs ORDER BY started_at").status.tolist() == [
+        RunStatus.STOPPED.value, RunStatus.FINISHED.value]
+    # What a later chunk expects of a trial: the median of its entry's finished trials on that data and size.
+    med = store.query("SELECT median(t.seconds) AS s FROM trials t JOIN results r USING (cell_id)").s[0]
+    plans = [SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="wine", sample_size="all"), expected_s=None),
+             SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="iris", sample_size="all"), expected_s=None)]
+    expect_durations(store, plans)
+    assert plans[0].expected_s == pytest.approx(med) and med > 0.4
+    assert plans[1].expected_s is None
