@@ -66,3 +66,34 @@ def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str):
     for v in answer_text.ORDER:
         if counts.get(v.value, 0):
             assert f"{v.value} on {counts[v.value]}" in text.splitlines()[1]
+
+
+def test_the_still_undetermined_are_named_with_their_spread(study: str):
+    """Each dataset undetermined at its largest size has a row with its spread (the standings view's sd) and
+    what 15 splits would decide with it; the sentence names exactly those whose row stays undetermined."""
+    big = answer_text.largest(answer_text.pairs(study))
+    und = big[big.verdict == Verdict.UNDETERMINED.value]
+    lines = answer_text.still_undetermined(big)
+    rows = {c[0]: c for c in ([x.strip() for x in line.strip("|").split("|")] for line in lines[4:])}
+    assert set(rows) == set(und.dataset) and len(und) > 0
+    for r in und.itertuples(index=False):
+        assert rows[r.dataset][3] == f"{r.sd:.3f}"
+    stays = sorted(d for d, c in rows.items() if c[-1] == Verdict.UNDETERMINED.value)
+    assert lines[0].endswith(f"undetermined: {', '.join(stays)}. A spread measured on few splits is itself rough: "
+                             "this is a forecast; the verdict at the cap is what counts.")
+    assert all(c[-1] in {v.value for v in Verdict} for c in rows.values())
+
+
+def test_the_queries_doc_counts_are_the_shipped_study_s(study: str):
+    """docs/QUERIES.md shows its first standings query's output on study-every-dataset: that table is what the
+    query gives on the shipped reference now."""
+    from pipeline.data.store import Store
+    from pipeline.data.views import temporary_views
+
+    text = (REPO / "docs" / "QUERIES.md").read_text(encoding="utf-8")
+    part = text[text.index("### `standings`"):]
+    sql = re.search(r"```sql\n(.*?)```", part, re.S)[1]
+    table = re.search(r"On study-every-dataset.*?\n\n((?:\|[^\n]*\n)+)", part, re.S)[1].splitlines()[2:]
+    got = Store(study, create=False).query(sql, prepare=temporary_views)
+    want = [f"| {r.verdict} | {r.datasets} | {r.mean_diff} |" for r in got.itertuples(index=False)]
+    assert table == want

@@ -148,7 +148,7 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
                  AND y.repeat = x.repeat AND y.fold = x.fold AND y.model = p.versus_model
             GROUP BY ALL
         ), w AS (
-            SELECT p.*, t.n_train, t.n_valid, g.folds, coalesce(d.n_splits, 0) AS n_splits, d.diff,
+            SELECT p.*, t.n_train, t.n_valid, g.folds, coalesce(d.n_splits, 0) AS n_splits, d.diff, d.sd,
                    d.sd * sqrt(1::DOUBLE / d.n_splits + 1::DOUBLE / (g.folds - 1)) AS se
             FROM pairs p JOIN task t USING ({TASK}) LEFT JOIN designs g USING (dataset, split_key)
             LEFT JOIN d USING ({TASK}, model, versus)
@@ -173,7 +173,8 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
                     WHEN lo > 0 THEN CASE WHEN versus_bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.AHEAD.sql} END
                     WHEN hi < 0 THEN CASE WHEN bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.BEHIND.sql} END
                     ELSE {Verdict.UNDETERMINED.sql} END AS verdict,
-               eq_lo, eq_hi, folds, n_valid, test_mean, versus_test_mean, val_mean, bound AS model_bound, versus_bound
+               eq_lo, eq_hi, folds, n_valid, test_mean, versus_test_mean, val_mean, bound AS model_bound, versus_bound,
+               sd
         FROM q
     """
 
@@ -503,6 +504,7 @@ VIEWS: dict[str, str] = {
     # the 95% one excludes zero ('not converged' where the model behind was still improving when its
     # epochs, rounds or time ran out: model_bound, versus_bound), 'undetermined' otherwise.
     # n_train and n_valid: the task's mean training and validation rows (the picks were made on n_valid).
+    # sd: the standard deviation of the differences over the splits, their fold-to-fold spread (NaN under two).
     "standings": standings_sql(),
 }
 

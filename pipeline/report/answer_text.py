@@ -21,6 +21,7 @@ from scipy import stats
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Verdict
+from pipeline.report.stats.verdicts import half_width, projected, ratio
 
 ATTENTION, BOOSTING = "attention network", "best gradient boosting"
 ORDER = [Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED, Verdict.NOT_CONVERGED]
@@ -30,7 +31,7 @@ def pairs(db: str) -> pd.DataFrame:
     """The best attention network against the best gradient-boosting model, per task, from ``standings``."""
     return Store(db, create=False).query(
         "SELECT s.dataset, s.sample_size, s.n_train, s.n_valid, s.model, s.versus_model, s.diff, s.lo, s.hi, "
-        "s.n_splits, s.folds, s.verdict, d.openml_id, d.n_rows, d.task_type FROM standings s "
+        "s.n_splits, s.folds, s.verdict, s.sd, d.openml_id, d.n_rows, d.task_type FROM standings s "
         "JOIN datasets d USING (dataset) WHERE s.family_best AND s.family = ? AND s.versus = ? "
         "ORDER BY s.dataset, s.n_train", [ATTENTION, BOOSTING], prepare=temporary_views)
 
@@ -91,6 +92,40 @@ def summary(p: pd.DataFrame) -> str:
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
 
 
+CAP = 15  # splits: 5 repeats of 3-fold cross-validation, where the study's repeats stop (issue 58)
+
+
+def still_undetermined(big: pd.DataFrame, cap: int = CAP) -> list[str]:
+    """The datasets undetermined at their largest size, with their fold-to-fold spread (the differences'
+    standard deviation over the splits) and what it lets ``cap`` splits decide: the corrected interval such a
+    spread gives there, and the verdict if the difference and the spread held. The correction keeps that
+    interval at least z · spread · √(1/(k − 1)) wide however many repeats run, so a dataset whose difference
+    is small against its spread stays undetermined: a finding about the data, not a want of compute."""
+    und = big[(big.verdict == Verdict.UNDETERMINED.value) & (big.n_splits >= 2)]
+    if und.empty:
+        return []
+    rows, stays = [], []
+    for r in und.itertuples(index=False):
+        folds, n = int(r.folds), int(r.n_splits)
+        now = half_width(float(r.sd), n, ratio(folds=folds))
+        at_cap = projected(float(r.diff), float(r.sd), max(n, cap), folds=folds)
+        floor = float(stats.norm.ppf(0.975) * r.sd * math.sqrt(ratio(folds=folds)))
+        if at_cap.verdict is Verdict.UNDETERMINED:
+            stays.append(str(r.dataset))
+        rows.append(f"| {r.dataset} | {n} | {_f(r.diff)} | {_f(float(r.sd), signed=False)} | ±{_f(now, signed=False)} | "
+                    f"±{_f(at_cap.high - at_cap.diff, signed=False)} | ±{_f(floor, signed=False)} | {at_cap.verdict} |")
+    reached = int((und.n_splits >= cap).sum())
+    head = (f"**Still undetermined: {len(und)} datasets** ({reached} of them at {cap} splits). The fold-to-fold spread "
+            f"(standard deviation of the difference over the splits) sets how wide the corrected interval can get: "
+            f"at {cap} splits (5 repeats of 3 folds) and, however many repeats run, never narrower than the last "
+            f"column. If each difference and spread held, {cap} splits would still leave {len(stays)} of them "
+            f"undetermined" + (f": {', '.join(stays)}." if stays else ".")
+            + " A spread measured on few splits is itself rough: this is a forecast; the verdict at the cap is what "
+              "counts.")
+    return [head, "", f"| dataset | splits | difference | spread | ±95% now | ±95% at {cap} splits | ±95% at any number | "
+            f"at {cap} splits, if it held |", "| --- | ---: | --- | --- | --- | --- | --- | --- |", *rows]
+
+
 def claim_one(db: str) -> str:
     """Claim 1 of the design notes, in its two halves, as the Claims page decides it from the same view."""
     from pipeline.report.stats.claims import claim_sample_size
@@ -123,4 +158,7 @@ def markdown(db: str, name: str) -> str:
         oid = "–" if pd.isna(r.openml_id) else str(int(r.openml_id))
         out.append(f"| {r.dataset} | {oid} | {int(r.n_rows):,} | {_size(r.n_train)} | {r.model} | {r.versus_model} | "
                    f"{_f(r.diff)} [{_f(r.lo)}, {_f(r.hi)}] | {int(r.n_splits)} | {r.verdict} |")
+    spread = still_undetermined(big)
+    if spread:
+        out += ["", *spread]
     return "\n".join(out) + "\n"

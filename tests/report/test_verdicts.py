@@ -201,3 +201,29 @@ def test_the_correction_and_its_design():
 def test_the_margin_is_the_standings_margin_until_they_take_it_from_here():
     assert MARGIN == standing.MARGIN == 0.005
     assert Decision(Verdict.AHEAD, 0.1, 0.05, 0.15, 0.06, 0.14, 4).margin == MARGIN
+
+
+def _with(mean: float, sd: float, n: int) -> np.ndarray:
+    """``n`` differences whose mean and standard deviation (ddof 1) are exactly ``mean`` and ``sd``."""
+    z = np.arange(n, dtype=float) - (n - 1) / 2
+    return mean + sd * z / z.std(ddof=1)
+
+
+@pytest.mark.parametrize(("diff", "sd"), [(-0.007, 0.003), (0.001, 0.002), (0.001, 0.03), (0.02, 0.005)])
+def test_a_projection_is_the_decision_those_splits_would_give(diff: float, sd: float):
+    """What 15 splits could decide (`attnbench answer`'s still-undetermined table) is decide()'s verdict and
+    interval on 15 differences with that mean and spread: one rule, not a second one."""
+    got = verdicts.projected(diff, sd, 15, folds=3)
+    want = decide(_with(diff, sd, 15), folds=3)
+    assert got.verdict is want.verdict
+    assert (got.low, got.high, got.eq_low, got.eq_high) == pytest.approx((want.low, want.high, want.eq_low, want.eq_high))
+
+
+def test_more_repeats_narrow_the_corrected_interval_only_to_its_floor():
+    r = verdicts.ratio(folds=3)
+    widths = [verdicts.half_width(0.01, n, r) for n in (3, 6, 15, 150, 15_000)]
+    floor = stats.norm.ppf(0.975) * 0.01 * math.sqrt(r)
+    assert widths == sorted(widths, reverse=True) and widths[-1] > floor
+    assert widths[-1] == pytest.approx(floor, rel=1e-3)
+    # The plain t-interval (ratio 0) would shrink towards zero instead: what the shared rows forbid.
+    assert verdicts.half_width(0.01, 15_000, 0.0) < floor / 50

@@ -74,7 +74,7 @@ METHOD = "Nadeau-Bengio corrected resampled t"
 # so that the standings view renders it too.
 COMPARED = COMPARED_VERDICTS
 __all__ = ["ALPHA", "COMPARED", "MARGIN", "METHOD", "ORDER", "Decision", "Tally", "Verdict", "corrected_interval", "decide",
-           "decisions", "from_row", "pair_key", "ratio", "versus"]
+           "decisions", "from_row", "half_width", "pair_key", "projected", "ratio", "versus"]
 
 
 @dataclass(frozen=True)
@@ -170,9 +170,42 @@ def corrected_interval(diffs: Iterable[float] | np.ndarray, test_over_train: flo
     mean = float(d.mean())
     if len(d) < 2:
         return mean, float("nan"), float("nan")
-    j = len(d)
-    half = float(stats.t.ppf(0.5 + level / 2, j - 1) * d.std(ddof=1) * math.sqrt(1 / j + test_over_train))
+    half = half_width(float(d.std(ddof=1)), len(d), test_over_train, level)
     return mean, mean - half, mean + half
+
+
+def half_width(sd: float, n_splits: int, test_over_train: float, level: float = 1 - ALPHA) -> float:
+    """Half the two-sided ``level`` corrected interval of a mean over ``n_splits`` differences whose standard
+    deviation (their fold-to-fold spread) is ``sd``: t(½ + level/2, J − 1) · sd · √(1/J + n_test/n_train).
+    As J grows it falls towards z · sd · √(n_test/n_train), never below: repeats cannot narrow it further."""
+    return float(stats.t.ppf(0.5 + level / 2, n_splits - 1) * sd * math.sqrt(1 / n_splits + test_over_train))
+
+
+def projected(diff: float, sd: float, n_splits: int, *, folds: int, margin: float = MARGIN,
+              alpha: float = ALPHA) -> Decision:
+    """The decision :func:`decide` would reach over ``n_splits`` splits of ``folds``-fold cross-validation if
+    their mean difference were ``diff`` and its spread ``sd``, as measured on fewer: what more repeats can
+    decide, and where no number of them would (an interval wider than the difference, and than the margin)."""
+    r = ratio(folds=folds)
+    half, eq_half = half_width(sd, n_splits, r, 1 - alpha), half_width(sd, n_splits, r, 1 - 2 * alpha)
+    low, high = diff - half, diff + half
+    return Decision(_verdict(n_splits, low, high, diff - eq_half, diff + eq_half, margin, (False, False)), diff, low,
+                    high, diff - eq_half, diff + eq_half, n_splits, margin, alpha, r, folds)
+
+
+def _verdict(n: int, low: float, high: float, eq_low: float, eq_high: float, margin: float,
+             bound: tuple[bool, bool]) -> Verdict:
+    """The module's rule, checked in its order."""
+    if n == 0:
+        return Verdict.NOT_COMPARED
+    if n == 1:
+        return Verdict.UNDETERMINED
+    if -margin < eq_low and eq_high < margin:
+        return Verdict.EQUIVALENT
+    if low > 0 or high < 0:
+        behind_bound = bound[1] if low > 0 else bound[0]
+        return Verdict.NOT_CONVERGED if behind_bound else Verdict.AHEAD if low > 0 else Verdict.BEHIND
+    return Verdict.UNDETERMINED
 
 
 def decide(diffs: Iterable[float] | np.ndarray, *, folds: int | None = None, n_train: float | None = None,
@@ -189,17 +222,7 @@ def decide(diffs: Iterable[float] | np.ndarray, *, folds: int | None = None, n_t
     mean, low, high = corrected_interval(d, r, 1 - alpha)
     _, eq_low, eq_high = corrected_interval(d, r, 1 - 2 * alpha)
     n = len(d)
-    if n == 0:
-        verdict = Verdict.NOT_COMPARED
-    elif n == 1:
-        verdict = Verdict.UNDETERMINED
-    elif -margin < eq_low and eq_high < margin:
-        verdict = Verdict.EQUIVALENT
-    elif low > 0 or high < 0:
-        behind_bound = bound[1] if low > 0 else bound[0]
-        verdict = Verdict.NOT_CONVERGED if behind_bound else Verdict.AHEAD if low > 0 else Verdict.BEHIND
-    else:
-        verdict = Verdict.UNDETERMINED
+    verdict = _verdict(n, low, high, eq_low, eq_high, margin, bound)
     return Decision(verdict, mean, low, high, eq_low, eq_high, n, margin, alpha, r, folds,
                     METHOD if n >= 2 else "one split: no interval" if n else "no split in common")
 
