@@ -79,7 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
                              num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv,
                              predictions=not args.no_predictions, against=against, on_cluster_lost=_cluster_lost,
-                             stop_at=stop_at)
+                             stop_at=stop_at, cheapest_first=args.cheapest_first)
     except ClusterLost as err:
         _cluster_lost(err)
     print(f"run {summary.run_id}: {summary.n_done} cells done, {summary.n_failed} failed, "
@@ -386,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=duration, metavar="DURATION",
                    help="stop the run after this long (2h, 1h45m, 90m), starting no trial its entry's earlier trials "
                         "say would outlast it; completed cells are saved and the same command resumes (exit 5)")
+    p.add_argument("--cheapest-first", action="store_true",
+                   help="take the cells cheapest first (default: longest first): in a run that goes in chunks, the "
+                        "first chunks finish the most cells")
     p.add_argument("--against", metavar="REF",
                    help="run only this suite's models, on the splits of reference results REF (a shipped name such "
                         "as study-lite, a reference folder or a results file), and report them beside its models")

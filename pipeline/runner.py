@@ -280,7 +280,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
         progress: Callable[[str], None] = print, argv: list[str] | None = None, predictions: bool = True,
         against: Reference | None = None, on_cluster_lost: Callable[[ClusterLost], None] | None = None,
-        stop_at: float | None = None) -> Summary:
+        stop_at: float | None = None, cheapest_first: bool = False) -> Summary:
     """Run every cell of the suite that is not done yet. Everything that can refuse the run (the results
     file, each dataset, the cells, the Ray address, a reference's protocol and data) is checked before the
     first write: a refused run leaves the file system as it was. ``against``: reference results
@@ -289,7 +289,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     what ends the command when the Ray cluster goes away while the engine waits inside a call to Ray
     (otherwise the run raises :class:`ClusterLost`). ``stop_at``: the ``time.monotonic()`` at which the run
     stops, its completed cells saved, no trial started that its entry's earlier trials say would outlast it
-    (``Summary.status`` is then ``stopped``; the same command resumes)."""
+    (``Summary.status`` is then ``stopped``; the same command resumes). ``cheapest_first``: take the cells
+    in order of expected cost, cheapest first, instead of longest first."""
     from pipeline.engine.progress import Progress
     from pipeline.engine.scheduler import Scheduler
 
@@ -346,7 +347,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
                 if plans:
                     scheduler = Scheduler(plans, load=loader, store=store, run_row=run_row, progress=lines,
                                           on_cell=CellLines(lines, len(pending)), on_cluster_lost=on_cluster_lost,
-                                          stop_at=stop_at)
+                                          stop_at=stop_at, cheapest_first=cheapest_first)
                     scheduler.run()
             summary.status = RunStatus.STOPPED if scheduler is not None and scheduler.stopped else RunStatus.FINISHED
         except KeyboardInterrupt:

@@ -1,7 +1,8 @@
 """``run --time-limit``: a chunk of a long study that ends by itself. At the limit the run stops as an interrupt
 does (completed cells saved, nothing recorded as failed, the same command resumes), with its own status,
 line and exit code; before it, no trial starts that its entry's earlier trials say would outlast it, and the
-run ends as soon as nothing left can finish in time instead of idling to the limit."""
+run ends as soon as nothing left can finish in time instead of idling to the limit. ``--cheapest-first``:
+chunks that finish the most cells first."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from test_faults import BASE, network_until
 from pipeline import cli
 from pipeline.clock import parse_duration
 from pipeline.data.store import Store
-from pipeline.engine.scheduler import Scheduler, fits
+from pipeline.engine.scheduler import Scheduler, fits, in_order
 from pipeline.records import RunStatus
 from pipeline.runner import expect_durations
 
@@ -121,3 +122,16 @@ def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_re
     expect_durations(store, plans)
     assert plans[0].expected_s == pytest.approx(med) and med > 0.4
     assert plans[1].expected_s is None
+
+
+def test_cells_go_longest_first_or_cheapest_first_one_folds_cells_together():
+    """The order cells are taken in (:func:`in_order`): folds by their cells' total expected cost, then cells
+    by cost; cheapest first (`run --cheapest-first`) is the same order with both keys turned."""
+    def plan(key: str, cost: float) -> SimpleNamespace:
+        return SimpleNamespace(data_key=key, cost=cost, name=f"{key}{cost:g}")
+
+    plans = [plan("a", 1), plan("b", 50), plan("a", 3), plan("c", 2), plan("b", 1), plan("c", 2.5)]
+    longest = [p.name for p in in_order(plans)]  # type: ignore[arg-type]
+    cheapest = [p.name for p in in_order(plans, cheapest_first=True)]  # type: ignore[arg-type]
+    assert longest == ["b50", "b1", "c2.5", "c2", "a3", "a1"]
+    assert cheapest == ["a1", "a3", "c2", "c2.5", "b1", "b50"]

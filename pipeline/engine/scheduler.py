@@ -2,8 +2,8 @@
 
 Each cell keeps its own search (searcher, trial and seconds budget, ASHA rungs); the trials of every
 cell share one queue and go to whichever warm worker of their shape is free. Cells are taken in order
-of expected cost, longest first, one fold's cells together (so each fold's arrays are prepared and
-sent once); a cell's trials are capped where its searcher needs it (TPE).
+of expected cost, longest first (or cheapest first: :func:`in_order`), one fold's cells together (so each
+fold's arrays are prepared and sent once); a cell's trials are capped where its searcher needs it (TPE).
 
 The driver is the only DuckDB writer. Finished trials are committed in batches at most
 ``FLUSH_EVERY_S`` apart, and a cell's result (the selected trial's test metrics and cost) with them
@@ -63,10 +63,23 @@ def fits(expected_s: float | None, left_s: float) -> bool:
     return left_s > 0 and (expected_s is None or expected_s <= left_s)
 
 
+def in_order(plans: list[CellPlan], cheapest_first: bool = False) -> list[CellPlan]:
+    """The order cells are taken in, one fold's cells together: folds by their cells' total expected cost,
+    then cells by cost. Longest first by default, so that no long cell is left to the end of a run while
+    the other slots idle; cheapest first (``run --cheapest-first``) finishes the most cells, and the most
+    datasets, in the first hours of a run that goes in chunks."""
+    by_key: dict[str, float] = defaultdict(float)
+    for p in plans:
+        by_key[p.data_key] += p.cost
+    sign = 1 if cheapest_first else -1
+    return sorted(plans, key=lambda p: (sign * by_key[p.data_key], p.data_key, sign * p.cost))
+
+
 class Scheduler:
     def __init__(self, plans: list[CellPlan], *, load: Callable[[str], FoldData], store: Any, run_row: RunRecord,
                  progress: Progress, on_cell: Callable[[CellResult], None],
-                 on_cluster_lost: Callable[[ClusterLost], None] | None = None, stop_at: float | None = None) -> None:
+                 on_cluster_lost: Callable[[ClusterLost], None] | None = None, stop_at: float | None = None,
+                 cheapest_first: bool = False) -> None:
         self.load = load
         self.stop_at = stop_at  # time.monotonic() at which the run stops (None: no limit)
         self.stopped = False  # the time limit ended the run
@@ -75,11 +88,7 @@ class Scheduler:
         self.run_row = run_row
         self.progress = progress
         self.on_cell = on_cell
-        # Longest first, one fold's cells together: folds by their cells' total cost, then cells by cost.
-        by_key: dict[str, float] = defaultdict(float)
-        for p in plans:
-            by_key[p.data_key] += p.cost
-        plans = sorted(plans, key=lambda p: (-by_key[p.data_key], p.data_key, -p.cost))
+        plans = in_order(plans, cheapest_first)
         # Cells not finished, in the order above (a dict as an ordered set: a finished cell leaves in
         # O(1)); the started ones, which alone can finish, are kept apart so that each turn of the loop
         # looks at those only (it took a pass over every cell, quadratic in a suite's cells).
