@@ -16,13 +16,20 @@ from pipeline.records import Verdict
 from pipeline.report import answer_text
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"<!-- answer (?P<what>summary )?(?P<ref>[\w-]+) -->\n(?P<text>.*?)<!-- /answer -->", re.S)
+BLOCK = re.compile(r"<!-- answer (?P<what>summary |tuning )?(?P<ref>[\w-]+) -->\n(?P<text>.*?)<!-- /answer -->", re.S)
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory) -> str:
     db = str(tmp_path_factory.mktemp("answer") / "study.duckdb")
     references.export_file("study-every-dataset", db)
+    return db
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory) -> str:
+    db = str(tmp_path_factory.mktemp("answer") / "tuned.duckdb")
+    references.export_file("study-tuned-slice", db)
     return db
 
 
@@ -34,6 +41,24 @@ def test_the_study_doc_holds_what_the_command_prints(study: str):
     found = [m for m in blocks(REPO / "docs" / "STUDY.md") if not m["what"]]
     assert [m["ref"] for m in found] == ["study-every-dataset"]
     assert found[0]["text"] == answer_text.markdown(study, "study-every-dataset")
+
+
+def test_the_study_doc_holds_what_tuning_changes_as_printed(tuned: str):
+    found = [m for m in blocks(REPO / "docs" / "STUDY.md") if m["what"] == "tuning "]
+    assert [m["ref"] for m in found] == ["study-tuned-slice"]
+    text = answer_text.tuning(tuned, "study-tuned-slice")
+    assert found[0]["text"] == text
+    # Its figures are the Tuning page's: each searched model's mean tuned − default, and one fold a dataset.
+    from pipeline.report.data import ReportData
+    from pipeline.report.stats import tuned as tn
+
+    data = ReportData.load(tuned)
+    found_entries = tn.entries(data.cells, data.trials)
+    pairs = tn.pairs_table(tn.slice_cells(data.cells, found_entries), found_entries, folds=3)
+    assert len(pairs) == 3
+    for r in pairs.itertuples(index=False):
+        assert f"| {r.tuned} | {r.splits} | {r.default:.4f} | {r.tuned_score:.4f} | " in text
+    assert "8 tasks, one fold each" in text and not re.search(r"\blevel\b", text)
 
 
 def test_the_readme_holds_its_summary(study: str):

@@ -135,6 +135,70 @@ def claim_one(db: str) -> str:
     return f"Claim 1 of the design notes, \"{c.statement}\": **{c.verdict}**. {c.why}"
 
 
+def tuning(db: str, name: str) -> str:
+    """What tuning changes, where the file holds models both at their defaults and searched: the Tuning page's
+    *Tuned beside defaults* (:mod:`pipeline.report.stats.tuned`, the same functions) in Markdown. Per dataset
+    each searched model's test score at defaults and tuned; per model tuned − default with its verdict; per
+    family its best against the best boosting model at defaults and tuned, the same models both ways. Empty
+    where nothing was searched."""
+    from pipeline.models.kinds import BOOSTING, families
+    from pipeline.report.data import ReportData
+    from pipeline.report.stats import tuned as tn
+
+    searched = Store(db, create=False).query("SELECT cell_id FROM trials GROUP BY cell_id HAVING count(*) > 1 LIMIT 1")
+    if searched.empty:  # no cell ran a search: nothing to read the whole file for
+        return ""
+    data = ReportData.load(db)
+    found = tn.entries(data.cells, data.trials)
+    if not found.pairs:
+        return ""
+    cells = tn.slice_cells(data.cells, found)
+    pooled = min((data.folds(d, k) for d, k in set(zip(cells.dataset, cells.split_key))), default=2)
+    pairs = tn.pairs_table(cells, found, folds=pooled)
+    ok = cells[(cells.status == "ok") & cells.score.notna()]
+    score = ok.pivot_table(index=["dataset", "sample_size"], columns="model", values="score", aggfunc="mean")
+    folds = cells.groupby(["dataset", "sample_size"])[["repeat", "fold"]].apply(lambda g: len(g.drop_duplicates()))
+    n_folds = sorted({int(x) for x in folds})
+    each = "one fold" if n_folds == [1] else f"{'/'.join(map(str, n_folds))} folds"
+
+    def moved(default: float, tuned: float) -> str:
+        text = f"{default:.4f} → {tuned:.4f}"
+        return f"**{text}**" if abs(tuned - default) > VERDICT_MARGIN else text
+
+    out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->",
+           f"Each model searched (the configuration its search selected by validation) beside its entry at defaults, "
+           f"on the splits the searches ran: {len(score)} tasks, {each} each. Test "
+           f"score (accuracy or R²), default → tuned; bold where tuning moved it past ±{VERDICT_MARGIN}:", "",
+           "| dataset | training rows | " + " | ".join(t for _, t in found.pairs) + " |",
+           "| --- | ---: |" + " --- |" * len(found.pairs)]
+    for (dataset, size), r in score.iterrows():
+        out.append(f"| {dataset} | {_size(float(size))} | " + " | ".join(
+            moved(r[d], r[t]) if d in r and t in r and r[d] == r[d] and r[t] == r[t] else "–"
+            for d, t in found.pairs) + " |")
+    out += ["", f"Tuned − default per model, over those splits (interval: corrected as for {pooled}-fold "
+            "cross-validation, the smallest design's, as the Tuning page pools them):", "",
+            f"| searched | splits | default | tuned | tuned − default [95% CI] | verdict | better / within ±{VERDICT_MARGIN} / "
+            "worse | failed |", "| --- | ---: | ---: | ---: | --- | --- | --- | ---: |"]
+    for r in pairs.itertuples(index=False):
+        out.append(f"| {r.tuned} | {r.splits} | {r.default:.4f} | {r.tuned_score:.4f} | {_f(r.diff)} [{_f(r.low)}, "
+                   f"{_f(r.high)}] | {r.verdict} | {r.better} / {r.within} / {r.worse} | {r.failed} |")
+    for family in [f for f in families(data.kinds) if f != BOOSTING]:
+        g = tn.gaps(cells, data.family, found, family, data.folds)
+        if g.empty:
+            continue
+        sums = {side: tn.gap_summary(g, side) for side in ("default", "tuned")}
+        out += ["", f"The best {family} − the best gradient-boosting model, the same models both ways, over the "
+                f"{sums['default']['n']} tasks: at defaults {_f(float(sums['default']['mean']))} "
+                f"[{_f(float(sums['default']['low']))}, {_f(float(sums['default']['high']))}] ("
+                f"{tn.gap_words(sums['default'])}); tuned {_f(float(sums['tuned']['mean']))} "
+                f"[{_f(float(sums['tuned']['low']))}, {_f(float(sums['tuned']['high']))}] ({tn.gap_words(sums['tuned'])}); "
+                "95% t-intervals over the tasks (different datasets)."]
+    spent = data.trials[data.trials.model.isin([t for _, t in found.pairs])].groupby("model").seconds.sum() / 3600
+    out += ["", f"The searches' cost, their trials' own time: {spent.sum():.1f} trial-hours; "
+            + ", ".join(f"{m} {h:.1f}" for m, h in spent.sort_values(ascending=False).items()) + "."]
+    return "\n".join(out) + "\n"
+
+
 def markdown(db: str, name: str) -> str:
     """The answer's Markdown for the results file ``db`` of the reference ``name``: the summary (what the
     README quotes), then the counts per training size and the verdict per dataset."""
@@ -161,4 +225,7 @@ def markdown(db: str, name: str) -> str:
     spread = still_undetermined(big)
     if spread:
         out += ["", *spread]
+    tuned = tuning(db, name)
+    if tuned:
+        out += ["", "**What tuning changes.**", "", *tuned.splitlines()[1:]]
     return "\n".join(out) + "\n"

@@ -17,7 +17,7 @@ from pipeline.report.parts import VERDICT_CLASS, VERDICT_NOTE
 from pipeline.report.site import PageSpec
 from pipeline.report.stats import aggregate as agg
 from pipeline.report.stats import tuned as tn
-from pipeline.report.stats.verdicts import MARGIN, ORDER, Decision, Verdict, pair_key
+from pipeline.report.stats.verdicts import MARGIN, Decision, Verdict, pair_key
 
 SPEC = PageSpec("tuning.html", "Tuning budget",
                 "Best validation score, and the selected configuration's test score, against trials and seconds.",
@@ -134,7 +134,7 @@ def tuned_beside_defaults(p: Page, data: ReportData) -> None:
                      *(x for side in ("default", "tuned") for x in (
             cell(f"{sums[side]['n']} tasks"),
             cell(num(sums[side]["mean"], "+.3f") + interval_text(sums[side]["low"], sums[side]["high"])),
-            cell(summary_text(sums[side]))))])
+            cell(tn.gap_words(sums[side]))))])
         p.add(table(["dataset", "training rows", "folds", "at defaults: models", "difference", "verdict",
                      "tuned: models", "difference", "verdict"], rows, f"table-tuned-gap-{family.replace(' ', '-')}"))
     if not shown:
@@ -145,13 +145,3 @@ def tuned_beside_defaults(p: Page, data: ReportData) -> None:
                f"where its difference lies against ±{MARGIN:g}). Failed: a searched cell failed on that task. Both "
                "means are over the same tasks: those with a difference both at defaults and tuned, their interval "
                "over tasks. " + VERDICT_NOTE))
-
-
-def summary_text(s: dict[str, float | int]) -> str:
-    """A side's verdicts over the slice's tasks, and where the one-fold ones lean."""
-    text = (", ".join(f"{v} {s[str(v)]}" for v in ORDER[:4])
-            + "".join(f", {k} {s[k]}" for k in (str(Verdict.NOT_CONVERGED), tn.FAILED) if s[k]))
-    if s["one_fold"]:
-        text += (f"; of the {s['one_fold']} on one fold, past +{MARGIN:g}: {s['lean_ahead']}, within: "
-                 f"{s['lean_within']}, past −{MARGIN:g}: {s['lean_behind']}")
-    return text

@@ -185,3 +185,13 @@ def gap_summary(g: pd.DataFrame, label: str) -> dict[str, float | int]:
             **{str(v): int((said == v).sum()) for v in GAP_COUNTS}, FAILED: int((said == FAILED).sum()),
             "one_fold": len(one), "lean_ahead": leans.count(Verdict.AHEAD),
             "lean_within": leans.count(Verdict.EQUIVALENT), "lean_behind": leans.count(Verdict.BEHIND)}
+
+
+def gap_words(s: dict[str, float | int]) -> str:
+    """A side's verdicts over the slice's tasks (:func:`gap_summary`), and where the one-fold ones lean."""
+    text = (", ".join(f"{v} {s[str(v)]}" for v in GAP_COUNTS[:4])
+            + "".join(f", {k} {s[k]}" for k in (str(Verdict.NOT_CONVERGED), FAILED) if s[k]))
+    if s["one_fold"]:
+        text += (f"; of the {s['one_fold']} on one fold, past +{MARGIN:g}: {s['lean_ahead']}, within: "
+                 f"{s['lean_within']}, past −{MARGIN:g}: {s['lean_behind']}")
+    return text
