@@ -104,6 +104,8 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
             for label, n, n_seeds in sizes:
                 applicable = []
                 for m in suite.models:
+                    if m.sample_sizes is not None and label not in {str(x) for x in m.sample_sizes}:
+                        continue  # not one of the entry's sizes: no cell
                     rows = min(n, int(m.fixed.get("context_rows") or n))  # a subsampled context's rows
                     why = (limits[m.key].problem(rows, ds.dataset.features.shape[1], len(ds.dataset.classes or ()),
                                                  m.resources.gpus > 0) if m.key in limits else None)

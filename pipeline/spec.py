@@ -227,6 +227,8 @@ class Resources(_Strict):
 OWN_MODEL_KEYS = {"builder", "learner", "kind", "defaults"}  # the keys that declare a model of one's own
 # Keys added after results existed, left out of an entry's hash at these values so that its cells keep their ids.
 LATER_KEYS = {"clock": "wall"}
+# Keys that choose which of the protocol's cells an entry has, not how a cell runs: never in its hash.
+PLAN_KEYS = {"sample_sizes"}
 Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
 
 
@@ -258,6 +260,9 @@ class ModelSpec(_Strict):
     fixed: dict[str, Any] = Field(default_factory=dict)
     resources: Resources = Resources()
     label: str | None = Field(default=None, description="name in results; defaults to the model name")
+    sample_sizes: list[SampleSize] | None = Field(
+        default=None, description="the protocol's sample sizes this entry runs at (default: all of them); which "
+        "cells exist, not how one runs: changing it keeps the ids of the cells the entry keeps")
     compress: list[Literal["prune", "quantize", "pca"]] = Field(
         default_factory=list, description="torch models: also score compressed variants of each trial's model, "
         "each stored as a model of its own (<key>+prune: 30% of each hidden layer's neurons removed; "
@@ -384,6 +389,11 @@ class SuiteSpec(_Strict):
         dup = {k for k in labels if labels.count(k) > 1}
         if dup:
             raise ValueError(f"dataset names repeat: {sorted(dup)} (give each a distinct 'name')")
+        sizes = set(self.protocol.sample_sizes)
+        for m in self.models:
+            if m.sample_sizes is not None and (not m.sample_sizes or set(m.sample_sizes) - sizes):
+                raise ValueError(f"model entry {m.key!r}: sample_sizes {m.sample_sizes} must be some of the protocol's "
+                                 f"{self.protocol.sample_sizes}")
         more = self.protocol.more_repeats
         if more and not any(isinstance(d, OpenMLSuite) for d in self.datasets):
             unknown = sorted(set(more.datasets) - set(labels))
@@ -431,7 +441,7 @@ class SuiteSpec(_Strict):
     def _entry_hash(self, m: ModelSpec, code: bool) -> str:
         # A registered model's entry leaves out the keys that declare models of one's own, so that its
         # cells keep the ids they had before those keys existed.
-        entry = m.model_dump(mode="json", exclude=OWN_MODEL_KEYS - m.model_fields_set)
+        entry = m.model_dump(mode="json", exclude=(OWN_MODEL_KEYS - m.model_fields_set) | PLAN_KEYS)
         for key, default in LATER_KEYS.items():
             if entry.get(key) == default:
                 del entry[key]

@@ -1,0 +1,50 @@
+"""A model entry's own ``sample_sizes``: an entry that runs at some of the protocol's sizes (issue 59: attention
+architectures at 128, 1,024 and 4,096 rows, and at 10,000 only for those that lead). Which cells exist, not how
+one runs: the cells it keeps have the ids they have without it, so widening it later adds cells and re-runs
+none; sizes the protocol does not have are refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_more_repeats import BASE, MORE, cells
+
+from pipeline.data.store import Store
+from pipeline.errors import SpecError
+from pipeline.spec import parse_suite
+
+
+def _with_sizes(suite: dict, sizes: list | None) -> dict:
+    models = [dict(m) for m in suite["models"]]
+    if sizes is not None:
+        models[0]["sample_sizes"] = sizes
+    return {**suite, "models": models}
+
+
+def test_an_entry_runs_at_its_own_sizes_and_keeps_its_cells_ids(tmp_path: Path):
+    store = Store(tmp_path / "r.duckdb")
+    every, _ = cells(BASE, store)
+    some, _ = cells(_with_sizes(BASE, [64]), store)
+    xgb = some[some.model == "xgboost"]
+    assert set(xgb["size"]) == {"64"} and len(xgb) == 2 * 3  # datasets × folds
+    assert set(some[some.model == "random_forest"]["size"]) == {"32", "64"}  # the other entry: every size
+    assert set(some.cell_id) < set(every.cell_id)  # each cell it keeps has the id it has without the key
+    assert set(every.cell_id) - set(some.cell_id) == set(every[(every.model == "xgboost") & (every["size"] == "32")].cell_id)
+
+
+def test_more_repeats_run_an_entry_only_where_its_sizes_reach_the_largest(tmp_path: Path):
+    store = Store(tmp_path / "r.duckdb")
+    at_top, _ = cells(_with_sizes(MORE, [64]), store)
+    below, _ = cells(_with_sizes(MORE, [32]), store)
+    assert set(at_top[(at_top.model == "xgboost") & (at_top.dataset == "wine")]["repeat"]) == {0, 1, 2}
+    assert set(below[(below.model == "xgboost") & (below.dataset == "wine")]["repeat"]) == {0}
+
+
+@pytest.mark.parametrize("sizes", [[128], [32, "all"], []])
+def test_sizes_the_protocol_lacks_are_refused_in_one_line(sizes: list):
+    with pytest.raises(SpecError) as err:
+        parse_suite(_with_sizes(BASE, sizes))
+    text = str(err.value)
+    assert "model entry 'xgboost': sample_sizes" in text and "must be some of the protocol's [32, 64]" in text
+    assert len(text.strip().splitlines()) == 1
