@@ -122,3 +122,23 @@ def test_the_queries_doc_counts_are_the_shipped_study_s(study: str):
     got = Store(study, create=False).query(sql, prepare=temporary_views)
     want = [f"| {r.verdict} | {r.datasets} | {r.mean_diff} |" for r in got.itertuples(index=False)]
     assert table == want
+
+
+def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str):
+    from pipeline.data.store import Store
+    from pipeline.report.stats import traits as tr
+
+    q = Store(study, create=False).query
+    text = answer_text.markdown(study, "study-every-dataset")
+    done, planned = q("SELECT count(*) AS n FROM current_results").n[0], q(
+        "SELECT count(DISTINCT cell_id) AS n FROM suite_cells").n[0]
+    assert f"holds {done:,} of the {planned:,} cells its suite plans" in text
+    big = answer_text.largest(answer_text.pairs(study))
+    with Store(study, create=False).connect(read_only=True) as con:
+        traits = tr.dataset_traits(con, sorted(big.dataset))
+    gap = big.rename(columns={"diff": "gap"})[big.verdict.isin([v.value for v in answer_text.COMPARED_VERDICTS])]
+    tests = tr.favours(traits, gap[["dataset", "gap"]]).dropna(subset=["q"]).sort_values(["q", "trait"])
+    line = next(x for x in text.splitlines() if x.startswith("**Which data favours attention**"))
+    best = tests.iloc[0]
+    assert f"{tr.SHORT[best.trait]} (ρ {best.rho:+.2f}, q {best.q:.2f}".replace("-", "−") in line
+    assert ("a null result" in line) == bool((tests.q >= 0.05).all())

@@ -126,6 +126,42 @@ def still_undetermined(big: pd.DataFrame, cap: int = CAP) -> list[str]:
             f"at {cap} splits, if it held |", "| --- | ---: | --- | --- | --- | --- | --- | --- |", *rows]
 
 
+def favours(db: str, big: pd.DataFrame) -> str:
+    """Which data favours attention, as the Sample size page's section computes it
+    (:func:`pipeline.report.stats.traits.favours`): the rank correlation over datasets of each characteristic
+    with the gap at each one's largest size (pairs with a difference), Benjamini–Hochberg across them."""
+    from pipeline.report.stats import traits as tr
+
+    with Store(db, create=False).connect(read_only=True) as con:
+        traits = tr.dataset_traits(con, sorted(big.dataset))
+    gap = big[big.verdict.isin([v.value for v in COMPARED_VERDICTS])].rename(columns={"diff": "gap"})[["dataset", "gap"]]
+    tests = tr.favours(traits, gap).dropna(subset=["q"]).sort_values(["q", "trait"])
+    if tests.empty:
+        return ""
+    kept = tests[tests.q < 0.05]
+    said = [f"{tr.SHORT[r.trait]} (ρ {r.rho:+.2f}, q {r.q:.2f}, {r.n} datasets)".replace("-", "−")
+            for r in tests.head(2).itertuples(index=False)]
+    head = (f"{len(kept)} of the {len(tests)} characteristics tested survive Benjamini–Hochberg at q < 0.05"
+            + (f": {', '.join(tr.SHORT[t] for t in kept.trait)}" if len(kept) else
+               ", a null result on these datasets"))
+    return (f"**Which data favours attention** (the rank correlation of each dataset characteristic with the gap "
+            f"at its largest size, over the {int(gap.dataset.nunique())} datasets with a difference): {head}; closest "
+            f"{' and '.join(said)}. A correlation over datasets is not a cause.")
+
+
+def holdings(db: str, name: str) -> str:
+    """What the reference holds against what its suites planned, and what its trials cost."""
+    q = Store(db, create=False).query
+    planned = q("SELECT count(DISTINCT cell_id) AS n FROM suite_cells").n[0]
+    status = q("SELECT status, count(*) AS n FROM current_results GROUP BY status")
+    counts = dict(zip(status.status, status.n))
+    hours = q("SELECT coalesce(sum(seconds), 0) / 3600 AS h FROM trials").h[0]
+    failed = int(counts.get("failed", 0))
+    done = int(sum(counts.values()))
+    return (f"The reference `{name}` holds {done:,} of the {int(planned):,} cells its suite plans "
+            f"({'none' if not failed else f'{failed:,}'} failed); their trials took {float(hours):.1f} trial-hours.")
+
+
 def claim_one(db: str) -> str:
     """Claim 1 of the design notes, in its two halves, as the Claims page decides it from the same view."""
     from pipeline.report.stats.claims import claim_sample_size
@@ -207,7 +243,7 @@ def markdown(db: str, name: str) -> str:
         return f"The reference {name!r} holds no attention network beside a gradient-boosting model.\n"
     big = largest(p)
     out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->", summary(p), "",
-           claim_one(db), "",
+           holdings(db, name), "", claim_one(db), "",
            "| training rows | datasets | ahead | equivalent | behind | undetermined | not converged | "
            "mean difference [95% CI over datasets] |",
            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -225,6 +261,9 @@ def markdown(db: str, name: str) -> str:
     spread = still_undetermined(big)
     if spread:
         out += ["", *spread]
+    traits = favours(db, big)
+    if traits:
+        out += ["", traits]
     tuned = tuning(db, name)
     if tuned:
         out += ["", "**What tuning changes.**", "", *tuned.splitlines()[1:]]
