@@ -24,6 +24,7 @@ from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Verdict
 from pipeline.report.stats.verdicts import half_width, projected, ratio
 
 ATTENTION, BOOSTING = "attention network", "best gradient boosting"
+OTHER_NETWORK = "best other network"
 ORDER = [Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED, Verdict.NOT_CONVERGED]
 
 
@@ -149,6 +150,38 @@ def favours(db: str, big: pd.DataFrame) -> str:
             f"{' and '.join(said)}. A correlation over datasets is not a cause.")
 
 
+def per_architecture(db: str) -> list[str]:
+    """Where the file holds more than one attention entry: per entry and training size, its verdicts against
+    the best gradient-boosting model and against the best other network over datasets (counts, and the mean
+    difference with its 95% t-interval over datasets), and on how many datasets validation picked it as the
+    best attention network. Every figure is a ``standings`` row: the verdict every page reads."""
+    s = Store(db, create=False).query(
+        "SELECT dataset, sample_size, model, family_best, versus, diff, verdict FROM standings "
+        "WHERE family = ? AND versus IN (?, ?) AND sample_size <> 'all' ORDER BY ALL",
+        [ATTENTION, BOOSTING, OTHER_NETWORK], prepare=temporary_views)
+    if s.model.nunique() < 2:
+        return []
+    compared = [v.value for v in COMPARED_VERDICTS]
+    out = ["| attention entry | training rows | datasets | against the best boosting model: ahead–equivalent–behind–"
+           "undetermined | mean difference [95% CI] | against the best other network | mean difference [95% CI] | "
+           "picked as the best attention network |", "| --- | ---: | ---: | --- | --- | --- | --- | ---: |"]
+    for (model, size), g in sorted(s.groupby(["model", "sample_size"]), key=lambda kv: (kv[0][0], int(kv[0][1]))):
+        cells = []
+        for versus in (BOOSTING, OTHER_NETWORK):
+            v = g[g.versus == versus]
+            counts = v.verdict.value_counts()
+            text = "–".join(str(int(counts.get(x.value, 0))) for x in ORDER[:4])
+            if counts.get(Verdict.NOT_CONVERGED.value, 0):
+                text += f" (+{int(counts[Verdict.NOT_CONVERGED.value])} not converged)"
+            mean, lo, hi = _mean_interval(v[v.verdict.isin(compared)]["diff"].to_numpy(dtype=float))
+            cells += [text if len(v) else "–", "–" if mean != mean else f"{_f(mean)} [{_f(lo)}, {_f(hi)}]"]
+        picked = g[g.versus == BOOSTING]
+        out.append(f"| {model} | {int(size):,} | {g.dataset.nunique()} | " + " | ".join(cells)
+                   + f" | {int(picked.family_best.sum())} of {picked.dataset.nunique()} |")
+    return ["**Each attention architecture** (every attention entry of the reference, not only the one validation "
+            "picks; counts over datasets at each size, each verdict over that dataset's splits):", "", *out]
+
+
 def holdings(db: str, name: str) -> str:
     """What the reference holds against what its suites planned, and what its trials cost."""
     q = Store(db, create=False).query
@@ -264,6 +297,9 @@ def markdown(db: str, name: str) -> str:
     traits = favours(db, big)
     if traits:
         out += ["", traits]
+    each = per_architecture(db)
+    if each:
+        out += ["", *each]
     tuned = tuning(db, name)
     if tuned:
         out += ["", "**What tuning changes.**", "", *tuned.splitlines()[1:]]
