@@ -12,8 +12,10 @@ from pipeline.report.stats import claims
 
 
 def cell(split: int, name: str, model: str, score: float, config: dict, seconds: float = 1.0, mb: float = 10.0,
-         status: str = "ok") -> dict:
-    return {"split_key": "k", "dataset": "d", "sample_size": "all", "repeat": 0, "fold": split, "seed": 0,
+         status: str = "ok", dataset: str | None = None) -> dict:
+    """A cell on split ``split``: fold 0 of its own dataset (``d<split>``), or fold ``split`` of ``dataset``."""
+    return {"split_key": "k", "dataset": dataset or f"d{split}", "sample_size": "all", "repeat": 0,
+            "fold": split if dataset else 0, "seed": 0,
             "model": model, "model_name": name, "score": score, "status": status, "best_config": json.dumps(config),
             "fit_seconds": seconds, "peak_cpu_mb": mb, "cell_id": f"{model}-{split}"}
 
@@ -45,6 +47,21 @@ def test_ablation_verdicts_supported_contradicted_and_thin():
 
     nothing = claims.claim_se(cells[cells.model_name == "ft_transformer"])
     assert nothing.verdict == claims.THIN and nothing.n == 0
+
+
+def test_an_ablation_on_the_folds_of_one_dataset_is_one_unit():
+    """Six folds of one dataset share its rows: their paired differences are one dataset's, never six
+    independent ones (pooled, the same gain read supported)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for split in range(6):
+        rows.append(cell(split, "cross_attention_se", "xa", 0.85 + rng.normal(0, 0.005), {"se_reduction": 4},
+                         dataset="one"))
+        rows.append(cell(split, "cross_attention_se", "xa-nose", 0.80 + rng.normal(0, 0.005), {"se_reduction": 0},
+                         dataset="one"))
+    se = claims.claim_se(pd.DataFrame(rows))
+    assert se.n == 1 and se.verdict == claims.THIN and "6 paired cells on 1 dataset" in se.coverage
+    assert "too few" in se.why and 0.04 < se.effect < 0.06
 
 
 def test_the_claims_name_no_model():
@@ -157,14 +174,19 @@ def test_attention_map_claim_reads_the_synthetic_tasks_informative_features():
     focused[np.ix_([1, 3], [1, 3])] = 0.4  # the signal pair gives each other 0.8 of their attention
     maps, cells = [], []
     for i, (mat, score) in enumerate([(focused, 0.97), (focused, 0.95), (focused, 0.96), (np.full((4, 4), 0.25), 0.6)]):
-        maps.append({"cell_id": f"c{i}", "dataset": "inter", "features": json.dumps(feats), "map": json.dumps(mat.tolist())})
+        maps.append({"cell_id": f"c{i}", "dataset": f"inter{i % 3}", "features": json.dumps(feats),
+                     "map": json.dumps(mat.tolist())})
         cells.append({"cell_id": f"c{i}", "status": "ok", "score": score})
-    datasets = pd.DataFrame({"dataset": ["inter"], "source": ["synthetic:interaction?n_rows=2000"]})
+    datasets = pd.DataFrame({"dataset": ["inter0", "inter1", "inter2"],
+                             "source": ["synthetic:interaction?n_rows=2000"] * 3})
     c = claims.claim_attention_maps(pd.DataFrame(maps), pd.DataFrame(cells), datasets)
     # each signal row gives its partner 0.4 of 1.0 against a uniform 1/4: log2(1.6); the uniform map's
     # model did not learn the task
     assert c.n == 3 and c.effect == np.log2(1.6) and "1 more did not learn it" in c.coverage
     assert c.verdict == claims.SUPPORTED and c.cells == ["c0", "c1", "c2"]
+    # The same three maps on one task are one unit: not enough data.
+    one = claims.claim_attention_maps(pd.DataFrame(maps).assign(dataset="inter0"), pd.DataFrame(cells), datasets)
+    assert one.n == 1 and one.verdict == claims.THIN and "3 maps on 1 task" in one.coverage
     assert claims.decide(0.1, 0.5, 3) == claims.SUPPORTED and claims.decide(-0.5, -0.1, 3) == claims.CONTRADICTED
     assert claims.decide(0.1, 0.5, 2) == claims.THIN and claims.decide(-0.1, 0.5, 30) == claims.THIN
 

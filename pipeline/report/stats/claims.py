@@ -101,7 +101,7 @@ def ablation_pairs(cells: pd.DataFrame, switch: str) -> pd.DataFrame:
     """Cells of one model on one split, with the switch on and off (:func:`switch_state`). One row per
     pair: the on and off scores, fit seconds, peak memory and cell ids; several 'on' or 'off' entries on a
     split are averaged."""
-    cols = ["on_score", "off_score", "on_seconds", "off_seconds", "on_mb", "off_mb", "cells", "model_name"]
+    cols = ["on_score", "off_score", "on_seconds", "off_seconds", "on_mb", "off_mb", "cells", "model_name", "dataset"]
     ok = cells[cells.status == Status.OK].copy()
     if ok.empty:
         return pd.DataFrame(columns=cols)
@@ -109,25 +109,30 @@ def ablation_pairs(cells: pd.DataFrame, switch: str) -> pd.DataFrame:
     ok["on"] = [state(m, _config(c)) for m, c in zip(ok.model_name, ok.best_config)]
     ok = ok[ok.on.notna()]
     rows = []
-    for (_split, name), g in ok.groupby([ok[SPLIT].apply(tuple, axis=1), "model_name"]):
+    for (split, name), g in ok.groupby([ok[SPLIT].apply(tuple, axis=1), "model_name"]):
         on, off = g[g.on == True], g[g.on == False]  # noqa: E712 - a column of objects
         if on.empty or off.empty:
             continue
         rows.append({"on_score": on.score.mean(), "off_score": off.score.mean(),
                      "on_seconds": on.fit_seconds.mean(), "off_seconds": off.fit_seconds.mean(),
                      "on_mb": on.peak_cpu_mb.mean(), "off_mb": off.peak_cpu_mb.mean(),
-                     "cells": [*on.cell_id, *off.cell_id], "model_name": name})
+                     "cells": [*on.cell_id, *off.cell_id], "model_name": name, "dataset": split[SPLIT.index("dataset")]})
     return pd.DataFrame(rows, columns=cols)
 
 
 def _paired_claim(claim: Claim, pairs: pd.DataFrame, diff: pd.Series, what: str) -> Claim:
-    m, lo, hi = mean_interval(diff.to_numpy())
-    claim.effect, claim.low, claim.high, claim.n = m, lo, hi, len(diff)
-    claim.verdict = decide(lo, hi, len(diff))
+    """The effect over datasets: each dataset's paired differences averaged (its folds, sizes and models share
+    its rows, so they are one unit, never several), then the mean over datasets and its 95% t-interval (the
+    datasets are independent). ``claim.n`` counts datasets."""
+    per = diff.groupby(pairs.dataset.to_numpy()).mean() if len(diff) else diff
+    m, lo, hi = mean_interval(per.to_numpy())
+    claim.effect, claim.low, claim.high, claim.n = m, lo, hi, len(per)
+    claim.verdict = decide(lo, hi, len(per))
     claim.cells = [c for cs in pairs.cells for c in cs]
-    claim.coverage = (f"{len(diff)} paired cells ({', '.join(sorted(set(pairs.model_name)))})" if len(diff)
+    claim.coverage = (f"{len(diff)} paired cells on {len(per)} dataset{'s' if len(per) != 1 else ''} "
+                      f"({', '.join(sorted(set(pairs.model_name)))}), averaged per dataset" if len(diff)
                       else "no pair of cells with the switch on and off")
-    claim.why = _why(claim, what)
+    claim.why = _why(claim, f"datasets with {what}")
     return claim
 
 
@@ -245,7 +250,8 @@ def _caught_up(up: Claim, standings: pd.DataFrame) -> None:
 def claim_cross_cost(cells: pd.DataFrame) -> Claim:
     c = Claim("cross_cost", "Cross-attention between categorical and numeric tokens costs less time and memory than "
               "self-attention over all tokens (O(k·n) against O((k+n)²)).",
-              "mean of log(self-attention time ÷ cross-attention time) over paired cells (> 0: cross is cheaper)")
+              "mean over datasets of log(self-attention time ÷ cross-attention time), paired cells averaged per dataset "
+              "(> 0: cross is cheaper)")
     pairs = ablation_pairs(cells, "cross")
     ratio = np.log(pairs.off_seconds.astype(float) / pairs.on_seconds.astype(float))
     models = ", ".join(with_switch("cross")) or "any model"
@@ -254,14 +260,15 @@ def claim_cross_cost(cells: pd.DataFrame) -> Claim:
 
 def claim_se(cells: pd.DataFrame) -> Claim:
     c = Claim("se", "Squeeze-and-excitation improves accuracy (the cross-attention model, the CBAM CNN).",
-              "mean test-score gain of SE on over SE off, paired cells")
+              "mean over datasets of the test-score gain of SE on over SE off, paired cells averaged per dataset")
     pairs = ablation_pairs(cells, "se")
     return _paired_claim(c, pairs, pairs.on_score - pairs.off_score, "paired cells with SE on and off")
 
 
 def claim_warmup(cells: pd.DataFrame) -> Claim:
     c = Claim("warmup", "Warmup is critical for training transformers on tabular data.",
-              "mean test-score gain of the default warmup over warmup_frac 0, paired cells")
+              "mean over datasets of the test-score gain of the default warmup over warmup_frac 0, paired cells "
+              "averaged per dataset")
     pairs = ablation_pairs(cells, "warmup")
     return _paired_claim(c, pairs, pairs.on_score - pairs.off_score, "paired cells with and without warmup")
 
@@ -271,9 +278,9 @@ def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets:
     """On synthetic interaction tasks, a model that learned the task (test accuracy ≥ ``learned``): the
     attention its features give the informative ones, as a multiple of uniform."""
     c = Claim("attention_maps", "Attention maps show which features interact.",
-              "mean log2 of the attention each informative feature gives its informative partner, as a multiple "
-              "of uniform, in maps of models that learned a synthetic interaction task (> 0: they look at the "
-              "right pair)")
+              "mean over synthetic interaction tasks of the log2 of the attention each informative feature gives "
+              "its informative partner, as a multiple of uniform, in maps of models that learned the task (averaged "
+              "per task; > 0: they look at the right pair)")
     synth = datasets[datasets.source.astype(str).str.startswith("synthetic:")
                      & ~datasets.source.astype(str).str.startswith("synthetic:additive")]
     if synth.empty or attention.empty:
@@ -281,7 +288,7 @@ def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets:
             "No synthetic interaction task in these results (a suite entry 'synthetic: interaction').")
         return c
     ok = cells[(cells.status == Status.OK)].set_index("cell_id")
-    values, used, skipped = [], [], 0
+    values, used, where, skipped = [], [], [], 0
     for r in attention[attention.dataset.isin(synth.dataset)].itertuples(index=False):
         feats = json.loads(r.features) if isinstance(r.features, str) else list(r.features)
         mat = np.asarray(json.loads(r.map) if isinstance(r.map, str) else r.map, dtype=float)
@@ -296,11 +303,15 @@ def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets:
             continue
         values.append(focus)
         used.append(r.cell_id)
-    m, lo, hi = mean_interval(np.asarray(values))
-    c.effect, c.low, c.high, c.n, c.cells = m, lo, hi, len(values), used
-    c.verdict = decide(lo, hi, len(values))
-    c.coverage = f"{len(values)} maps of models that learned the task; {skipped} more did not learn it (accuracy < {learned})"
-    c.why = _why(c, "maps of models that learned a synthetic interaction task")
+        where.append(r.dataset)
+    # The maps of one task (its folds, sizes, models) are one unit: averaged per task, the mean over tasks.
+    per = pd.Series(values, dtype=float).groupby(np.asarray(where, dtype=object)).mean() if values else pd.Series(dtype=float)
+    m, lo, hi = mean_interval(per.to_numpy())
+    c.effect, c.low, c.high, c.n, c.cells = m, lo, hi, len(per), used
+    c.verdict = decide(lo, hi, len(per))
+    c.coverage = (f"{len(values)} maps on {len(per)} task{'s' if len(per) != 1 else ''} of models that learned the "
+                  f"task, averaged per task; {skipped} more did not learn it (accuracy < {learned})")
+    c.why = _why(c, "synthetic interaction tasks with maps of models that learned them")
     return c
 
 
