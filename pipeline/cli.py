@@ -90,8 +90,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         index = write_report(args.db, args.reports)
         print(f"report: {index.resolve()}")
     if summary.status is RunStatus.STOPPED:
-        print(f"attnbench: stopped at its time limit ({_clock(args.time_limit)}) with {summary.suite_missing} cells of "
-              f"suite {suite.name!r} to run; completed cells are saved — `{_resume_command()}` resumes the run",
+        if summary.shortest_left is not None and not summary.started_any:
+            print(f"attnbench: no trial left would end within the time limit ({_clock(args.time_limit)}): the shortest "
+                  f"is expected to take {_clock(summary.shortest_left)}; give a longer --time-limit", file=sys.stderr)
+            return EXIT_STOPPED
+        ended = "before its time limit, no trial left ending in time" if summary.shortest_left is not None else \
+            "at its time limit"
+        print(f"attnbench: stopped {ended} ({_clock(args.time_limit)}) with {summary.suite_missing} cells of suite "
+              f"{suite.name!r} to run; completed cells are saved — `{_resume_command()}` resumes the run",
               file=sys.stderr)
         return EXIT_STOPPED
     if summary.suite_failed:

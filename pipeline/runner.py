@@ -52,6 +52,10 @@ class Summary:
     # The suite as it stands after the run (earlier runs' cells included): failed and missing cells.
     suite_failed: int = 0
     suite_missing: int = 0
+    # A run its time limit stopped: whether it started any trial, and (where it ended before the limit because
+    # no trial left would end in time) the shortest of those trials' expected seconds.
+    started_any: bool = False
+    shortest_left: float | None = None
 
 
 def now() -> datetime:
@@ -195,14 +199,16 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
 
 
 def expect_durations(store: Store, plans: list[Any]) -> None:
-    """Each plan's ``expected_s``: the median wall time of the finished trials of its model entry on its
-    dataset at its size in this results file (any fold, repeat or run), so that a run with a time limit starts
-    no trial it expects to outlast the limit."""
-    medians = store.read(f"SELECT r.model, r.dataset, r.sample_size, median(t.seconds) AS s FROM trials t JOIN results r "
-                         f"USING (cell_id) WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL GROUP BY ALL")
-    expected = {(str(r.model), str(r.dataset), str(r.sample_size)): float(r.s) for r in medians.itertuples(index=False)}
+    """Each plan's ``expected_s``: the longest finished trial of its model entry (this version of it: its spec
+    hash) on its dataset at its size in this results file (any fold, repeat or run), so that a run with a time
+    limit starts no trial it expects to outlast the limit."""
+    longest = store.read(f"SELECT r.model, r.spec_hash, r.dataset, r.sample_size, max(t.seconds) AS s FROM trials t "
+                         f"JOIN results r USING (cell_id) WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL "
+                         "GROUP BY ALL")
+    expected = {(str(r.model), str(r.spec_hash), str(r.dataset), str(r.sample_size)): float(r.s)
+                for r in longest.itertuples(index=False)}
     for p in plans:
-        p.expected_s = expected.get((p.base.model, p.base.dataset, str(p.base.sample_size)))
+        p.expected_s = expected.get((p.base.model, p.base.spec_hash, p.base.dataset, str(p.base.sample_size)))
 
 
 def _set_aside_other_code(against: Reference, progress: Callable[[str], None]) -> None:
@@ -350,6 +356,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
                                           stop_at=stop_at, cheapest_first=cheapest_first)
                     scheduler.run()
             summary.status = RunStatus.STOPPED if scheduler is not None and scheduler.stopped else RunStatus.FINISHED
+            if scheduler is not None:
+                summary.started_any, summary.shortest_left = scheduler.started_any, scheduler.shortest_left
         except KeyboardInterrupt:
             summary.status = RunStatus.INTERRUPTED
             raise

@@ -389,17 +389,28 @@ class SuiteSpec(_Strict):
         dup = {k for k in labels if labels.count(k) > 1}
         if dup:
             raise ValueError(f"dataset names repeat: {sorted(dup)} (give each a distinct 'name')")
-        sizes = set(self.protocol.sample_sizes)
-        for m in self.models:
-            if m.sample_sizes is not None and (not m.sample_sizes or set(m.sample_sizes) - sizes):
-                raise ValueError(f"model entry {m.key!r}: sample_sizes {m.sample_sizes} must be some of the protocol's "
-                                 f"{self.protocol.sample_sizes}")
+        problem = self.entry_sizes_problem(given_only=True)
+        if problem:
+            raise ValueError(problem)
         more = self.protocol.more_repeats
         if more and not any(isinstance(d, OpenMLSuite) for d in self.datasets):
             unknown = sorted(set(more.datasets) - set(labels))
             if unknown:
                 raise ValueError(f"protocol.more_repeats.datasets: {unknown} are not datasets of the suite")
         return self
+
+    def entry_sizes_problem(self, given_only: bool = False) -> str | None:
+        """The first model entry whose ``sample_sizes`` are not some of the protocol's, in one line; None if
+        none. ``given_only``: only where the suite gives the protocol's sizes (one that leaves them out to take
+        a reference's, ``run --against``, is checked once it has them)."""
+        if given_only and "sample_sizes" not in self.protocol.model_fields_set:
+            return None
+        sizes = set(self.protocol.sample_sizes)
+        for m in self.models:
+            if m.sample_sizes is not None and (not m.sample_sizes or set(m.sample_sizes) - sizes):
+                return (f"model entry {m.key!r}: sample_sizes {m.sample_sizes} must be some of the protocol's "
+                        f"{self.protocol.sample_sizes}")
+        return None
 
     def model(self, key: str) -> ModelSpec:
         return {m.key: m for m in self.models}[key]

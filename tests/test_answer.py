@@ -94,8 +94,9 @@ def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str):
 
 
 def test_the_still_undetermined_are_named_with_their_spread(study: str):
-    """Each dataset undetermined at its largest size has a row with its spread (the standings view's sd) and
-    what 15 splits would decide with it; the sentence names exactly those whose row stays undetermined."""
+    """Each dataset undetermined at its largest size has a row with its spread (the standings view's sd), the
+    splits it ran of those its suite plans there, and what those would decide with that spread; the sentence
+    names exactly those whose row stays undetermined."""
     big = answer_text.largest(answer_text.pairs(study))
     und = big[big.verdict == Verdict.UNDETERMINED.value]
     lines = answer_text.still_undetermined(big)
@@ -103,6 +104,8 @@ def test_the_still_undetermined_are_named_with_their_spread(study: str):
     assert set(rows) == set(und.dataset) and len(und) > 0
     for r in und.itertuples(index=False):
         assert rows[r.dataset][3] == f"{r.sd:.3f}"
+        assert rows[r.dataset][1] == f"{r.n_splits} of {max(r.n_splits, r.planned)}"
+    assert set(und.planned) == {15}  # the study's more_repeats: 5 repeats of 3 folds on each undetermined dataset
     stays = sorted(d for d, c in rows.items() if c[-1] == Verdict.UNDETERMINED.value)
     assert lines[0].endswith(f"undetermined: {', '.join(stays)}. A spread measured on few splits is itself rough: "
                              "this is a forecast; the verdict at the cap is what counts.")
@@ -132,7 +135,7 @@ def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str
     text = answer_text.markdown(study, "study-every-dataset")
     done, planned = q("SELECT count(*) AS n FROM current_results").n[0], q(
         "SELECT count(DISTINCT cell_id) AS n FROM suite_cells").n[0]
-    assert f"holds {done:,} of the {planned:,} cells its suite plans" in text
+    assert f"holds {done:,} finished and no failed cells of the {planned:,} its suite plans" in text
     big = answer_text.largest(answer_text.pairs(study))
     with Store(study, create=False).connect(read_only=True) as con:
         traits = tr.dataset_traits(con, sorted(big.dataset))

@@ -48,3 +48,21 @@ def test_sizes_the_protocol_lacks_are_refused_in_one_line(sizes: list):
     text = str(err.value)
     assert "model entry 'xgboost': sample_sizes" in text and "must be some of the protocol's [32, 64]" in text
     assert len(text.strip().splitlines()) == 1
+
+
+def test_a_suite_that_takes_a_references_sizes_is_checked_against_them():
+    """A suite run --against a reference may leave protocol.sample_sizes out to take the reference's: its
+    entries' sizes are checked once it has them, never against the default ['all']."""
+    from pipeline.data import references
+    from pipeline.data.references import ReferenceError
+
+    base = {"name": "mine", "datasets": [{"sklearn": "wine"}], "models": [{"name": "xgboost", "sample_sizes": [1024]}]}
+    suite = parse_suite(base)  # no protocol sizes given: nothing to check yet
+    ref = references.load("study-lite")
+    adopted = ref.adopt_protocol(suite)
+    assert adopted.models[0].sample_sizes == [1024] and 1024 in adopted.protocol.sample_sizes
+    wrong = parse_suite({**base, "models": [{"name": "xgboost", "sample_sizes": [999]}]})
+    with pytest.raises(ReferenceError) as err:
+        ref.adopt_protocol(wrong)
+    assert "model entry 'xgboost': sample_sizes [999] must be some of the protocol's" in str(err.value)
+    assert "(the reference 'study-lite''s)" in str(err.value) and len(str(err.value).splitlines()) == 1

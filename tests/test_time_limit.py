@@ -51,20 +51,23 @@ def test_a_trial_starts_only_while_it_is_expected_to_end_in_time():
 
 
 def _scheduler(stop_in: float | None, cells: list[_Cell], inflight: int = 0) -> tuple[Scheduler, float]:
-    """The scheduler's decision alone, without a Ray pool: its cells, what runs and its limit."""
+    """The scheduler's decisions alone, without a Ray pool: its cells, what runs and its limit."""
     s = Scheduler.__new__(Scheduler)
     now = time.monotonic()
     s.stop_at = None if stop_in is None else now + stop_in
     s.cells = dict.fromkeys(cells)
     s.inflight = dict.fromkeys(range(inflight))
+    s.longest, s.shortest_left = {}, None
     return s, now
 
 
 class _Cell:
-    """A cell as the limit sees it: whether it has a trial to start, and that trial's expected time."""
+    """A cell as the limit sees it: its entry, data and size, whether it has a trial to start, and that
+    trial's expected time from the file (None: no trial of it finished before the run)."""
 
-    def __init__(self, expected_s: float | None) -> None:
-        self.plan = SimpleNamespace(expected_s=expected_s)
+    def __init__(self, expected_s: float | None, dataset: str = "d", timeout_s: float = 1800.0) -> None:
+        self.plan = SimpleNamespace(expected_s=expected_s, shape="cpu", spec=SimpleNamespace(trial_timeout_s=timeout_s),
+                                    base=SimpleNamespace(model="m", dataset=dataset, sample_size="all"))
 
     def can_dispatch(self, now: float) -> bool:
         return True
@@ -73,22 +76,36 @@ class _Cell:
 def test_the_run_ends_when_nothing_left_can_finish_before_the_limit():
     # Ten minutes left, every cell left expected to take an hour, nothing running: stop now, not in ten minutes.
     s, now = _scheduler(600, [_Cell(3600), _Cell(4000)])
-    assert s._time_is_up(now)
-    # One of them fits, or one has no estimate: it goes on.
+    assert s._time_is_up(now) and s.shortest_left == 3600
+    # One of them fits: it goes on.
     assert not _scheduler(600, [_Cell(3600), _Cell(300)])[0]._time_is_up(now)
-    assert not _scheduler(600, [_Cell(3600), _Cell(None)])[0]._time_is_up(now)
+    # No estimate: its own time limit is what it may take (30 minutes do not fit in ten; five do).
+    assert _scheduler(600, [_Cell(None)])[0]._time_is_up(now)
+    assert not _scheduler(600, [_Cell(None, timeout_s=300)])[0]._time_is_up(now)
     # Something still runs: it may finish in time; wait for it.
     s, now = _scheduler(600, [_Cell(3600)], inflight=1)
     assert not s._time_is_up(now)
-    # The limit came: up, whatever runs (those trials are lost, as at Ctrl-C).
+    # The limit came: up, whatever runs (those trials are lost, as at Ctrl-C), and not for want of time.
     s, now = _scheduler(600, [_Cell(1)], inflight=2)
-    assert s._time_is_up(now + 600)
+    assert s._time_is_up(now + 600) and s.shortest_left is None
     # Every cell ran, before the limit or at it: the run finished.
     s, now = _scheduler(600, [])
     assert not s._time_is_up(now) and not s._time_is_up(now + 600)
     # No limit: never.
     s, now = _scheduler(None, [_Cell(3600)])
     assert not s._time_is_up(now + 1e9)
+
+
+def test_the_next_trial_is_the_first_in_order_that_ends_in_time():
+    long, short, unknown = _Cell(3000, "a"), _Cell(200, "b"), _Cell(None, "c", timeout_s=1800)
+    s, now = _scheduler(1000, [long, unknown, short])
+    assert s.next_cell("cpu", now) is short  # the longer ones first in order, but they would not end in time
+    assert _scheduler(4000, [long, unknown, short])[0].next_cell("cpu", now) is long
+    assert _scheduler(None, [long, unknown, short])[0].next_cell("cpu", now) is long  # no limit: the order alone
+    # A longer trial of the same entry, data and size finished in this run raises what the next one expects.
+    s, now = _scheduler(1000, [short])
+    s.longest[("m", "b", "all")] = 1500.0
+    assert s.expected(short) == 1500.0 and s.next_cell("cpu", now) is None
 
 
 def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_resumes(
@@ -109,19 +126,33 @@ def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_re
     runs = store.query("SELECT status, n_done, n_failed FROM runs")
     assert runs.status.tolist() == [RunStatus.STOPPED.value] and runs.n_done[0] == runs.n_failed[0] == 0
     assert store.query("SELECT count(*) AS n FROM trials").n[0] == 0  # nothing ran, nothing recorded as failed
+    # Where no trial left would end in time (no estimate yet: each may take its 600 s limit), it says so.
+    long = {**suite, "models": [{**network_until(0.5), "trial_timeout_s": 600}]}
+    (tmp_path / "long.yaml").write_text(yaml.safe_dump(long))
+    code = cli.main(["run", str(tmp_path / "long.yaml"), "--db", str(tmp_path / "long.duckdb"), "--no-report",
+                     "--time-limit", "2m"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 5 and err[-1] == ("attnbench: no trial left would end within the time limit (0:02:00): the shortest "
+                                     "is expected to take 0:10:00; give a longer --time-limit"), err
     # The same command with time enough: every cell, once, and the run reads finished.
     assert cli.main([*base, "--time-limit", "1h"]) == 0
     done = store.query("SELECT cell_id, status FROM results")
     assert len(done) == 3 and done.cell_id.is_unique and (done.status == "ok").all()
     assert store.query("SELECT status FROM runs ORDER BY started_at").status.tolist() == [
         RunStatus.STOPPED.value, RunStatus.FINISHED.value]
-    # What a later chunk expects of a trial: the median of its entry's finished trials on that data and size.
-    med = store.query("SELECT median(t.seconds) AS s FROM trials t JOIN results r USING (cell_id)").s[0]
-    plans = [SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="wine", sample_size="all"), expected_s=None),
-             SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="iris", sample_size="all"), expected_s=None)]
+    # What a later chunk expects of a trial: the longest of its entry's finished trials on that data and size.
+    runs = store.query("SELECT max(t.seconds) AS s, any_value(r.spec_hash) AS h FROM trials t JOIN results r "
+                       "USING (cell_id)")
+    longest, spec = runs.s[0], runs.h[0]
+    plans = [SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="wine", sample_size="all", spec_hash=spec),
+                             expected_s=None),
+             SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="iris", sample_size="all", spec_hash=spec),
+                             expected_s=None),
+             SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="wine", sample_size="all", spec_hash="other"),
+                             expected_s=None)]
     expect_durations(store, plans)
-    assert plans[0].expected_s == pytest.approx(med) and med > 0.4
-    assert plans[1].expected_s is None
+    assert plans[0].expected_s == pytest.approx(longest) and longest > 0.4
+    assert plans[1].expected_s is None and plans[2].expected_s is None  # other data; another version of the entry
 
 
 def test_cells_go_longest_first_or_cheapest_first_one_folds_cells_together():

@@ -150,7 +150,11 @@ class Reference:
             raise ReferenceError(f"{where}: seed is {suite.seed} here and {self.seed} in the reference {self.name!r}: "
                                  "its splits would differ; leave it out to take the reference's")
         protocol = mine.model_copy(update=update)
-        return suite.model_copy(update={"protocol": protocol, "seed": self.seed})
+        adopted = suite.model_copy(update={"protocol": protocol, "seed": self.seed})
+        problem = adopted.entry_sizes_problem()
+        if problem:
+            raise ReferenceError(f"{where}: {problem} (the reference {self.name!r}'s)")
+        return adopted
 
     def code_versions(self) -> dict[str, list[dict[str, str]]]:
         """Per model of the reference, the versions of attnbench's files its cells ran (each distinct

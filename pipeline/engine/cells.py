@@ -35,7 +35,7 @@ class CellPlan:
     label: str  # how progress lines name the cell
     prior: list[TrialRecord] = field(default_factory=list)  # committed trials of this attempt (resume)
     predictions: bool = True  # keep each trial's validation and test predictions (`--no-predictions`: not)
-    # A trial's expected wall time: the median of this entry's finished trials on the dataset at this size in
+    # A trial's expected wall time: the longest of this entry's finished trials on the dataset at this size in
     # the results file (an earlier fold or repeat, an earlier run), None where none finished yet.
     expected_s: float | None = None
 

@@ -13,8 +13,9 @@ waits for the disk, and a cell's line is printed once its commit is done. A lost
 ``timeout``. An interrupt (SIGINT, SIGTERM) stops dispatching, ends what runs without recording it,
 commits what finished, and leaves the rest to the next run, which resumes each cell's search from
 its committed trials. A time limit (``stop_at``, ``run --time-limit``) ends the run the same way when it
-comes, and before it starts no trial expected to outlast it (:func:`fits`): a chunk of a long study ends
-with little work in flight to lose. The Ray cluster going away under the run (``ray stop``, a lost head) ends it
+comes, and before it starts no trial expected to outlast it (:meth:`Scheduler.expected`: the longest trial
+of its entry on its data and size so far, else its own time limit): a chunk of a long study ends with little
+work in flight to lose. The Ray cluster going away under the run (``ray stop``, a lost head) ends it
 the same way, at once, as :class:`~pipeline.errors.ClusterLost` (see ``faults.ClusterWatch``).
 """
 
@@ -57,10 +58,14 @@ class Running:
 
 
 def fits(expected_s: float | None, left_s: float) -> bool:
-    """Whether a trial may start with ``left_s`` seconds to the time limit: while time is left, and where its
-    expected wall time is known (:attr:`CellPlan.expected_s`), only if it is expected to end in time. A trial
-    with no estimate starts while time is left: no trial of its entry on that data has finished yet."""
+    """Whether a trial may start with ``left_s`` seconds to the time limit: while time is left, and only if it
+    is expected to end in time (:meth:`Scheduler.expected`; None: while time is left)."""
     return left_s > 0 and (expected_s is None or expected_s <= left_s)
+
+
+def _work(plan: CellPlan) -> tuple[str, str, str]:
+    """What a trial's expected time is keyed by: the model entry, the dataset and the size."""
+    return plan.base.model, plan.base.dataset, str(plan.base.sample_size)
 
 
 def in_order(plans: list[CellPlan], cheapest_first: bool = False) -> list[CellPlan]:
@@ -83,6 +88,10 @@ class Scheduler:
         self.load = load
         self.stop_at = stop_at  # time.monotonic() at which the run stops (None: no limit)
         self.stopped = False  # the time limit ended the run
+        self.started_any = False  # a trial was dispatched in this run
+        self.shortest_left: float | None = None  # ended before its limit: the shortest trial left, expected
+        # (model, dataset, size) → the longest trial of it finished in this run: what a time limit expects next
+        self.longest: dict[tuple[str, str, str], float] = {}
         self.on_cluster_lost = on_cluster_lost
         self.store = store
         self.run_row = run_row
@@ -226,10 +235,10 @@ class Scheduler:
 
     def _dispatch(self, now: float) -> None:
         for slot in self.pool.idle():
-            cell = next((c for c in self.cells if c.plan.shape == slot.shape and c.can_dispatch(now)
-                         and self._fits(c, now)), None)
+            cell = self.next_cell(slot.shape, now)
             if cell is None:
                 continue
+            self.started_any = True
             if not cell.started:
                 self._start(cell)
             req = cell.next_request(self.run_row.run_id)
@@ -240,7 +249,19 @@ class Scheduler:
             self.inflight[ref] = Running(slot, req, cell, time.monotonic())
 
     def _fits(self, cell: CellState, now: float) -> bool:
-        return self.stop_at is None or fits(cell.plan.expected_s, self.stop_at - now)
+        return self.stop_at is None or fits(self.expected(cell), self.stop_at - now)
+
+    def expected(self, cell: CellState) -> float:
+        """A trial of ``cell``'s expected wall time: the longest of its entry's finished trials on its data and
+        size, in the file before the run (:attr:`CellPlan.expected_s`) or in this run, else its time limit."""
+        p = cell.plan
+        known = [x for x in (p.expected_s, self.longest.get(_work(p))) if x is not None]
+        return max(known) if known else float(p.spec.trial_timeout_s)
+
+    def next_cell(self, shape: Shape, now: float) -> CellState | None:
+        """The first cell in order with a trial of ``shape`` to start now, in time for the limit."""
+        return next((c for c in self.cells if c.plan.shape == shape and c.can_dispatch(now) and self._fits(c, now)),
+                    None)
 
     def _time_is_up(self, now: float) -> bool:
         """The time limit has come, or nothing runs and no trial left would end before it: nothing more
@@ -249,7 +270,11 @@ class Scheduler:
             return False
         if now >= self.stop_at:
             return True
-        return not self.inflight and not any(c.can_dispatch(now) and self._fits(c, now) for c in self.cells)
+        if self.inflight or any(c.can_dispatch(now) and self._fits(c, now) for c in self.cells):
+            return False
+        waiting = [self.expected(c) for c in self.cells if c.can_dispatch(now)]
+        self.shortest_left = min(waiting) if waiting else None
+        return True
 
     def _put(self, key: str) -> None:
         import ray
@@ -350,6 +375,9 @@ class Scheduler:
         rec.cell_attempt = cell.plan.base.attempts
         cell.trials.append(rec)
         cell.spent += rec.seconds or 0.0
+        if rec.seconds is not None and rec.status == Status.OK:
+            key = _work(cell.plan)
+            self.longest[key] = max(self.longest.get(key, 0.0), float(rec.seconds))
         self.to_write.append(rec)
         if final:
             cell.outstanding.discard(run.req.suggestion)

@@ -20,7 +20,7 @@ from scipy import stats
 
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
-from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Verdict
+from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Status, Verdict
 from pipeline.report.stats.verdicts import half_width, projected, ratio
 
 ATTENTION, BOOSTING = "attention network", "best gradient boosting"
@@ -32,8 +32,11 @@ def pairs(db: str) -> pd.DataFrame:
     """The best attention network against the best gradient-boosting model, per task, from ``standings``."""
     return Store(db, create=False).query(
         "SELECT s.dataset, s.sample_size, s.n_train, s.n_valid, s.model, s.versus_model, s.diff, s.lo, s.hi, "
-        "s.n_splits, s.folds, s.verdict, s.sd, d.openml_id, d.n_rows, d.task_type FROM standings s "
-        "JOIN datasets d USING (dataset) WHERE s.family_best AND s.family = ? AND s.versus = ? "
+        "s.n_splits, s.folds, s.verdict, s.sd, s.model_bound, s.versus_bound, coalesce(c.planned, s.n_splits) AS planned, "
+        "d.openml_id, d.n_rows, d.task_type FROM standings s "
+        "JOIN datasets d USING (dataset) LEFT JOIN (SELECT dataset, split_key, sample_size, "
+        "count(DISTINCT (repeat, fold)) AS planned FROM suite_cells GROUP BY ALL) c USING (dataset, split_key, sample_size) "
+        "WHERE s.family_best AND s.family = ? AND s.versus = ? "
         "ORDER BY s.dataset, s.n_train", [ATTENTION, BOOSTING], prepare=temporary_views)
 
 
@@ -93,38 +96,42 @@ def summary(p: pd.DataFrame) -> str:
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
 
 
-CAP = 15  # splits: 5 repeats of 3-fold cross-validation, where the study's repeats stop (issue 58)
-
-
-def still_undetermined(big: pd.DataFrame, cap: int = CAP) -> list[str]:
+def still_undetermined(big: pd.DataFrame) -> list[str]:
     """The datasets undetermined at their largest size, with their fold-to-fold spread (the differences'
-    standard deviation over the splits) and what it lets ``cap`` splits decide: the corrected interval such a
-    spread gives there, and the verdict if the difference and the spread held. The correction keeps that
-    interval at least z · spread · √(1/(k − 1)) wide however many repeats run, so a dataset whose difference
-    is small against its spread stays undetermined: a finding about the data, not a want of compute."""
+    standard deviation over the splits) and what it lets the splits their suite plans there (``planned``: its
+    repeats × folds, 15 where the study's more_repeats apply) decide: the corrected interval such a spread gives
+    there, and the verdict if the difference and the spread held. The correction keeps that interval at least
+    z · spread · √(1/(k − 1)) wide however many repeats run, so a dataset whose difference is small against its
+    spread stays undetermined: a finding about the data, not a want of compute."""
     und = big[(big.verdict == Verdict.UNDETERMINED.value) & (big.n_splits >= 2)]
     if und.empty:
         return []
     rows, stays = [], []
     for r in und.itertuples(index=False):
         folds, n = int(r.folds), int(r.n_splits)
+        cap = max(n, int(r.planned))
         now = half_width(float(r.sd), n, ratio(folds=folds))
-        at_cap = projected(float(r.diff), float(r.sd), max(n, cap), folds=folds)
+        at_cap = projected(float(r.diff), float(r.sd), cap, folds=folds,
+                           bound=(bool(r.model_bound), bool(r.versus_bound)))
         floor = float(stats.norm.ppf(0.975) * r.sd * math.sqrt(ratio(folds=folds)))
         if at_cap.verdict is Verdict.UNDETERMINED:
             stays.append(str(r.dataset))
-        rows.append(f"| {r.dataset} | {n} | {_f(r.diff)} | {_f(float(r.sd), signed=False)} | ±{_f(now, signed=False)} | "
-                    f"±{_f(at_cap.high - at_cap.diff, signed=False)} | ±{_f(floor, signed=False)} | {at_cap.verdict} |")
-    reached = int((und.n_splits >= cap).sum())
-    head = (f"**Still undetermined: {len(und)} datasets** ({reached} of them at {cap} splits). The fold-to-fold spread "
-            f"(standard deviation of the difference over the splits) sets how wide the corrected interval can get: "
-            f"at {cap} splits (5 repeats of 3 folds) and, however many repeats run, never narrower than the last "
-            f"column. If each difference and spread held, {cap} splits would still leave {len(stays)} of them "
-            f"undetermined" + (f": {', '.join(stays)}." if stays else ".")
+        rows.append(f"| {r.dataset} | {n} of {cap} | {_f(r.diff)} | {_f(float(r.sd), signed=False)} | "
+                    f"±{_f(now, signed=False)} | ±{_f(at_cap.high - at_cap.diff, signed=False)} | "
+                    f"±{_f(floor, signed=False)} | {at_cap.verdict} |")
+    caps = sorted({max(int(n), int(p)) for n, p in zip(und.n_splits, und.planned)})
+    reached = int((und.n_splits >= und.planned).sum())
+    cap_words = "/".join(map(str, caps))
+    head = (f"**Still undetermined: {len(und)} datasets** ({reached} of them at all the splits their suite plans "
+            f"there: {cap_words}). The fold-to-fold spread (standard deviation of the difference over the splits) sets "
+            f"how wide the corrected interval can get: at the planned splits and, however many repeats run, never "
+            f"narrower than its column at any number. If each difference and spread held, the planned splits would "
+            f"still leave {len(stays)} of them undetermined" + (f": {', '.join(stays)}." if stays else ".")
             + " A spread measured on few splits is itself rough: this is a forecast; the verdict at the cap is what "
               "counts.")
-    return [head, "", f"| dataset | splits | difference | spread | ±95% now | ±95% at {cap} splits | ±95% at any number | "
-            f"at {cap} splits, if it held |", "| --- | ---: | --- | --- | --- | --- | --- | --- |", *rows]
+    return [head, "", "| dataset | splits run of planned | difference | spread | ±95% now | ±95% at the planned splits | "
+            "±95% at any number | at the planned splits, if it held |", "| --- | ---: | --- | --- | --- | --- | --- | --- |",
+            *rows]
 
 
 def favours(db: str, big: pd.DataFrame) -> str:
@@ -183,16 +190,15 @@ def per_architecture(db: str) -> list[str]:
 
 
 def holdings(db: str, name: str) -> str:
-    """What the reference holds against what its suites planned, and what its trials cost."""
+    """What the reference holds against what its suite plans (finished, failed), and what its trials cost."""
     q = Store(db, create=False).query
     planned = q("SELECT count(DISTINCT cell_id) AS n FROM suite_cells").n[0]
     status = q("SELECT status, count(*) AS n FROM current_results GROUP BY status")
-    counts = dict(zip(status.status, status.n))
+    ok = int(status.n[status.status == Status.OK.value].sum())
+    failed = int(status.n[~status.status.isin([Status.OK.value, Status.MISSING.value])].sum())
     hours = q("SELECT coalesce(sum(seconds), 0) / 3600 AS h FROM trials").h[0]
-    failed = int(counts.get("failed", 0))
-    done = int(sum(counts.values()))
-    return (f"The reference `{name}` holds {done:,} of the {int(planned):,} cells its suite plans "
-            f"({'none' if not failed else f'{failed:,}'} failed); their trials took {float(hours):.1f} trial-hours.")
+    return (f"The reference `{name}` holds {ok:,} finished and {'no' if not failed else f'{failed:,}'} failed cells of "
+            f"the {int(planned):,} its suite plans; their trials took {float(hours):.1f} trial-hours.")
 
 
 def claim_one(db: str) -> str:
@@ -212,6 +218,7 @@ def tuning(db: str, name: str) -> str:
     where nothing was searched."""
     from pipeline.models.kinds import BOOSTING, families
     from pipeline.report.data import ReportData
+    from pipeline.report.stats import aggregate as agg
     from pipeline.report.stats import tuned as tn
 
     searched = Store(db, create=False).query("SELECT cell_id FROM trials GROUP BY cell_id HAVING count(*) > 1 LIMIT 1")
@@ -240,8 +247,9 @@ def tuning(db: str, name: str) -> str:
            f"score (accuracy or R²), default → tuned; bold where tuning moved it past ±{VERDICT_MARGIN}:", "",
            "| dataset | training rows | " + " | ".join(t for _, t in found.pairs) + " |",
            "| --- | ---: |" + " --- |" * len(found.pairs)]
-    for (dataset, size), r in score.iterrows():
-        out.append(f"| {dataset} | {_size(float(size))} | " + " | ".join(
+    order = {z: i for i, z in enumerate(agg.size_order(list(score.index.get_level_values("sample_size"))))}
+    for (dataset, size), r in sorted(score.iterrows(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
+        out.append(f"| {dataset} | {size if size == 'all' else _size(float(size))} | " + " | ".join(
             moved(r[d], r[t]) if d in r and t in r and r[d] == r[d] and r[t] == r[t] else "–"
             for d, t in found.pairs) + " |")
     out += ["", f"Tuned − default per model, over those splits (interval: corrected as for {pooled}-fold "

@@ -42,3 +42,13 @@ def test_each_attention_entry_reads_its_own_standings(tmp_path: Path):
 def test_one_attention_entry_prints_no_table(tmp_path: Path):
     db = str(synthetic.build(tmp_path / "r.duckdb"))
     assert answer_text.per_architecture(db) == []
+
+
+def test_what_a_file_holds_counts_its_failed_cells(tmp_path: Path):
+    """The synthetic file has one failed cell (mlp on beta, all rows, fold 1) and one missing: the answer's
+    holdings line counts the failed one as failed, not as held."""
+    db = str(synthetic.build(tmp_path / "r.duckdb"))
+    line = answer_text.holdings(db, "synth")
+    q = Store(db, create=False).query
+    ok = q("SELECT count(*) AS n FROM current_results WHERE status = 'ok'").n[0]
+    assert f"holds {ok:,} finished and 1 failed cells of the " in line

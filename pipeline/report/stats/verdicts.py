@@ -182,14 +182,14 @@ def half_width(sd: float, n_splits: int, test_over_train: float, level: float = 
 
 
 def projected(diff: float, sd: float, n_splits: int, *, folds: int, margin: float = MARGIN,
-              alpha: float = ALPHA) -> Decision:
+              alpha: float = ALPHA, bound: tuple[bool, bool] = (False, False)) -> Decision:
     """The decision :func:`decide` would reach over ``n_splits`` splits of ``folds``-fold cross-validation if
     their mean difference were ``diff`` and its spread ``sd``, as measured on fewer: what more repeats can
     decide, and where no number of them would (an interval wider than the difference, and than the margin)."""
     r = ratio(folds=folds)
     half, eq_half = half_width(sd, n_splits, r, 1 - alpha), half_width(sd, n_splits, r, 1 - 2 * alpha)
     low, high = diff - half, diff + half
-    return Decision(_verdict(n_splits, low, high, diff - eq_half, diff + eq_half, margin, (False, False)), diff, low,
+    return Decision(_verdict(n_splits, low, high, diff - eq_half, diff + eq_half, margin, bound), diff, low,
                     high, diff - eq_half, diff + eq_half, n_splits, margin, alpha, r, folds)
 
 
