@@ -61,6 +61,30 @@ def test_the_study_doc_holds_what_tuning_changes_as_printed(tuned: str):
     assert "8 tasks, one fold each" in text and not re.search(r"\blevel\b", text)
 
 
+def _printed(db: str, ref: str, what: str | None) -> str:
+    if what == "summary ":
+        return answer_text.summary(answer_text.pairs(db)) + "\n"
+    return answer_text.tuning(db, ref) if what == "tuning " else answer_text.markdown(db, ref)
+
+
+def test_every_answer_block_in_the_docs_is_what_the_command_prints(tmp_path_factory):
+    """Each `<!-- answer [summary |tuning ]REF -->` block of README.md and docs/STUDY.md holds what
+    `attnbench answer REF` prints for the shipped reference now: whole, its summary, or its tuning part."""
+    files: dict[str, str] = {}
+    seen = []
+    for doc in (REPO / "README.md", REPO / "docs" / "STUDY.md"):
+        for m in blocks(doc):
+            ref = m["ref"]
+            if ref not in files:
+                files[ref] = str(tmp_path_factory.mktemp("doc-answer") / f"{ref}.duckdb")
+                references.export_file(ref, files[ref])
+            db = files[ref]
+            want = _printed(db, ref, m["what"])
+            assert m["text"] == want, (doc.name, m["what"], ref)
+            seen.append((doc.name, m["what"], ref))
+    assert ("STUDY.md", "summary ", "study-lite") in seen and len(seen) >= 4
+
+
 def test_the_readme_holds_its_summary(study: str):
     found = blocks(REPO / "README.md")
     assert [(m["what"], m["ref"]) for m in found] == [("summary ", "study-every-dataset")]

@@ -90,7 +90,8 @@ def summary(p: pd.DataFrame) -> str:
     trend = (f"behind on average at {', '.join(below)} training rows" if below else "never surely behind on average")
     trend += f" and ahead on average at {', '.join(above)}" if above else ", never surely ahead on average"
     return (f"Per dataset at its largest size, the best attention network against the best gradient-boosting model "
-            f"(each picked by validation) is {words} of {len(big)} datasets ({'/'.join(map(str, splits))} splits of "
+            f"(each picked by validation) is {words} of {len(big)} datasets ({'/'.join(map(str, splits))} "
+            f"split{'' if splits == [1] else 's'} of "
             f"{'/'.join(map(str, folds))}-fold cross-validation; Nadeau–Bengio corrected 95% intervals, ±{VERDICT_MARGIN} "
             f"margin). Over datasets, the mean difference at each one's largest size is {_f(mean)} [{_f(lo)}, {_f(hi)}]; "
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
