@@ -202,11 +202,7 @@ def expect_durations(store: Store, plans: list[Any]) -> None:
     """Each plan's ``expected_s``: the longest finished trial of its model entry (this version of it: its spec
     hash) on its dataset at its size in this results file (any fold, repeat or run), so that a run with a time
     limit starts no trial it expects to outlast the limit."""
-    longest = store.read(f"SELECT r.model, r.spec_hash, r.dataset, r.sample_size, max(t.seconds) AS s FROM trials t "
-                         f"JOIN results r USING (cell_id) WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL "
-                         "GROUP BY ALL")
-    expected = {(str(r.model), str(r.spec_hash), str(r.dataset), str(r.sample_size)): float(r.s)
-                for r in longest.itertuples(index=False)}
+    expected = store.longest_trials()
     for p in plans:
         p.expected_s = expected.get((p.base.model, p.base.spec_hash, p.base.dataset, str(p.base.sample_size)))
 

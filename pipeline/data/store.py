@@ -267,6 +267,14 @@ class Store:
                                  "split_key = ? ORDER BY repeat, fold, seed, rank", [dataset, split_key]).df()
         return parts, orders
 
+    def longest_trials(self) -> dict[tuple[str, str, str, str], float]:
+        """The longest finished (ok) trial's wall seconds per (model, spec hash, dataset, sample size)."""
+        df = self.read(f"SELECT r.model, r.spec_hash, r.dataset, r.sample_size, max(t.seconds) AS s FROM trials t "
+                       f"JOIN results r USING (cell_id) WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL "
+                       "GROUP BY ALL")
+        return {(str(r.model), str(r.spec_hash), str(r.dataset), str(r.sample_size)): float(r.s)
+                for r in df.itertuples(index=False)}
+
     def committed_trials(self, cells: dict[str, int]) -> dict[str, list[Any]]:
         """The trials already committed for each cell's current attempt (``cell_id → attempt``): a
         resumed search goes on from them."""

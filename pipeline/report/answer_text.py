@@ -232,7 +232,7 @@ def tuning(db: str, name: str) -> str:
     cells = tn.slice_cells(data.cells, found)
     pooled = min((data.folds(d, k) for d, k in set(zip(cells.dataset, cells.split_key))), default=2)
     pairs = tn.pairs_table(cells, found, folds=pooled)
-    ok = cells[(cells.status == "ok") & cells.score.notna()]
+    ok = cells[(cells.status == Status.OK) & cells.score.notna()]
     score = ok.pivot_table(index=["dataset", "sample_size"], columns="model", values="score", aggfunc="mean")
     folds = cells.groupby(["dataset", "sample_size"])[["repeat", "fold"]].apply(lambda g: len(g.drop_duplicates()))
     n_folds = sorted({int(x) for x in folds})
