@@ -6,6 +6,8 @@ chunks that finish the most cells first."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -109,7 +111,7 @@ def test_the_next_trial_is_the_first_in_order_that_ends_in_time():
 
 
 def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_resumes(
-        ray_local, tmp_path: Path, capsys):
+        ray_local, tmp_path: Path, capsys, monkeypatch):
     suite = {**BASE, "name": "limit", "datasets": [{"sklearn": "wine"}], "protocol": {"folds": 3},
              "models": [network_until(0.5)]}
     path = tmp_path / "s.yaml"
@@ -117,11 +119,13 @@ def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_re
     db = tmp_path / "r.duckdb"
     base = ["run", str(path), "--db", str(db), "--no-report"]
     # A limit that has passed before the first trial can start: the run stops with every cell pending.
-    code = cli.main([*base, "--time-limit", "0.01s"])
+    first = [*base, "--time-limit", "0.01s"]
+    monkeypatch.setattr(sys, "argv", ["attnbench", *first])  # what the resume line repeats
+    code = cli.main(first)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == cli.EXIT_STOPPED == 5, err
-    assert err[-1].startswith("attnbench: stopped at its time limit (0:00:00) with 3 cells of suite 'limit' to run; "
-                              "completed cells are saved — `attnbench ") and "resumes the run" in err[-1]
+    assert err[-1] == ("attnbench: stopped at its time limit (0:00:00) with 3 cells of suite 'limit' to run; "
+                       f"completed cells are saved — `{shlex.join(['attnbench', *first])}` resumes the run")
     store = Store(db)
     runs = store.query("SELECT status, n_done, n_failed FROM runs")
     assert runs.status.tolist() == [RunStatus.STOPPED.value] and runs.n_done[0] == runs.n_failed[0] == 0
