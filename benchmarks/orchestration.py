@@ -16,6 +16,8 @@
 
     python benchmarks/orchestration.py            # about 5 minutes on 2 cores
     python benchmarks/orchestration.py --quick    # smaller suites, a quick look
+    python benchmarks/orchestration.py --time-limit 3600   # the engine under a time limit (run --time-limit):
+                                                           # what its checks cost per trial
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ def prefetched(suite: dict[str, Any], where: Path) -> Path:
     return path
 
 
+TIME_LIMIT_S: float | None = None  # --time-limit: the engine runs under it (never reached), as `run --time-limit`
+
+
 def engine_run(suite_file: Path, data_db: Path, db: Path, num_cpus: int) -> float:
     """``runner.run`` in this process, from ``ray.init`` to the last commit; seconds."""
     import ray
@@ -78,7 +83,8 @@ def engine_run(suite_file: Path, data_db: Path, db: Path, num_cpus: int) -> floa
     shutil.copy(data_db, db)
     suite = parse_suite(yaml.safe_load(suite_file.read_text()))
     t0 = time.perf_counter()
-    runner.run(suite, db, num_cpus=num_cpus, progress=lambda _: None)
+    kwargs: dict[str, Any] = {"stop_at": time.monotonic() + TIME_LIMIT_S} if TIME_LIMIT_S else {}
+    runner.run(suite, db, num_cpus=num_cpus, progress=lambda _: None, **kwargs)
     wall = time.perf_counter() - t0
     ray.shutdown()
     return wall
@@ -253,7 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="smaller suites")
     p.add_argument("--part", choices=["overhead", "efficiency", "cluster"], action="append",
                    help="run only these parts (default: all)")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="run the engine under this time limit (long enough never to be reached)")
     args = p.parse_args(argv)
+    global TIME_LIMIT_S
+    TIME_LIMIT_S = args.time_limit
     parts = {"overhead": part_overhead, "efficiency": part_efficiency, "cluster": part_cluster}
     failed = False
     with tempfile.TemporaryDirectory(prefix="abn-bench-") as tmp:
