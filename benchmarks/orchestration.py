@@ -105,7 +105,7 @@ def requests(suite_file: Path, db: Path) -> list[TrialRequest]:
             cell_id=t.cell_id, trial_id=t.trial_id, trial_index=int(t.trial_index), suggestion=int(t.suggestion),
             attempt=1, model=p.model, config=json.loads(t.config) if isinstance(t.config, str) else t.config,
             seed=p.seed, data_key=p.data_key, cpus=r.cpus, gpus=r.gpus, workers=r.workers, backend=r.backend,
-            trial_timeout_s=p.spec.trial_timeout_s, attention=p.attention))
+            trial_timeout_s=p.spec.trial_timeout_s, attention=True))
     return out
 
 
