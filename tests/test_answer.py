@@ -167,5 +167,5 @@ def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str
     tests = tr.favours(traits, gap[["dataset", "gap"]]).dropna(subset=["q"]).sort_values(["q", "trait"])
     line = next(x for x in text.splitlines() if x.startswith("**Which data favours attention**"))
     best = tests.iloc[0]
-    assert f"{tr.SHORT[best.trait]} (ρ {best.rho:+.2f}, q {best.q:.2f}".replace("-", "−") in line
+    assert f"{tr.SHORT[best.trait]} (ρ {best.rho:+.2f}, q {best.q:.3f}".replace("-", "−") in line
     assert ("a null result" in line) == bool((tests.q >= 0.05).all())

@@ -148,7 +148,7 @@ def favours(db: str, big: pd.DataFrame) -> str:
     if tests.empty:
         return ""
     kept = tests[tests.q < 0.05]
-    said = [f"{tr.SHORT[r.trait]} (ρ {r.rho:+.2f}, q {r.q:.2f}, {r.n} datasets)".replace("-", "−")
+    said = [f"{tr.SHORT[r.trait]} (ρ {r.rho:+.2f}, q {r.q:.3f}, {r.n} datasets)".replace("-", "−")
             for r in tests.head(2).itertuples(index=False)]
     head = (f"{len(kept)} of the {len(tests)} characteristics tested survive Benjamini–Hochberg at q < 0.05"
             + (f": {', '.join(tr.SHORT[t] for t in kept.trait)}" if len(kept) else
