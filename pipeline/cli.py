@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.catalog import cmd_models, cmd_suites, compress_problems, weights_problems
+from pipeline.clock import hms
 from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import sigterm_as_interrupt
 from pipeline.records import RunStatus
@@ -91,12 +92,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"report: {index.resolve()}")
     if summary.status is RunStatus.STOPPED:
         if summary.shortest_left is not None and not summary.started_any:
-            print(f"attnbench: no trial left would end within the time limit ({_clock(args.time_limit)}): the shortest "
-                  f"is expected to take {_clock(summary.shortest_left)}; give a longer --time-limit", file=sys.stderr)
+            print(f"attnbench: no trial left would end within the time limit ({hms(args.time_limit)}): the shortest "
+                  f"is expected to take {hms(summary.shortest_left)}; give a longer --time-limit", file=sys.stderr)
             return EXIT_STOPPED
         ended = "before its time limit, no trial left ending in time" if summary.shortest_left is not None else \
             "at its time limit"
-        print(f"attnbench: stopped {ended} ({_clock(args.time_limit)}) with {summary.suite_missing} cells of suite "
+        print(f"attnbench: stopped {ended} ({hms(args.time_limit)}) with {summary.suite_missing} cells of suite "
               f"{suite.name!r} to run; completed cells are saved — `{_resume_command()}` resumes the run",
               file=sys.stderr)
         return EXIT_STOPPED
@@ -110,11 +111,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 EXIT_CLUSTER_LOST = 4
 EXIT_STOPPED = 5  # `run --time-limit` came before every cell ran: the same command resumes
-
-
-def _clock(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def retry_command(args: argparse.Namespace) -> str:

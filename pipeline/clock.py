@@ -55,3 +55,9 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise ValueError(f"{text!r}: give a duration above zero")
     return seconds
+
+
+def hms(seconds: float) -> str:
+    """Seconds as ``h:mm:ss`` (``2:00:00``, ``0:02:00``)."""
+    s = round(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"

@@ -19,7 +19,8 @@ from test_faults import BASE, network_until
 from pipeline import cli
 from pipeline.clock import parse_duration
 from pipeline.data.store import Store
-from pipeline.engine.scheduler import Scheduler, fits, in_order
+from pipeline.engine.cells import fits, in_order
+from pipeline.engine.scheduler import Scheduler
 from pipeline.records import RunStatus
 from pipeline.runner import expect_durations
 

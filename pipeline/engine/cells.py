@@ -5,6 +5,7 @@ and its compressed variants)."""
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,3 +187,26 @@ class CellState:
                     v.stop_reason = None
             out.append(v)
         return out
+
+
+def in_order(plans: list[CellPlan], cheapest_first: bool = False) -> list[CellPlan]:
+    """The order cells are taken in, one fold's cells together: folds by their cells' total expected cost,
+    then cells by cost. Longest first by default, so that no long cell is left to the end of a run while
+    the other slots idle; cheapest first (``run --cheapest-first``) finishes the most cells, and the most
+    datasets, in the first hours of a run that goes in chunks."""
+    by_key: dict[str, float] = defaultdict(float)
+    for p in plans:
+        by_key[p.data_key] += p.cost
+    sign = 1 if cheapest_first else -1
+    return sorted(plans, key=lambda p: (sign * by_key[p.data_key], p.data_key, sign * p.cost))
+
+
+def fits(expected_s: float | None, left_s: float) -> bool:
+    """Whether a trial may start with ``left_s`` seconds to the time limit: while time is left, and only if it
+    is expected to end in time (:meth:`pipeline.engine.scheduler.Scheduler.expected`; None: while time is left)."""
+    return left_s > 0 and (expected_s is None or expected_s <= left_s)
+
+
+def work_key(plan: CellPlan) -> tuple[str, str, str]:
+    """What a trial's expected time is keyed by: the model entry, the dataset and the size."""
+    return plan.base.model, plan.base.dataset, str(plan.base.sample_size)

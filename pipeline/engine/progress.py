@@ -14,13 +14,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipeline.clock import hms
+
 PLAIN_EVERY_S = 30.0
 LIVE_EVERY_S = 0.25
 
 
 def clock(seconds: float) -> str:
     s = int(max(0, seconds))
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+    return hms(s) if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 @dataclass

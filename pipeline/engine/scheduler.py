@@ -24,14 +24,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pipeline.data.preprocess import FoldData
-from pipeline.engine.cells import INFRA_REQUEUES, CellPlan, CellState
+from pipeline.engine.cells import INFRA_REQUEUES, CellPlan, CellState, fits, in_order, work_key
 from pipeline.engine.faults import ClusterWatch, hard_limit_s, lost_worker_status
 from pipeline.engine.pool import Shape, Slot, WorkerPool
 from pipeline.engine.progress import Counts, Progress
@@ -55,29 +55,6 @@ class Running:
     req: TrialRequest
     cell: CellState
     started: float
-
-
-def fits(expected_s: float | None, left_s: float) -> bool:
-    """Whether a trial may start with ``left_s`` seconds to the time limit: while time is left, and only if it
-    is expected to end in time (:meth:`Scheduler.expected`; None: while time is left)."""
-    return left_s > 0 and (expected_s is None or expected_s <= left_s)
-
-
-def _work(plan: CellPlan) -> tuple[str, str, str]:
-    """What a trial's expected time is keyed by: the model entry, the dataset and the size."""
-    return plan.base.model, plan.base.dataset, str(plan.base.sample_size)
-
-
-def in_order(plans: list[CellPlan], cheapest_first: bool = False) -> list[CellPlan]:
-    """The order cells are taken in, one fold's cells together: folds by their cells' total expected cost,
-    then cells by cost. Longest first by default, so that no long cell is left to the end of a run while
-    the other slots idle; cheapest first (``run --cheapest-first``) finishes the most cells, and the most
-    datasets, in the first hours of a run that goes in chunks."""
-    by_key: dict[str, float] = defaultdict(float)
-    for p in plans:
-        by_key[p.data_key] += p.cost
-    sign = 1 if cheapest_first else -1
-    return sorted(plans, key=lambda p: (sign * by_key[p.data_key], p.data_key, sign * p.cost))
 
 
 class Scheduler:
@@ -255,7 +232,7 @@ class Scheduler:
         """A trial of ``cell``'s expected wall time: the longest of its entry's finished trials on its data and
         size, in the file before the run (:attr:`CellPlan.expected_s`) or in this run, else its time limit."""
         p = cell.plan
-        known = [x for x in (p.expected_s, self.longest.get(_work(p))) if x is not None]
+        known = [x for x in (p.expected_s, self.longest.get(work_key(p))) if x is not None]
         return max(known) if known else float(p.spec.trial_timeout_s)
 
     def next_cell(self, shape: Shape, now: float) -> CellState | None:
@@ -376,7 +353,7 @@ class Scheduler:
         cell.trials.append(rec)
         cell.spent += rec.seconds or 0.0
         if rec.seconds is not None and rec.status == Status.OK:
-            key = _work(cell.plan)
+            key = work_key(cell.plan)
             self.longest[key] = max(self.longest.get(key, 0.0), float(rec.seconds))
         self.to_write.append(rec)
         if final:
