@@ -107,40 +107,56 @@ def t_quantile(p: float, df: str) -> str:
 def standings_sql(kinds: dict[str, str] | None = None) -> str:
     """The ``standings`` view's SQL. ``kinds`` (model → kind) fills the kind of a model no run stored one for
     (a file before schema 4), as the report names its family (pipeline/report/data.py); the view itself
-    reads the stored kinds."""
-    cells = "compared_cells"
+    reads the stored kinds.
+
+    Two sets of splits, each the fair one for its question. A family's best is picked on the splits every
+    model of the family that ran the task planned (``shared``: a model with fewer folds neither wins nor
+    loses the pick on folds it never ran). A pair's difference is over every split both finished: an entry
+    planned on three folds set against boosting planned on fifteen is compared on its three, and the
+    fifteen-split verdict of a model that ran all fifteen stays fifteen splits (compared_cells, which the
+    pages' means read, keeps only the splits every model of the task planned)."""
+    cells = "expected_cells"
     if kinds:
         values = ", ".join(f"({_quote(m)}, {_quote(k)})" for m, k in sorted(kinds.items()))
-        cells = (f"(SELECT x.* REPLACE (coalesce(x.model_kind, k.kind) AS model_kind) FROM compared_cells x "
+        cells = (f"(SELECT x.* REPLACE (coalesce(x.model_kind, k.kind) AS model_kind) FROM expected_cells x "
                  f"LEFT JOIN (VALUES {values}) k(model, kind) USING (model))")
     return f"""
-        WITH c AS MATERIALIZED (
-            SELECT c.dataset, c.split_key, c.sample_size, c.repeat, c.fold, c.model, c.model_kind, c.score,
-                   c.val_score, c.epochs_bound, c.n_train, r.n_valid
-            FROM {cells} c LEFT JOIN current_results r USING (cell_id)
-            WHERE c.status = {OK} AND c.score IS NOT NULL
+        WITH e AS MATERIALIZED (
+            SELECT x.*, {FAMILY} AS family FROM {cells} x
+        ), ran AS (
+            SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status <> {MISSING})
+        ), per_family AS (
+            SELECT {TASK}, family, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
+        ), per_split AS (
+            SELECT {SPLIT}, family, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
+        ), c AS MATERIALIZED (
+            SELECT e.dataset, e.split_key, e.sample_size, e.repeat, e.fold, e.model, e.model_kind, e.family, e.score,
+                   e.val_score, e.epochs_bound, e.n_train, r.n_valid, s.n = f.n AS shared
+            FROM e LEFT JOIN (SELECT cell_id, n_valid FROM current_results) r USING (cell_id) JOIN per_family f USING ({TASK}, family)
+            JOIN per_split s USING ({SPLIT}, family)
+            WHERE e.status = {OK} AND e.score IS NOT NULL
         ), task AS (
             SELECT {TASK}, avg(n_train) AS n_train, avg(n_valid) AS n_valid FROM c GROUP BY ALL
         ), m AS (
-            SELECT {TASK}, model, min(model_kind) AS model_kind, avg(score) AS test_mean, avg(val_score) AS val_mean,
-                   bool_or(epochs_bound) AS bound
+            SELECT {TASK}, model, min(model_kind) AS model_kind, min(family) AS family,
+                   avg(val_score) FILTER (WHERE shared) AS val_mean
             FROM c GROUP BY ALL
         ), picked AS (
-            SELECT m.*, {FAMILY} AS family,
-                   row_number() OVER (PARTITION BY {TASK}, {FAMILY} ORDER BY round(val_mean, 12) DESC NULLS LAST, model) = 1
+            SELECT m.*,
+                   row_number() OVER (PARTITION BY {TASK}, family ORDER BY round(val_mean, 12) DESC NULLS LAST, model) = 1
                        AS family_best
             FROM m
         ), pairs AS (
             {" UNION ALL ".join(
-                f"SELECT p.*, 'best ' || b.family AS versus, b.model AS versus_model, b.test_mean AS versus_test_mean, "
-                f"b.bound AS versus_bound "
+                f"SELECT p.*, 'best ' || b.family AS versus, b.model AS versus_model "
                 f"FROM picked p JOIN picked b USING ({TASK}) WHERE b.family_best AND b.family = {_quote(fam)} AND p.{cond}"
                 for fam, cond in AGAINST)}
         ), split AS (
-            SELECT {TASK}, repeat, fold, model, avg(score) AS score FROM c GROUP BY ALL
+            SELECT {TASK}, repeat, fold, model, avg(score) AS score, bool_or(epochs_bound) AS bound FROM c GROUP BY ALL
         ), d AS (
             SELECT p.dataset, p.split_key, p.sample_size, p.model, p.versus, count(*) AS n_splits,
-                   avg(x.score - y.score) AS diff, stddev_samp(x.score - y.score) AS sd
+                   avg(x.score - y.score) AS diff, stddev_samp(x.score - y.score) AS sd, avg(x.score) AS test_mean,
+                   avg(y.score) AS versus_test_mean, bool_or(x.bound) AS bound, bool_or(y.bound) AS versus_bound
             FROM pairs p
             JOIN split x ON x.dataset = p.dataset AND x.split_key = p.split_key AND x.sample_size = p.sample_size
                  AND x.model = p.model
@@ -149,7 +165,8 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
             GROUP BY ALL
         ), w AS (
             SELECT p.*, t.n_train, t.n_valid, g.folds, coalesce(d.n_splits, 0) AS n_splits, d.diff, d.sd,
-                   d.sd * sqrt(1::DOUBLE / d.n_splits + 1::DOUBLE / (g.folds - 1)) AS se
+                   d.test_mean, d.versus_test_mean, coalesce(d.bound, false) AS bound,
+                   coalesce(d.versus_bound, false) AS versus_bound, d.sd * sqrt(1::DOUBLE / d.n_splits + 1::DOUBLE / (g.folds - 1)) AS se
             FROM pairs p JOIN task t USING ({TASK}) LEFT JOIN designs g USING (dataset, split_key)
             LEFT JOIN d USING ({TASK}, model, versus)
         ), q AS (
@@ -494,10 +511,11 @@ VIEWS: dict[str, str] = {
     # row per (dataset, split_key, sample_size, model, versus). versus names the family picked against: 'best
     # gradient boosting' for every model of another family, and 'best other network' for an attention
     # network; versus_model is the model picked, the family's model with the highest mean validation score on
-    # the task among those with a test score (means to 12 decimals, as pipeline/report/stats/pick.py compares
-    # them; a tie to the first by name; the test set picks nothing).
-    # family_best: the model is its own family's pick there. diff: the mean over splits (a fold of a repeat,
-    # its subset seeds averaged; both finished) of model − versus_model test score; lo/hi its 95%
+    # the task over the splits every model of the family that ran the task planned (means to 12 decimals, as
+    # pipeline/report/stats/pick.py compares them; a tie to the first by name; the test set picks nothing).
+    # family_best: the model is its own family's pick there. diff: the mean over every split both finished
+    # (a fold of a repeat, its subset seeds averaged), not only those every model planned, of model −
+    # versus_model test score (test_mean, versus_test_mean: the two means over those splits); lo/hi its 95%
     # Nadeau–Bengio corrected interval, t(0.975, J − 1) · sd · √(1/J + 1/(k − 1)) (J = n_splits, k = folds
     # of the design), eq_lo/eq_hi the 90% one; verdict: 'not compared' with no split in common,
     # 'undetermined' with one, 'equivalent' when the 90% interval lies inside ±margin, 'ahead'/'behind' when

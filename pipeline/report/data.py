@@ -68,7 +68,7 @@ class ReportData:
     # (dataset, sample_size, model, why): cells left out of the plans as past a model's declared limits
     not_applicable: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NOT_APPLICABLE))
     in_context: frozenset[str] = frozenset()  # the in-context models (no training loop)
-    # planned cells left out of every comparison: on splits only some of their task's models planned
+    # planned cells left out of every mean, rank and cost: on splits only some of their task's models planned
     # (unshared_cells, counted per suite, model, dataset and size)
     unshared: pd.DataFrame = field(default_factory=pd.DataFrame)
     # Every pair's verdict (the standings view): what every page, sentence and count reads its verdicts from
@@ -233,8 +233,9 @@ class ReportData:
                 f"{'them' if tasks != 1 else 'it'} planned "
                 f"different splits (a suite run on fewer folds beside another, merged into one file), so {n} planned "
                 f"cell{'s' if n != 1 else ''} on splits only some of them planned ({per_suite}) are "
-                "left out of every comparison and every count, and each model's mean on a task covers the same "
-                "splits as the others'. The query SELECT * FROM unshared_cells lists them.")
+                "left out of every mean, rank and cost, so each model's mean on a task covers the same splits as "
+                "the others'; a verdict reads every split its two models both finished. The query SELECT * FROM "
+                "unshared_cells lists them.")
 
     def model_notes(self) -> dict[str, str]:
         """Each model's declared departures from the shared protocol (RealMLP's own training loop, the

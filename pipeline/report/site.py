@@ -51,7 +51,7 @@ class PageSpec:
 
 
 def shared_notes(data: ReportData) -> list[str]:
-    """The notes every page that compares models shows: the splits left out of every comparison (a merged
+    """The notes every page that compares models shows: the splits left out of every mean (a merged
     file whose models ran different folds of a task)."""
     return [t for t in (data.unshared_note(),) if t]
 

@@ -16,7 +16,7 @@ def table_rows(page: str, table_id: str) -> list[list[str]]:
 
 def standings_of(cells, kinds: dict[str, str], folds: int = 3, n_valid: float = 1000.0):
     """The ``standings`` view's rows over hand-made cells, computed by the view's own SQL (pipeline/data/views.py)
-    on an in-memory database holding them as ``compared_cells``: a statistic's test feeds it what a results file
+    on an in-memory database holding them as ``expected_cells``: a statistic's test feeds it what a results file
     would. ``cells``: dataset, sample_size, n_train, model, fold, score (and optionally split_key, repeat, seed,
     status, val_score, epochs_bound, n_valid); ``kinds``: model → its stored kind."""
     import duckdb
@@ -35,7 +35,7 @@ def standings_of(cells, kinds: dict[str, str], folds: int = 3, n_valid: float = 
     c["cell_id"] = [f"c{i}" for i in range(len(c))]
     con = duckdb.connect()
     con.register("given", c)
-    con.execute("CREATE TABLE compared_cells AS SELECT * FROM given")
+    con.execute("CREATE TABLE expected_cells AS SELECT * FROM given")
     con.execute("CREATE TABLE current_results AS SELECT cell_id, n_valid FROM given")
     con.execute(f"CREATE TABLE designs AS SELECT DISTINCT dataset, split_key, {int(folds)} AS folds FROM given")
     return con.execute(f"SELECT * FROM ({VIEWS['standings']}) ORDER BY dataset, split_key, n_train, model, versus").df()

@@ -240,3 +240,27 @@ def test_the_overview_says_which_crossover_verdicts_rest_on_one_split(tmp_path: 
     html = (tmp_path / "reports" / "index.html").read_text()
     assert html.count("1 of these verdicts rests on one fold, so is undetermined.") == 1
     assert "verdicts rest on one fold" not in html
+
+
+def test_a_pair_is_compared_on_every_split_both_ran_and_a_family_picks_on_its_shared_ones(tmp_path: Path):
+    """FT-Transformer and the boosting models on four folds; 'ft-two', a second attention entry, planned on
+    folds 0 and 1 only (issue 59's entries beside issue 58's repeats). The pages' means narrow every model to
+    the two folds all planned; a verdict does not: FT-Transformer against boosting keeps its four splits,
+    ft-two is set against boosting on its two. The attention pick is made on the two folds both attention
+    entries ran: there ft-two leads by 0.005, while FT-Transformer's mean over its own four folds, which
+    score higher, would lead by 0.005."""
+    s = Synth(models={k: MODELS[k] for k in ("xgboost", "catboost", "ft_transformer")}
+              | {"ft-two": ("ft_transformer", 0.745, 0.035, 2.0)}, folds=(0, 1, 2, 3))
+    s.unplanned = {(ds.name, size, f, "ft-two") for ds in s.datasets for size in s.sizes for f in (2, 3)}
+    s.missing, s.failed = set(), set()
+    db = synthetic.build(tmp_path / "results.duckdb", s)
+    compared = Store(db).query("SELECT DISTINCT fold FROM compared_cells")
+    assert set(compared.fold) == {0, 1}
+    st = Store(db).query("SELECT dataset, sample_size, model, versus, versus_model, n_splits, family_best "
+                         "FROM standings WHERE versus = 'best gradient boosting'")
+    assert len(st) == 2 * len(s.datasets) * len(s.sizes)
+    assert (st[st.model == "ft_transformer"].n_splits == 4).all()
+    assert (st[st.model == "ft-two"].n_splits == 2).all()
+    assert set(st[st.family_best].model) == {"ft-two"}
+    # the boosting pick is made on the four folds its two models share: CatBoost's validation scores lead
+    assert set(st.versus_model) == {"catboost"}
