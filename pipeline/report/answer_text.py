@@ -190,6 +190,41 @@ def per_architecture(db: str) -> list[str]:
             "picks; counts over datasets at each size, each verdict over that dataset's splits):", "", *out]
 
 
+def configurations(db: str) -> list[str]:
+    """Where the file holds one architecture as more than one entry (FT-Transformer at d_token 64 and at its
+    published 192): per entry and training size, against the base entry on the splits both finished, the
+    datasets by verdict, the mean difference over datasets and what it costs
+    (:mod:`pipeline.report.stats.configs`). Entries are paired both at defaults or both searched: a default
+    beside its searched entry is the tuning part's."""
+    from pipeline.report.stats import configs
+
+    q = Store(db, create=False).query
+    cells = q("SELECT e.dataset, e.sample_size, e.repeat, e.fold, e.model, e.model_name, e.score, "
+              "r.search_seconds AS seconds, e.model IN (SELECT DISTINCT c.model FROM current_results c JOIN "
+              "(SELECT cell_id FROM trials GROUP BY cell_id HAVING count(*) > 1) t USING (cell_id)) AS searched "
+              "FROM expected_cells e JOIN current_results r USING (cell_id) WHERE e.status = ? AND e.score IS NOT NULL",
+              [Status.OK.value], prepare=temporary_views)
+    pairs = configs.pairs_of_configurations(cells)
+    if not pairs:
+        return []
+    folds = {str(r.dataset): int(r.folds) for r in q("SELECT dataset, max(folds) AS folds FROM designs GROUP BY dataset",
+                                                     prepare=temporary_views).itertuples(index=False)}
+    out = ["| entry | against | training rows | datasets | splits | ahead–equivalent–behind–undetermined | "
+           "mean difference [95% CI over datasets] | trial time, ratio (hours) |",
+           "| --- | --- | ---: | ---: | ---: | --- | --- | --- |"]
+    for model, base in pairs:
+        for c in configs.changes(cells, folds, model, base):
+            text = "–".join(str(c.verdicts[v.value]) for v in ORDER[:4])
+            out.append(f"| {model} | {base} | {_size(float(c.sample_size)) if c.sample_size.isdigit() else c.sample_size} "
+                       f"| {c.datasets} | {c.splits} | {text} | {_f(c.mean)} [{_f(c.low)}, {_f(c.high)}] | "
+                       f"×{c.cost_ratio:.2f} ({c.hours:.2f} vs {c.base_hours:.2f}) |")
+    if len(out) == 2:
+        return []
+    return ["**One architecture at two configurations** (each entry against the one named as the architecture, "
+            "on the splits both finished; each dataset decided over its splits, the mean over datasets; trial "
+            "time: each cell's whole search, summed over the same cells):", "", *out]
+
+
 def holdings(db: str, name: str) -> str:
     """What the reference holds against what its suite plans (finished, failed), and what its trials cost."""
     q = Store(db, create=False).query
@@ -309,6 +344,9 @@ def markdown(db: str, name: str) -> str:
     each = per_architecture(db)
     if each:
         out += ["", *each]
+    two = configurations(db)
+    if two:
+        out += ["", *two]
     tuned = tuning(db, name)
     if tuned:
         out += ["", "**What tuning changes.**", "", *tuned.splitlines()[1:]]

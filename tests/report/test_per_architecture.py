@@ -52,3 +52,27 @@ def test_what_a_file_holds_counts_its_failed_cells(tmp_path: Path):
     q = Store(db, create=False).query
     ok = q("SELECT count(*) AS n FROM current_results WHERE status = 'ok'").n[0]
     assert f"holds {ok:,} finished and 1 failed cells of the " in line
+
+
+def test_one_architecture_at_two_configurations_is_compared_on_the_splits_both_finished(tmp_path: Path):
+    """'ft-192', FT-Transformer at a second configuration, scores 0.02 above FT-Transformer on every split and
+    costs three times its trial time; one of its cells failed (alpha, 128 rows, fold 1). Every dataset is ahead
+    at every size, and the cost ratio is exactly 3 only because the base's cell of that failed split is left
+    out of the sum too."""
+    s = synthetic.Synth(folds=(0, 1, 2))
+    s.models["ft-192"] = ("ft_transformer", 0.76, 0.035, 6.0)
+    s.failed = {("alpha", "128", 1, "ft-192")}
+    db = str(synthetic.build(tmp_path / "r.duckdb", s))
+    lines = answer_text.configurations(db)
+    assert lines[0].startswith("**One architecture at two configurations**")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[4:]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("ft-192", "ft_transformer", "32"), ("ft-192", "ft_transformer", "128"),
+                                                  ("ft-192", "ft_transformer", "all")]
+    assert [r[4] for r in rows] == ["6", "5", "6"]
+    assert all(r[3] == "2" and r[5] == "2–0–0–0" and r[6].startswith("+0.020 [") for r in rows)
+    assert all(r[7].startswith("×3.00 (") for r in rows)
+    assert "One architecture at two configurations" in answer_text.markdown(db, "synth")
+
+
+def test_one_configuration_of_each_architecture_prints_no_such_table(tmp_path: Path):
+    assert answer_text.configurations(str(synthetic.build(tmp_path / "r.duckdb"))) == []
