@@ -186,20 +186,44 @@ def _code_words(code: dict[str, list[dict[str, str]]]) -> str:
                                             for form in forms) for m, forms in sorted(other.items()))
 
 
+def _results_file(ref: str, tmp: str) -> str:
+    """A results file for REF: itself where it is one (``.duckdb``), else the reference (a shipped name or a
+    folder) exported into ``tmp``."""
+    from pipeline.data import references
+
+    if Path(ref).suffix == ".duckdb":
+        if not Path(ref).is_file():
+            raise AttnbenchError(f"no results file {ref}")
+        return ref
+    db = str(Path(tmp) / f"{Path(ref).name}.duckdb")
+    references.export_file(ref, db)
+    return db
+
+
 def cmd_answer(args: argparse.Namespace) -> int:
     """The answer's Markdown from a reference (a shipped name, a folder, or a results file)."""
     import tempfile
 
-    from pipeline.data import references
     from pipeline.report.answer_text import markdown
 
-    if Path(args.ref).suffix == ".duckdb":
-        print(markdown(args.ref, Path(args.ref).name), end="")
-        return 0
     with tempfile.TemporaryDirectory() as tmp:
-        db = str(Path(tmp) / "answer.duckdb")
-        references.export_file(args.ref, db)
-        print(markdown(db, args.ref), end="")
+        db = _results_file(args.ref, tmp)
+        print(markdown(db, Path(args.ref).name if db == args.ref else args.ref), end="")
+    return 0
+
+
+def cmd_price(args: argparse.Namespace) -> int:
+    """A pilot's price of the entries a study does not run yet, scaled by the study's own cost."""
+    import tempfile
+
+    from pipeline.report.price_text import markdown
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pilot, study = _results_file(args.pilot, tmp), _results_file(args.study, tmp)
+        try:
+            print(markdown(pilot, study, args.pilot, args.study, base=args.base, extend=args.extend), end="")
+        except ValueError as e:
+            raise AttnbenchError(str(e)) from None
     return 0
 
 
@@ -456,6 +480,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("answer", help="the answer in Markdown, from a reference's standings (what docs/STUDY.md holds)")
     p.add_argument("ref", metavar="REF", help="a shipped reference's name, a reference folder, or a results file")
     p.set_defaults(func=cmd_answer)
+
+    p = sub.add_parser("price", help="price the entries a study does not run yet, from a pilot's cells (trial-hours)")
+    p.add_argument("pilot", metavar="PILOT", help="the pilot: a shipped reference's name, a folder, or a results file")
+    p.add_argument("study", metavar="STUDY", help="the study it prices for (the same three forms)")
+    p.add_argument("--base", default="ft_transformer", help="the study's entry the pilot also ran (default: ft_transformer)")
+    p.add_argument("--extend", type=int, action="append", metavar="ROWS",
+                   help="also price this training size the pilot did not run, by each entry's ratio at its largest")
+    p.set_defaults(func=cmd_price)
 
     p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")
     p.add_argument("suite", nargs="?", help="also list the models this suite file declares by import path")
