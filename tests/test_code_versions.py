@@ -172,11 +172,16 @@ def test_a_users_learner_reads_the_attnbench_files_it_imports(tmp_path: Path, mo
 @pytest.mark.slow
 def test_in_a_copy_of_the_checkout_each_edit_reruns_exactly_its_models_cell(tmp_path: Path, ray_address: str):
     """(a) attnbench's own MLP forward edited, (b) the helper a single-file builder imports edited, (c) one of
-    two builders in one package edited: each run after an edit re-runs exactly the one cell of that model."""
+    two builders in one package edited: each run after an edit re-runs exactly the one cell of that model; a
+    run with nothing edited runs nothing. The edited model's old cell is history (superseded, 'replaced'), and
+    each run records the code it ran: the edited builder's digest changes with its edit and only then."""
+    import json
     import shutil
     import subprocess
 
     import yaml
+
+    from pipeline.data.store import Store
 
     co = tmp_path / "checkout"
     shutil.copytree(versions.PACKAGE, co / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
@@ -201,6 +206,7 @@ def test_in_a_copy_of_the_checkout_each_edit_reruns_exactly_its_models_cell(tmp_
         f.write_text(f.read_text().replace(old, new, 1))
 
     assert "4 cells done, 0 failed, 0 already done before" in run()
+    assert "4 cells, 4 already done, 0 to run" in run()  # nothing edited: nothing runs
     edit("pipeline/models/mlp.py", "return self.head(self.blocks(x))", "return self.head(torch.tanh(self.blocks(x)))")
     out = run()
     assert "1 cells done, 0 failed, 3 already done before" in out, out
@@ -212,3 +218,8 @@ def test_in_a_copy_of_the_checkout_each_edit_reruns_exactly_its_models_cell(tmp_
     superseded = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", "r.duckdb",
                                  "SELECT model FROM superseded ORDER BY 1"], cwd=co, capture_output=True, text=True)
     assert superseded.returncode == 0 and superseded.stdout.split().count("a") == 1, superseded.stdout
+    store = Store(co / "r.duckdb")
+    assert store.query("SELECT why FROM superseded WHERE model = 'a'").why.tolist() == ["replaced"]
+    code = store.query("SELECT model_code FROM runs ORDER BY started_at").model_code.tolist()
+    a = [json.loads(c)["a"]["twonets.a:A"]["digest"] for c in code]  # runs: first, unchanged, (a), (b), (c)
+    assert len(a) == 5 and a[0] == a[1] == a[2] == a[3] != a[4]

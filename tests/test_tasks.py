@@ -1,19 +1,15 @@
-"""A task is a split, not a suite; a model not run on a task is left out of it, never scored 0; a model's
-own code is part of its cells. Real runs on a local Ray, real DuckDB files, the real merge and report."""
+"""A task is a split, not a suite; a model not run on a task is left out of it, never scored 0 (a model's own
+code is part of its cells: tests/test_code_versions.py). Real runs on a local Ray, real DuckDB files, the real
+merge and report."""
 
 from __future__ import annotations
 
 import copy
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from pipeline import plan, runner
 from pipeline.data.merge import merge
@@ -27,7 +23,6 @@ from pipeline.spec import parse_suite
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
 PROTOCOL = {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]}
 SUITE_A = {"name": "a", "seed": 1, "datasets": [{"sklearn": "breast_cancer"}, {"sklearn": "wine"}],
            "protocol": PROTOCOL,
@@ -115,48 +110,6 @@ def test_another_suite_that_plans_a_cell_already_done_runs_nothing(files: dict[s
     assert summary.n_skipped == 2 and summary.n_done == 0
     lb = Store(db).query("SELECT dataset, model, suite FROM leaderboard WHERE model = 'xgboost' ORDER BY dataset")
     assert lb.suite.tolist() == ["a, c", "a, c"]
-
-
-MYNET = '''
-import torch
-from torch import nn
-
-
-class Tiny(nn.Module):
-    def __init__(self, *, n_num, cat_cardinalities, d_out, width=8):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(n_num, width), nn.ReLU(), nn.Linear(width, d_out))
-
-    def forward(self, x_num, x_cat):
-        return self.net(x_num)
-'''
-
-
-def test_editing_a_models_code_runs_its_cells_again(ray_address: str, tmp_path: Path):
-    (tmp_path / "mynet.py").write_text(MYNET)
-    suite = {"name": "mine", "datasets": [{"sklearn": "wine"}], "protocol": PROTOCOL,
-             "models": [{"name": "tiny", "builder": "mynet:Tiny", "kind": "network", "trials": 1,
-                         "fixed": {"max_epochs": 3, "batch_size": 64}},
-                        {"name": "xgboost", "trials": 1, "fixed": {"n_estimators": 10}}]}
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
-
-    def cli_run() -> str:
-        out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "s.yaml", "--db", "r.duckdb", "--no-report",
-                              "--address", ray_address], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
-        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-        return out.stdout
-
-    assert "2 cells, 0 already done, 2 to run" in cli_run()
-    assert "2 cells, 2 already done, 0 to run" in cli_run()  # nothing changed: nothing runs
-    (tmp_path / "mynet.py").write_text(MYNET.replace("nn.ReLU()", "nn.GELU()"))
-    assert "2 cells, 1 already done, 1 to run" in cli_run()  # the edited model's cell, and only it
-    store = Store(tmp_path / "r.duckdb")
-    sup = store.query("SELECT model, why FROM superseded")
-    assert sup.values.tolist() == [["tiny", "replaced"]]
-    code = store.query("SELECT model_code FROM runs ORDER BY started_at").model_code.tolist()
-    digests = [json.loads(c)["tiny"]["mynet:Tiny"]["digest"] for c in code]
-    assert digests[0] == digests[1] != digests[2]
 
 
 def as_written_before_schema_6(path: Path, suite: dict) -> None:
