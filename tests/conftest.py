@@ -75,8 +75,8 @@ def ray_address(ray_local) -> str:
 # so that a module-scoped fixture, a run whose results several tests read, is built once). Longest first,
 # so that no long module is left to one worker at the end: these start Ray clusters of their own or train
 # every model.
-LONGEST_FIRST = ("test_reference_results.py", "test_faults.py", "test_interrupts.py", "test_memory.py", "test_e2e.py", "test_tasks.py",
-                 "test_cluster.py")
+LONGEST_FIRST = ("test_reference_results.py", "test_faults.py", "test_interrupts.py", "test_memory.py",
+                 "test_e2e.py", "test_tasks.py", "test_cluster.py")
 
 
 @pytest.hookimpl(tryfirst=True)
