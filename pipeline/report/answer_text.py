@@ -161,18 +161,23 @@ def favours(db: str, big: pd.DataFrame) -> str:
 def per_architecture(db: str) -> list[str]:
     """Where the file holds more than one attention entry: per entry and training size, its verdicts against
     the best gradient-boosting model and against the best other network over datasets (counts, and the mean
-    difference with its 95% t-interval over datasets), and on how many datasets validation picked it as the
-    best attention network. Every figure is a ``standings`` row: the verdict every page reads."""
+    difference with its 95% t-interval over datasets), on how many datasets validation picked it as the best
+    attention network, and its mean validation rank among the attention entries (:mod:`race`: the race that
+    picks the entries run at a larger size). Every figure is a ``standings`` row: the verdict every page reads."""
+    from pipeline.report.stats import race
+
     s = Store(db, create=False).query(
-        "SELECT dataset, sample_size, model, family_best, versus, diff, verdict FROM standings "
+        "SELECT dataset, sample_size, model, family_best, versus, diff, verdict, val_mean FROM standings "
         "WHERE family = ? AND versus IN (?, ?) AND sample_size <> 'all' ORDER BY ALL",
         [ATTENTION, BOOSTING, OTHER_NETWORK], prepare=temporary_views)
     if s.model.nunique() < 2:
         return []
     compared = [v.value for v in COMPARED_VERDICTS]
+    standing = {size: race.ranks(g).set_index("model") for size, g in s.groupby("sample_size")}
     out = ["| attention entry | training rows | datasets | against the best boosting model: ahead–equivalent–behind–"
            "undetermined | mean difference [95% CI] | against the best other network | mean difference [95% CI] | "
-           "picked as the best attention network |", "| --- | ---: | ---: | --- | --- | --- | --- | ---: |"]
+           "picked as the best attention network | mean validation rank |",
+           "| --- | ---: | ---: | --- | --- | --- | --- | ---: | ---: |"]
     for (model, size), g in sorted(s.groupby(["model", "sample_size"]), key=lambda kv: (kv[0][0], int(kv[0][1]))):
         cells = []
         for versus in (BOOSTING, OTHER_NETWORK):
@@ -184,10 +189,17 @@ def per_architecture(db: str) -> list[str]:
             mean, lo, hi = _mean_interval(v[v.verdict.isin(compared)]["diff"].to_numpy(dtype=float))
             cells += [text if len(v) else "–", "–" if mean != mean else f"{_f(mean)} [{_f(lo)}, {_f(hi)}]"]
         picked = g[g.versus == BOOSTING]
+        r = standing[size]
+        rank = (f"{r.loc[model, 'mean_rank']:.2f} of {len(r)} ({int(r.loc[model, 'datasets'])} datasets)"
+                if model in r.index else "–")
         out.append(f"| {model} | {int(size):,} | {g.dataset.nunique()} | " + " | ".join(cells)
-                   + f" | {int(picked.family_best.sum())} of {picked.dataset.nunique()} |")
+                   + f" | {int(picked.family_best.sum())} of {picked.dataset.nunique()} | {rank} |")
+    leads = "; ".join(f"{int(size):,} rows: {', '.join(r.index[:3])}"
+                      for size, r in sorted(standing.items(), key=lambda kv: int(kv[0])) if len(r))
     return ["**Each attention architecture** (every attention entry of the reference, not only the one validation "
-            "picks; counts over datasets at each size, each verdict over that dataset's splits):", "", *out]
+            "picks; counts over datasets at each size, each verdict over that dataset's splits):", "", *out, "",
+            "Validation's leaders among the attention entries (the lowest mean ranks of their validation scores, over "
+            f"the datasets every entry ran; the race that picks which run on at a larger size): {leads}."]
 
 
 def configurations(db: str) -> list[str]:

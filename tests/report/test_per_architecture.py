@@ -12,6 +12,7 @@ from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import Verdict
 from pipeline.report import answer_text
+from pipeline.report.stats import race
 
 
 def test_each_attention_entry_reads_its_own_standings(tmp_path: Path):
@@ -19,9 +20,14 @@ def test_each_attention_entry_reads_its_own_standings(tmp_path: Path):
     s.models["tab_transformer"] = ("tab_transformer", 0.78, 0.030, 1.50)
     db = str(synthetic.build(tmp_path / "r.duckdb", s))
     lines = answer_text.per_architecture(db)
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[4:]]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[4:-2]]
     standings = Store(db, create=False).query("SELECT * FROM standings WHERE family = 'attention network' "
                                               "AND sample_size <> 'all'", prepare=temporary_views)
+    # the mean validation rank among the attention entries, and the leaders line, are race.ranks'
+    for r in rows:
+        ranked = race.ranks(standings[standings.sample_size == r[1].replace(",", "")]).set_index("model")
+        assert r[-1] == f"{ranked.loc[r[0], 'mean_rank']:.2f} of 2 ({int(ranked.loc[r[0], 'datasets'])} datasets)"
+    assert lines[-1].startswith("Validation's leaders among the attention entries") and "32 rows: " in lines[-1]
     assert {(r[0], r[1]) for r in rows} == {(m, f"{int(z):,}") for m, z in zip(standings.model, standings.sample_size)}
     order = [v.value for v in answer_text.ORDER[:4]]
     for r in rows:
@@ -31,10 +37,10 @@ def test_each_attention_entry_reads_its_own_standings(tmp_path: Path):
             want = "–".join(str(int((v.verdict == w).sum())) for w in order)
             assert r[col].split(" (")[0] == want
         picked = g[g.versus == "best gradient boosting"]
-        assert r[-1] == f"{int(picked.family_best.sum())} of {picked.dataset.nunique()}"
+        assert r[-2] == f"{int(picked.family_best.sum())} of {picked.dataset.nunique()}"
     # validation picks one attention entry per task: the picks of a size add up to its datasets
     for size in {r[1] for r in rows}:
-        picks = [int(r[-1].split(" of ")[0]) for r in rows if r[1] == size]
+        picks = [int(r[-2].split(" of ")[0]) for r in rows if r[1] == size]
         assert sum(picks) == standings[standings.sample_size == size.replace(",", "")].dataset.nunique()
     assert all(Verdict(v) for v in standings.verdict)
 
@@ -76,3 +82,23 @@ def test_one_architecture_at_two_configurations_is_compared_on_the_splits_both_f
 
 def test_one_configuration_of_each_architecture_prints_no_such_table(tmp_path: Path):
     assert answer_text.configurations(str(synthetic.build(tmp_path / "r.duckdb"))) == []
+
+
+def test_the_race_ranks_validation_over_the_datasets_every_entry_ran():
+    """a leads on d1 and d2, b and c tie on d1 (rank 2.5 each); c has no validation score on d3, so d3 counts
+    for no one (a would gain a rank-1 there that c never had the chance to take)."""
+    import pandas as pd
+
+    rows = pd.DataFrame([("d1", "a", 0.9, True), ("d1", "b", 0.8, False), ("d1", "c", 0.8, False),
+                         ("d2", "a", 0.7, True), ("d2", "b", 0.5, False), ("d2", "c", 0.6, False),
+                         ("d3", "a", 0.9, False), ("d3", "b", 0.95, True), ("d3", "c", None, False)],
+                        columns=["dataset", "model", "val_mean", "family_best"])
+    r = race.ranks(rows)
+    assert r.model.tolist() == ["a", "c", "b"]
+    assert r.mean_rank.tolist() == [1.0, 2.25, 2.75] and (r.datasets == 2).all()
+    assert r.picked.tolist() == [2, 0, 1]
+    # a tie in mean rank (2 each) goes to the entries picked on more datasets, then by name
+    tie = pd.DataFrame([("d1", "a", 0.9, True), ("d1", "b", 0.8, False), ("d1", "c", 0.7, False),
+                        ("d2", "a", 0.7, False), ("d2", "b", 0.8, False), ("d2", "c", 0.9, True)],
+                       columns=["dataset", "model", "val_mean", "family_best"])
+    assert race.leaders(tie, 3) == ["a", "c", "b"] and race.leaders(tie, 1) == ["a"]
