@@ -63,7 +63,7 @@ def test_the_study_doc_holds_what_tuning_changes_as_printed(tuned: str):
 
 def _printed(db: str, ref: str, what: str | None) -> str:
     if what == "summary ":
-        return answer_text.summary(answer_text.pairs(db)) + "\n"
+        return answer_text.summary_of(db) + "\n"
     return answer_text.tuning(db, ref) if what == "tuning " else answer_text.markdown(db, ref)
 
 
@@ -88,7 +88,7 @@ def test_every_answer_block_in_the_docs_is_what_the_command_prints(tmp_path_fact
 def test_the_readme_holds_its_summary(study: str):
     found = blocks(REPO / "README.md")
     assert [(m["what"], m["ref"]) for m in found] == [("summary ", "study-every-dataset")]
-    assert found[0]["text"] == answer_text.summary(answer_text.pairs(study)) + "\n"
+    assert found[0]["text"] == answer_text.summary_of(study) + "\n"
 
 
 def test_the_command_prints_it(study: str):

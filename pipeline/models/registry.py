@@ -282,6 +282,11 @@ def with_switch(switch: str) -> list[str]:
     return sorted(name for name, info in _discovered().models.items() if switch in info.ablations)
 
 
+def own_of_kind(kind: str) -> list[str]:
+    """attnbench's own registered models of ``kind`` (not an installed package's nor a suite's), by name."""
+    return sorted(name for name, info in _discovered().models.items() if info.kind == kind and info.source == "attnbench")
+
+
 def get(name: str) -> ModelInfo:
     models = _discovered().models
     try:

@@ -97,6 +97,35 @@ def summary(p: pd.DataFrame) -> str:
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
 
 
+def architectures(db: str) -> str:
+    """Which attention entries the file holds, at which training sizes, and which of attnbench's own attention
+    architectures it does not hold: what "the best attention network" was picked among."""
+    from pipeline.models.registry import own_of_kind
+
+    held = Store(db, create=False).query(
+        "SELECT model, any_value(model_name) AS name, list(DISTINCT sample_size) AS sizes FROM expected_cells "
+        "WHERE status = ? AND model_kind = 'attention' GROUP BY model ORDER BY model", [Status.OK.value],
+        prepare=temporary_views)
+
+    def span(sizes: list[str]) -> str:
+        rows = sorted(int(x) for x in sizes if str(x).isdigit())
+        words = ([f"{rows[0]:,}" if len(rows) == 1 else f"{rows[0]:,} to {rows[-1]:,}"] if rows else [])
+        words += ["all rows"] if "all" in sizes else []
+        return " and ".join(words) + (" training rows" if rows and "all" not in sizes else "")
+
+    entries = "; ".join(f"{r.model} ({span(list(r.sizes))})" for r in held.itertuples(index=False))
+    absent = [m for m in own_of_kind("attention") if m not in set(held.name)]
+    one = len(held) == 1
+    return (f"The attention {'entry' if one else 'entries'} it holds, among which validation picks the best: "
+            f"{entries or 'none'}" + (f". Not in it: {', '.join(absent)} (attnbench's other attention architectures)"
+                                      if absent else "") + ".")
+
+
+def summary_of(db: str) -> str:
+    """The summary the README quotes: :func:`summary`, then which attention entries it rests on."""
+    return summary(pairs(db)) + " " + architectures(db)
+
+
 def still_undetermined(big: pd.DataFrame) -> list[str]:
     """The datasets undetermined at their largest size, with their fold-to-fold spread (the differences'
     standard deviation over the splits) and what it lets the splits their suite plans there (``planned``: its
@@ -331,7 +360,8 @@ def markdown(db: str, name: str) -> str:
     if p.empty:
         return f"The reference {name!r} holds no attention network beside a gradient-boosting model.\n"
     big = largest(p)
-    out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->", summary(p), "",
+    out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->",
+           summary(p) + " " + architectures(db), "",
            holdings(db, name), "", claim_one(db), "",
            "| training rows | datasets | ahead | equivalent | behind | undetermined | not converged | "
            "mean difference [95% CI over datasets] |",

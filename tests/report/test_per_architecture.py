@@ -102,3 +102,19 @@ def test_the_race_ranks_validation_over_the_datasets_every_entry_ran():
                         ("d2", "a", 0.7, False), ("d2", "b", 0.8, False), ("d2", "c", 0.9, True)],
                        columns=["dataset", "model", "val_mean", "family_best"])
     assert race.leaders(tie, 3) == ["a", "c", "b"] and race.leaders(tie, 1) == ["a"]
+
+
+def test_the_summary_names_the_attention_entries_it_rests_on_and_those_it_lacks(tmp_path: Path):
+    """The synthetic file holds FT-Transformer and TabTransformer at 32, 128 and all rows: the sentence names
+    both with their sizes, and lists every other attention architecture of attnbench's registry as not in it."""
+    from pipeline.models.registry import own_of_kind
+
+    s = synthetic.Synth()
+    s.models["tab_transformer"] = ("tab_transformer", 0.78, 0.030, 1.50)
+    db = str(synthetic.build(tmp_path / "r.duckdb", s))
+    text = answer_text.architectures(db)
+    assert text.startswith("The attention entries it holds, among which validation picks the best: "
+                           "ft_transformer (32 to 128 and all rows); tab_transformer (32 to 128 and all rows). Not in it: ")
+    others = [m for m in own_of_kind("attention") if m not in ("ft_transformer", "tab_transformer")]
+    assert len(others) >= 5 and text.endswith(f"Not in it: {', '.join(others)} (attnbench's other attention architectures).")
+    assert answer_text.summary_of(db).endswith(text)
