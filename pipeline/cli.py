@@ -75,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.against:
         from pipeline.data.references import load
 
-        against = load(args.against)
+        against = load(args.against, "--against")
     try:
         summary = runner.run(suite, args.db, force=args.force, retry_failed=args.retry_failed, address=args.address,
                              num_cpus=args.num_cpus, num_gpus=args.num_gpus, argv=sys.argv,
@@ -186,16 +186,16 @@ def _code_words(code: dict[str, list[dict[str, str]]]) -> str:
                                             for form in forms) for m, forms in sorted(other.items()))
 
 
-def _results_file(ref: str, tmp: str) -> str:
+def _results_file(ref: str, tmp: str, prefix: str = "") -> str:
     """A results file for REF: itself where it is one (``.duckdb``), else the reference (a shipped name or a
-    folder) exported into ``tmp``."""
+    folder) exported into ``tmp`` (as ``prefix`` + its name: two references of one name stay two files)."""
     from pipeline.data import references
 
     if Path(ref).suffix == ".duckdb":
         if not Path(ref).is_file():
             raise AttnbenchError(f"no results file {ref}")
         return ref
-    db = str(Path(tmp) / f"{Path(ref).name}.duckdb")
+    db = str(Path(tmp) / f"{prefix}{Path(ref).name}.duckdb")
     references.export_file(ref, db)
     return db
 
@@ -219,7 +219,7 @@ def cmd_price(args: argparse.Namespace) -> int:
     from pipeline.report.price_text import markdown
 
     with tempfile.TemporaryDirectory() as tmp:
-        pilot, study = _results_file(args.pilot, tmp), _results_file(args.study, tmp)
+        pilot, study = _results_file(args.pilot, tmp, "pilot-"), _results_file(args.study, tmp, "study-")
         try:
             print(markdown(pilot, study, args.pilot, args.study, base=args.base, extend=args.extend), end="")
         except ValueError as e:

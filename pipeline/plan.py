@@ -106,6 +106,8 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                 for m in suite.models:
                     if m.sample_sizes is not None and label not in {str(x) for x in m.sample_sizes}:
                         continue  # not one of the entry's sizes: no cell
+                    if m.repeats is not None and r >= m.repeats:
+                        continue  # past the entry's repeats: no cell
                     rows = min(n, int(m.fixed.get("context_rows") or n))  # a subsampled context's rows
                     why = (limits[m.key].problem(rows, ds.dataset.features.shape[1], len(ds.dataset.classes or ()),
                                                  m.resources.gpus > 0) if m.key in limits else None)

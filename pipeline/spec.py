@@ -228,7 +228,7 @@ OWN_MODEL_KEYS = {"builder", "learner", "kind", "defaults"}  # the keys that dec
 # Keys added after results existed, left out of an entry's hash at these values so that its cells keep their ids.
 LATER_KEYS = {"clock": "wall"}
 # Keys that choose which of the protocol's cells an entry has, not how a cell runs: never in its hash.
-PLAN_KEYS = {"sample_sizes"}
+PLAN_KEYS = {"sample_sizes", "repeats"}
 Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
 
 
@@ -263,6 +263,9 @@ class ModelSpec(_Strict):
     sample_sizes: list[SampleSize] | None = Field(
         default=None, description="the protocol's sample sizes this entry runs at (default: all of them); which "
         "cells exist, not how one runs: changing it keeps the ids of the cells the entry keeps")
+    repeats: int | None = Field(
+        default=None, ge=1, description="the first N of the protocol's repeats this entry runs (default: every "
+        "one, more_repeats included); 1: its folds once. Which cells exist, not how one runs, as sample_sizes")
     compress: list[Literal["prune", "quantize", "pca"]] = Field(
         default_factory=list, description="torch models: also score compressed variants of each trial's model, "
         "each stored as a model of its own (<key>+prune: 30% of each hidden layer's neurons removed; "

@@ -1,4 +1,4 @@
-"""A model entry's own ``sample_sizes``: an entry that runs at some of the protocol's sizes (issue 59: attention
+"""A model entry's own ``sample_sizes`` (and ``repeats``): an entry that runs at some of the protocol's sizes (issue 59: attention
 architectures at 128, 1,024 and 4,096 rows, and at 10,000 only for those that lead). Which cells exist, not how
 one runs: the cells it keeps have the ids they have without it, so widening it later adds cells and re-runs
 none; sizes the protocol does not have are refused in one line."""
@@ -39,6 +39,20 @@ def test_more_repeats_run_an_entry_only_where_its_sizes_reach_the_largest(tmp_pa
     below, _ = cells(_with_sizes(MORE, [32]), store)
     assert set(at_top[(at_top.model == "xgboost") & (at_top.dataset == "wine")]["repeat"]) == {0, 1, 2}
     assert set(below[(below.model == "xgboost") & (below.dataset == "wine")]["repeat"]) == {0}
+
+
+def test_an_entry_runs_its_own_repeats_and_keeps_its_cells_ids(tmp_path: Path):
+    """repeats: 1 beside more_repeats: the entry runs its folds once at every size, the other entry keeps the
+    repeats at the largest; the cells it keeps have their ids. repeats: 3 is every repeat the suite plans."""
+    store = Store(tmp_path / "r.duckdb")
+    every, _ = cells(MORE, store)
+    once, _ = cells({**MORE, "models": [{**MORE["models"][0], "repeats": 1}, *MORE["models"][1:]]}, store)
+    xgb, other = once[once.model == "xgboost"], once[once.model != "xgboost"]
+    assert set(xgb["repeat"]) == {0} and set(every[every.model == "xgboost"]["repeat"]) == {0, 1, 2}
+    assert set(xgb.cell_id) == set(every[(every.model == "xgboost") & (every["repeat"] == 0)].cell_id)
+    assert set(other.cell_id) == set(every[every.model != "xgboost"].cell_id)
+    three, _ = cells({**MORE, "models": [{**MORE["models"][0], "repeats": 3}, *MORE["models"][1:]]}, store)
+    assert set(three.cell_id) == set(every.cell_id)
 
 
 @pytest.mark.parametrize("sizes", [[128], [32, "all"], []])

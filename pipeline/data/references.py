@@ -315,24 +315,25 @@ def _shown(v: Any) -> str:
     return json.dumps(v.model_dump(mode="json")) if hasattr(v, "model_dump") else repr(v)
 
 
-def load(ref: str) -> Reference:
-    """A shipped reference by name, a reference folder, or a results file (``.duckdb``)."""
+def load(ref: str, option: str = "") -> Reference:
+    """A shipped reference by name, a reference folder, or a results file (``.duckdb``); ``option``: the
+    command-line option that named it (``--against``), said in its errors."""
     import duckdb
 
     path = Path(ref)
     if not path.exists() and (shipped_root() / ref / "reference.json").is_file():
         path = shipped_root() / ref
     if path.is_file() and path.suffix == ".duckdb":
-        return _from_results_file(path)
+        return _from_results_file(path, option)
     if not (path / "reference.json").is_file():
         names = shipped()
-        raise ReferenceError(f"--against {ref}: no such reference (shipped: {', '.join(names) or 'none'} in "
+        raise ReferenceError(f"{option + ' ' if option else ''}{ref}: no such reference (shipped: {', '.join(names) or 'none'} in "
                              f"{shipped_root()}; or give a results file .duckdb or a reference folder)")
     meta = json.loads((path / "reference.json").read_text())
     con = duckdb.connect()
     chunks = sorted(p for p in path.glob("chunk-*") if p.is_dir())
     if not chunks:
-        raise ReferenceError(f"--against {ref}: {path} holds no chunk of results")
+        raise ReferenceError(f"{option + ' ' if option else ''}{ref}: {path} holds no chunk of results")
     for table in TABLES:
         files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))  # chunk-NNNN: the chunks' order
         if files and table in LATEST:
@@ -374,7 +375,7 @@ def _drop_older_attempts(con: Any) -> None:
                     "(SELECT 1 FROM ref_trials t WHERE t.cell_id = p.cell_id AND t.trial_id = p.trial_id)")
 
 
-def _from_results_file(path: Path) -> Reference:
+def _from_results_file(path: Path, option: str = "") -> Reference:
     """A results file as a reference: its one suite's plan (a file of several suites names none)."""
     import duckdb
 
@@ -385,7 +386,7 @@ def _from_results_file(path: Path) -> Reference:
     con.execute(f"ATTACH '{path.resolve()!s}' AS src (READ_ONLY)")
     suites = [r[0] for r in con.execute("SELECT DISTINCT suite FROM src.suite_cells ORDER BY 1").fetchall()]
     if len(suites) != 1:
-        raise ReferenceError(f"--against {path}: it holds the plans of {len(suites)} suites "
+        raise ReferenceError(f"{option + ' ' if option else ''}{path}: it holds the plans of {len(suites)} suites "
                              f"({', '.join(suites) or 'none'}); a reference is one suite's results")
     export_tables(con, "src", suites[0], "ref")
     spec = _suite_yaml(con, suites[0])

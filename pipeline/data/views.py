@@ -121,8 +121,14 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
         cells = (f"(SELECT x.* REPLACE (coalesce(x.model_kind, k.kind) AS model_kind) FROM expected_cells x "
                  f"LEFT JOIN (VALUES {values}) k(model, kind) USING (model))")
     return f"""
-        WITH e AS MATERIALIZED (
-            SELECT x.*, {FAMILY} AS family FROM {cells} x
+        WITH e0 AS (
+            SELECT * FROM {cells}
+        ), k AS (  -- one kind per model (a file merged from runs before and after kinds were stored has both)
+            SELECT model, min(model_kind) AS model_kind FROM e0 GROUP BY model
+        ), e1 AS (
+            SELECT e0.* EXCLUDE (model_kind), k.model_kind FROM e0 JOIN k USING (model)
+        ), e AS MATERIALIZED (
+            SELECT e1.*, {FAMILY} AS family FROM e1
         ), ran AS (
             SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status <> {MISSING})
         ), per_family AS (

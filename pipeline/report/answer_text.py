@@ -29,13 +29,16 @@ ORDER = [Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED
 
 
 def pairs(db: str) -> pd.DataFrame:
-    """The best attention network against the best gradient-boosting model, per task, from ``standings``."""
+    """The best attention network against the best gradient-boosting model, per task, from ``standings``, with the
+    splits both of the pair were planned on (``planned``: what the pair's verdict can rest on at most)."""
     return Store(db, create=False).query(
         "SELECT s.dataset, s.sample_size, s.n_train, s.n_valid, s.model, s.versus_model, s.diff, s.lo, s.hi, "
         "s.n_splits, s.folds, s.verdict, s.sd, s.model_bound, s.versus_bound, coalesce(c.planned, s.n_splits) AS planned, "
         "d.openml_id, d.n_rows, d.task_type FROM standings s "
-        "JOIN datasets d USING (dataset) LEFT JOIN (SELECT dataset, split_key, sample_size, "
-        "count(DISTINCT (repeat, fold)) AS planned FROM suite_cells GROUP BY ALL) c USING (dataset, split_key, sample_size) "
+        "JOIN datasets d USING (dataset) LEFT JOIN (WITH p AS (SELECT DISTINCT dataset, split_key, sample_size, model, "
+        "repeat, fold FROM plan) SELECT a.dataset, a.split_key, a.sample_size, a.model, b.model AS versus_model, "
+        "count(*) AS planned FROM p a JOIN p b USING (dataset, split_key, sample_size, repeat, fold) GROUP BY ALL) c "
+        "USING (dataset, split_key, sample_size, model, versus_model) "
         "WHERE s.family_best AND s.family = ? AND s.versus = ? "
         "ORDER BY s.dataset, s.n_train", [ATTENTION, BOOSTING], prepare=temporary_views)
 
@@ -110,8 +113,8 @@ def architectures(db: str) -> str:
     def span(sizes: list[str]) -> str:
         rows = sorted(int(x) for x in sizes if str(x).isdigit())
         words = ([f"{rows[0]:,}" if len(rows) == 1 else f"{rows[0]:,} to {rows[-1]:,}"] if rows else [])
-        words += ["all rows"] if "all" in sizes else []
-        return " and ".join(words) + (" training rows" if rows and "all" not in sizes else "")
+        words = [f"{words[0]} training rows"] if words else []
+        return " and ".join(words + (["all rows"] if "all" in sizes else []))
 
     entries = "; ".join(f"{r.model} ({span(list(r.sizes))})" for r in held.itertuples(index=False))
     absent = [m for m in own_of_kind("attention") if m not in set(held.name)]
@@ -241,8 +244,8 @@ def configurations(db: str) -> list[str]:
 
     q = Store(db, create=False).query
     cells = q("SELECT e.dataset, e.sample_size, e.repeat, e.fold, e.model, e.model_name, e.score, "
-              "r.search_seconds AS seconds, e.model IN (SELECT DISTINCT c.model FROM current_results c JOIN "
-              "(SELECT cell_id FROM trials GROUP BY cell_id HAVING count(*) > 1) t USING (cell_id)) AS searched "
+              "r.search_seconds AS seconds, e.epochs_bound AS bound, e.model IN (SELECT DISTINCT c.model FROM current_results c JOIN "
+              "(SELECT cell_id FROM trials GROUP BY cell_id HAVING count(DISTINCT suggestion) > 1) t USING (cell_id)) AS searched "
               "FROM expected_cells e JOIN current_results r USING (cell_id) WHERE e.status = ? AND e.score IS NOT NULL",
               [Status.OK.value], prepare=temporary_views)
     pairs = configs.pairs_of_configurations(cells)
@@ -256,6 +259,8 @@ def configurations(db: str) -> list[str]:
     for model, base in pairs:
         for c in configs.changes(cells, folds, model, base):
             text = "–".join(str(c.verdicts[v.value]) for v in ORDER[:4])
+            if c.verdicts[Verdict.NOT_CONVERGED.value]:
+                text += f" (+{c.verdicts[Verdict.NOT_CONVERGED.value]} not converged)"
             out.append(f"| {model} | {base} | {_size(float(c.sample_size)) if c.sample_size.isdigit() else c.sample_size} "
                        f"| {c.datasets} | {c.splits} | {text} | {_f(c.mean)} [{_f(c.low)}, {_f(c.high)}] | "
                        f"×{c.cost_ratio:.2f} ({c.hours:.2f} vs {c.base_hours:.2f}) |")
@@ -298,7 +303,7 @@ def tuning(db: str, name: str) -> str:
     from pipeline.report.stats import aggregate as agg
     from pipeline.report.stats import tuned as tn
 
-    searched = Store(db, create=False).query("SELECT cell_id FROM trials GROUP BY cell_id HAVING count(*) > 1 LIMIT 1")
+    searched = Store(db, create=False).query("SELECT cell_id FROM trials GROUP BY cell_id HAVING count(DISTINCT suggestion) > 1 LIMIT 1")
     if searched.empty:  # no cell ran a search: nothing to read the whole file for
         return ""
     data = ReportData.load(db)

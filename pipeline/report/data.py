@@ -107,7 +107,7 @@ class ReportData:
                 configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id) "
                              "WHERE s.cell_id IN (SELECT cell_id FROM compared_cells) ORDER BY s.cell_id"),
                 trials=q("SELECT r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.cell_id, "
-                         "count(t.trial_id) AS n_trials, "
+                         "count(t.trial_id) AS n_trials, count(DISTINCT t.suggestion) AS n_suggestions, "
                          # configurations a search scored (a trial lost to the infrastructure and run again
                          # is one configuration, not two)
                          f"count(DISTINCT t.suggestion) FILTER (WHERE t.status IN {SCORED_IN}) AS n_configs, "
@@ -120,8 +120,10 @@ class ReportData:
                 kinds={}, model_names={},
             )
             # a file before schema 4 stored no kinds: its models' families are the registry's, as below
-            names = dict(zip(data.cells.model, data.cells.model_name)) if len(data.cells) else {}
-            unkinded = sorted(set(names) - set(data.cells.dropna(subset=["model_kind"]).model))
+            # (every expected cell's model: the standings view reads them all, not only the compared ones)
+            every = q("SELECT DISTINCT model, model_name, model_kind FROM expected_cells")
+            names = dict(zip(every.model, every.model_name)) if len(every) else {}
+            unkinded = sorted(set(names) - set(every.dropna(subset=["model_kind"]).model))
             standings = (f"({standings_sql({m: legacy_kind(names[m]) for m in unkinded})})" if unkinded
                          else "standings")
             data.standings = q(f"SELECT * FROM {standings} ORDER BY dataset, split_key, n_train, sample_size, model, versus")

@@ -3,8 +3,6 @@ header quotes as its plan and total before the chunks start (:mod:`pipeline.repo
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from pipeline.data.store import Store
@@ -47,6 +45,8 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
            "projected h |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for p in sorted(rows, key=lambda p: (p.model, p.sample_size)):
         cells = str(p.cells) if p.measured else f"(ratio at {p.priced_at:,})"
+        if p.projected != p.projected:
+            cells += " not priced"
         out.append(f"| {p.model} | {p.sample_size:,} | {cells} | {_hours(p.hours)} | {_hours(p.base_hours)} | "
                    f"×{p.ratio:.2f} | {p.study_cells} | {_hours(p.study_base_hours)} | {_hours(p.projected)} |")
     out += ["", totals(rows)]
@@ -54,14 +54,19 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
 
 
 def totals(rows: list[Price]) -> str:
-    """The projected trial-hours per size and in all, and what that is on two cores."""
+    """The projected trial-hours per size and in all, what cannot be priced, and what that is on two cores."""
     by_size: dict[int, float] = {}
     for p in rows:
-        by_size[p.sample_size] = by_size.get(p.sample_size, 0.0) + (p.projected if p.projected == p.projected else 0.0)
+        if p.projected == p.projected:
+            by_size[p.sample_size] = by_size.get(p.sample_size, 0.0) + p.projected
     total = sum(by_size.values())
     each = ", ".join(f"{s:,} rows {h:.1f}" for s, h in sorted(by_size.items()))
     unmeasured = sorted({p.sample_size for p in rows if not p.measured})
-    said = (f" ({', '.join(f'{s:,}' for s in unmeasured)} rows priced by each entry's ratio at the pilot's largest size, "
-            "for every entry: an upper bound where fewer run there)" if unmeasured else "")
-    return (f"Projected: {total:.1f} trial-hours, every entry at every size listed ({each}){said}; about "
-            f"{math.ceil(total / 2 / 2)} chunks of 2 hours on 2 cores.")
+    said = (f" ({', '.join(f'{s:,}' for s in unmeasured)} rows priced by each entry's ratio at the pilot's largest "
+            "size, for every entry: the most entries that could run there, at a ratio carried up from a smaller size, "
+            "which can be low)" if unmeasured else "")
+    missing = [f"{p.model} at {p.sample_size:,}" for p in rows if p.projected != p.projected]
+    unpriced = (f" Not priced (no pilot cell both finished, or no cell of the base in the study at that size): "
+                f"{', '.join(missing)}; the total leaves them out." if missing else "")
+    return (f"Projected: {total:.1f} trial-hours, every entry at every size listed ({each}){said}: on 2 cores, at "
+            f"least {total / 2:.1f} hours of wall time.{unpriced}")

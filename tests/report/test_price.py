@@ -53,7 +53,25 @@ def test_the_command_prints_the_table_and_its_total(files):
     assert out.stdout == price_text.markdown(*files, files[0], files[1], extend=[512])
     total = sum(p.projected for p in prices(*price_text.entries_and_cells(*files, "ft_transformer"), "ft_transformer"))
     assert f"Projected: {total:.1f} trial-hours" in out.stdout
-    assert "| ft-192 | 512 | (ratio at 128) |" in out.stdout
+    # 512 rows: priced by the ratio at 128, but the study has no base cell there to scale: said, never a zero
+    assert "| ft-192 | 512 | (ratio at 128) not priced |" in out.stdout
+    assert "Not priced (no pilot cell both finished, or no cell of the base in the study at that size): ft-192 at 512" \
+        in out.stdout
+
+
+def test_a_size_no_pilot_cell_of_an_entry_finished_is_named_not_zero():
+    import pandas as pd
+
+    pilot = pd.DataFrame([("d", "32", 0, 0, 0, "base", 10.0), ("d", "32", 0, 0, 0, "new", 30.0),
+                          ("d", "128", 0, 0, 0, "base", 40.0)],
+                         columns=["dataset", "sample_size", "repeat", "fold", "seed", "model", "seconds"])
+    study = pd.DataFrame({"dataset": ["d", "d"], "sample_size": ["32", "128"], "seconds": [3600.0, 7200.0]})
+    rows = {p.sample_size: p for p in prices(pilot, study, "base")}
+    assert rows[32].projected == pytest.approx(3.0) and rows[128].cells == 0 and rows[128].projected != rows[128].projected
+    text = price_text.totals(list(rows.values()))
+    assert text.startswith("Projected: 3.0 trial-hours") and "Not priced" in text and "new at 128" in text
+    with pytest.raises(ValueError, match="the study holds no finished cell of the base entry 'base'"):
+        prices(pilot, study.iloc[:0], "base")
 
 
 def test_a_base_the_pilot_never_ran_is_one_line(files):

@@ -264,3 +264,8 @@ def test_a_pair_is_compared_on_every_split_both_ran_and_a_family_picks_on_its_sh
     assert set(st[st.family_best].model) == {"ft-two"}
     # the boosting pick is made on the four folds its two models share: CatBoost's validation scores lead
     assert set(st.versus_model) == {"catboost"}
+    # the answer's best attention network is ft-two, planned on two folds: its verdict can rest on two, not four
+    from pipeline.report import answer_text
+
+    p = answer_text.pairs(str(db))
+    assert set(p.model) == {"ft-two"} and (p.planned == 2).all() and (p.n_splits == 2).all()

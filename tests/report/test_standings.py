@@ -40,7 +40,18 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("standings")
     out = {name: shipped_file(root, name) for name in SHIPPED}
     out["synthetic"] = synthetic.build(root / "synthetic.duckdb", synthetic.evil())
+    out["mixed"] = synthetic.build(root / "mixed.duckdb", mixed())
     return out
+
+
+def mixed() -> synthetic.Synth:
+    """Four folds, and a second attention entry planned on two of them (issue 59's entries beside issue 58's
+    repeats): its family's pick is made on the two, its pair with boosting on the two, FT-Transformer's on four."""
+    s = synthetic.Synth(models={k: synthetic.MODELS[k] for k in ("xgboost", "catboost", "mlp", "ft_transformer")}
+                        | {"ft-two": ("ft_transformer", 0.745, 0.035, 2.0)}, folds=(0, 1, 2, 3))
+    s.unplanned = {(ds.name, size, f, "ft-two") for ds in s.datasets for size in s.sizes for f in (2, 3)}
+    s.missing = set()
+    return s
 
 
 def test_the_t_quantiles_in_sql_are_scipys():
@@ -60,6 +71,7 @@ def recomputed(db: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     with Store(db, create=False).connect(read_only=True) as con:
         view = con.execute("SELECT * FROM standings").df()
         cells = con.execute("SELECT * FROM expected_cells").df()
+    cells["model_kind"] = cells.groupby("model").model_kind.transform("min")  # one kind per model
     cells["family"] = [family_of(k) for k in cells.model_kind]
     ran = cells[cells.status != Status.MISSING].groupby([*TASK, "model"]).size().index
     cells = cells.set_index([*TASK, "model"]).loc[lambda c: c.index.isin(ran)].reset_index()
@@ -74,7 +86,7 @@ def recomputed(db: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return view, per_split, means
 
 
-@pytest.mark.parametrize("name", [*SHIPPED, "synthetic"])
+@pytest.mark.parametrize("name", [*SHIPPED, "synthetic", "mixed"])
 def test_every_row_of_the_view_is_the_rule_in_python(files, name):
     view, per_split, means = recomputed(files[name])
     assert list(view.columns[:len(COLUMNS)]) == COLUMNS and len(view)
@@ -104,6 +116,9 @@ def test_every_row_of_the_view_is_the_rule_in_python(files, name):
                          (r.eq_hi, want.eq_high)):
             assert (pd.isna(got) and np.isnan(exp)) or got == pytest.approx(exp, abs=1e-12), (r, want)
         assert (r.model_bound, r.versus_bound) == bound
+        # the pair's means are over its own splits (diff = test_mean − versus_test_mean); val_mean the pick's
+        assert r.test_mean == pytest.approx(both.score_a.mean()) and r.versus_test_mean == pytest.approx(both.score_b.mean())
+        assert r.val_mean == pytest.approx(means.loc[(*task, r.model), "val"])
 
 
 def test_a_file_that_stored_no_kinds_reads_its_families_from_the_registry(tmp_path):
@@ -121,3 +136,13 @@ def test_a_file_that_stored_no_kinds_reads_its_families_from_the_registry(tmp_pa
     data = ReportData.load(db)
     assert data.legacy_kinds == ["catboost", "ft_transformer", "mlp", "xgboost"]
     pd.testing.assert_frame_equal(data.standings, stored)
+
+
+def test_the_mixed_file_compares_a_pair_beyond_the_splits_every_model_planned(files):
+    """The branches the shipped files never reach: a pick made on a family's shared splits, and a pair set on
+    more splits than every model of the task planned."""
+    view, _, _ = recomputed(files["mixed"])
+    boosting = view[view.versus == "best gradient boosting"]
+    assert set(boosting[boosting.model == "ft_transformer"].n_splits) == {4}
+    assert set(boosting[boosting.model == "ft-two"].n_splits) == {2}
+    assert set(view[view.family_best & (view.family == ATTENTION)].model) == {"ft-two"}

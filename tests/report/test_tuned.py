@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 import synthetic
 from synthetic import MODELS, Synth
@@ -127,3 +128,13 @@ def test_the_gap_means_at_defaults_and_tuned_cover_the_same_tasks():
     d, t = tn.gap_summary(g, "default"), tn.gap_summary(g, "tuned")
     assert (d["n"], t["n"]) == (1, 1) and d["mean"] == pytest.approx(0.001) and t["mean"] == pytest.approx(0.002)
     assert (d["not converged"], d["behind"], t["ahead"], t["failed"]) == (1, 1, 1, 1)  # counts: every task
+
+
+def test_a_trial_lost_and_run_again_does_not_make_a_default_entry_searched():
+    """Two trial rows of one suggestion (the first lost to the infrastructure, re-queued) are one configuration:
+    the entry stays at its defaults, and pairs with its searched entry."""
+    cells = pd.DataFrame({"cell_id": ["a", "b", "c"], "model": ["ft", "ft", "ft-tuned"], "status": ["ok", "ok", "ok"],
+                          "model_name": ["ft_transformer"] * 3, "model_kind": ["attention"] * 3})
+    trials = pd.DataFrame({"cell_id": ["a", "b", "c"], "n_trials": [2, 1, 4], "n_suggestions": [1, 1, 4]})
+    found = tn.entries(cells, trials)
+    assert found.pairs == [("ft", "ft-tuned")]

@@ -21,7 +21,7 @@ from scipy import stats
 from pipeline.records import COMPARED_VERDICTS, Verdict
 from pipeline.report.stats.verdicts import decide
 
-COLUMNS = ["dataset", "sample_size", "repeat", "fold", "model", "model_name", "score", "seconds", "searched"]
+COLUMNS = ["dataset", "sample_size", "repeat", "fold", "model", "model_name", "score", "seconds", "searched", "bound"]
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,11 @@ def _interval(d: np.ndarray) -> tuple[float, float, float]:
 
 def changes(cells: pd.DataFrame, folds: dict[str, int], model: str, base: str) -> list[SizeChange]:
     """``cells``: finished cells (:data:`COLUMNS`; a cell's subset seeds already one row each or averaged
-    here); ``folds``: each dataset's k. One :class:`SizeChange` per training size both entries ran."""
+    here; ``bound``: still improving when its epochs, rounds or time ran out, so never called behind);
+    ``folds``: each dataset's k. One :class:`SizeChange` per training size both entries ran."""
     per_split = cells[cells.model.isin([model, base])].groupby(
-        ["dataset", "sample_size", "repeat", "fold", "model"]).agg(score=("score", "mean"), seconds=("seconds", "sum"))
+        ["dataset", "sample_size", "repeat", "fold", "model"]).agg(score=("score", "mean"), seconds=("seconds", "sum"),
+                                                                   bound=("bound", "any"))
     wide = per_split.unstack("model").dropna()
     if wide.empty or model not in wide["score"] or base not in wide["score"]:
         return []
@@ -78,7 +80,8 @@ def changes(cells: pd.DataFrame, folds: dict[str, int], model: str, base: str) -
         means = []
         for dataset, g in at.groupby(level="dataset"):
             d = (g["score"][model] - g["score"][base]).to_numpy(dtype=float)
-            decision = decide(d, folds=folds.get(str(dataset), 3))
+            bound = (bool(g["bound"][model].astype(bool).any()), bool(g["bound"][base].astype(bool).any()))
+            decision = decide(d, folds=folds.get(str(dataset), 3), bound=bound)
             verdicts[decision.verdict.value] += 1
             if decision.verdict in COMPARED_VERDICTS:
                 means.append(decision.diff)

@@ -44,26 +44,39 @@ class Price:
 def prices(pilot: pd.DataFrame, study: pd.DataFrame, base: str, extend: list[int] | None = None) -> list[Price]:
     """``pilot``: its finished cells (:data:`SPLIT`, ``model``, ``seconds``), the base's among them; ``study``:
     the base's finished cells over the study, where the entries will run (``sample_size``, ``seconds``).
-    One :class:`Price` per entry and pilot size, and per entry and size of ``extend``."""
+    One :class:`Price` per entry and size the base ran in the pilot, and per entry and size of ``extend``; one
+    that cannot be priced (no pilot cell both finished, no base cell in the study there) has a NaN
+    ``projected``, never a zero."""
     pilot = pilot.assign(sample_size=pilot.sample_size.astype(int))
     study = study.assign(sample_size=study.sample_size.astype(int))
     if base not in set(pilot.model):
         raise ValueError(f"the pilot holds no finished cell of the base entry {base!r}")
+    if study.empty:
+        raise ValueError(f"the study holds no finished cell of the base entry {base!r} in its first repeat")
     wide = pilot.groupby([*SPLIT, "model"]).seconds.sum().unstack("model")
     scale = study.groupby("sample_size").seconds.agg(["count", "sum"])
+    sizes = sorted(int(x) for x in wide[base].dropna().index.get_level_values("sample_size").unique())
+
+    def at(size: int) -> tuple[int, float]:
+        return (int(scale.loc[size, "count"]), float(scale.loc[size, "sum"]) / 3600) if size in scale.index else (0, math.nan)
+
     out: list[Price] = []
     for model in sorted(m for m in wide.columns if m != base):
         both = wide[[model, base]].dropna()
         measured: dict[int, Price] = {}
-        for size, g in both.groupby(level="sample_size"):
+        for size in sizes:
+            g = both[both.index.get_level_values("sample_size") == size]
             hours, base_hours = float(g[model].sum()) / 3600, float(g[base].sum()) / 3600
-            ratio = hours / base_hours if base_hours > 0 else math.nan
-            n, s = (int(scale.loc[size, "count"]), float(scale.loc[size, "sum"]) / 3600) if size in scale.index else (0, 0.0)
-            measured[int(size)] = Price(model, int(size), len(g), hours, base_hours, ratio, int(size), n, s, ratio * s)
+            ratio = hours / base_hours if len(g) and base_hours > 0 else math.nan
+            n, s = at(size)
+            measured[size] = Price(model, size, len(g), hours if len(g) else math.nan,
+                                   base_hours if len(g) else math.nan, ratio, size, n, s, ratio * s)
         out += measured.values()
-        if measured:
-            top = measured[max(measured)]
-            for size in sorted(set(extend or []) - set(measured)):
-                n, s = (int(scale.loc[size, "count"]), float(scale.loc[size, "sum"]) / 3600) if size in scale.index else (0, 0.0)
-                out.append(Price(model, size, 0, math.nan, math.nan, top.ratio, top.sample_size, n, s, top.ratio * s))
+        priced = [p for p in measured.values() if p.ratio == p.ratio]
+        top = max(priced, key=lambda p: p.sample_size) if priced else None
+        for size in sorted(set(extend or []) - set(measured)):
+            n, s = at(size)
+            ratio = top.ratio if top else math.nan
+            out.append(Price(model, size, 0, math.nan, math.nan, ratio, top.sample_size if top else max(sizes),
+                             n, s, ratio * s))
     return out

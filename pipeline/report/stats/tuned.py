@@ -59,10 +59,11 @@ class Entries:
 
 
 def entries(cells: pd.DataFrame, trials: pd.DataFrame) -> Entries:
-    """An entry is searched when some finished cell of it (ok or failed) ran more than one trial, at its
-    defaults when it finished cells and none did. ``trials``: ReportData.trials (n_trials per cell)."""
+    """An entry is searched when some finished cell of it (ok or failed) tried more than one configuration (its
+    searcher's suggestions: a trial lost to the infrastructure and run again is one), at its defaults when it
+    finished cells and none did. ``trials``: ReportData.trials (n_suggestions per cell)."""
     done = cells[cells.status != Status.MISSING].dropna(subset=["model_name"])
-    many = set(trials.cell_id[trials.n_trials > 1]) if len(trials) else set()
+    many = set(trials.cell_id[trials.n_suggestions > 1]) if len(trials) else set()
     searched = done.cell_id.isin(many).groupby(done.model).any()
     keys = done.groupby("model")[["model_name", "model_kind"]].first()
     default: dict[tuple[str, str], list[str]] = {}
