@@ -22,7 +22,7 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import best_times, table  # noqa: E402
+from _common import best_times, table
 
 REPO = Path(__file__).resolve().parents[1]
 
