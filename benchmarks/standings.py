@@ -17,6 +17,7 @@ import importlib.util
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -57,8 +58,10 @@ def main() -> None:
         if args.rev:
             rows[f"standings ({args.rev})"] = view_at(args.rev)
         counts = {name: len(con.execute(sql).fetchall()) for name, sql in rows.items()}
-        best = best_times({name: (lambda sql=sql: con.execute(sql).fetchall()) for name, sql in rows.items()},
-                          args.rounds)
+        def run(sql: str) -> Callable[[], object]:
+            return lambda: con.execute(sql).fetchall()
+
+        best = best_times({name: run(sql) for name, sql in rows.items()}, args.rounds)
         ref = best["expected_cells (reference)"]
         print(f"{args.ref}: best of {args.rounds} rounds, alternating; ratio to the reference read")
         print(table(["query", "rows", "seconds", "× reference"],

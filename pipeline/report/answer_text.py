@@ -191,43 +191,30 @@ def favours(db: str, big: pd.DataFrame) -> str:
 
 
 def per_architecture(db: str) -> list[str]:
-    """Where the file holds more than one attention entry: per entry and training size, its verdicts against
-    the best gradient-boosting model and against the best other network over datasets (counts, and the mean
-    difference with its 95% t-interval over datasets), on how many datasets validation picked it as the best
-    attention network, and its mean validation rank among the attention entries (:mod:`race`: the race that
-    picks the entries run at a larger size). Every figure is a ``standings`` row: the verdict every page reads."""
-    from pipeline.report.stats import race
+    """Where the file holds more than one attention entry: :func:`architectures.per_entry`'s table (each entry's
+    verdicts per size against the best boosting model and the best other network, its picks and its mean
+    validation rank, the race's), and the race's leaders per size, in Markdown."""
+    from pipeline.report.stats import architectures as arch
 
-    s = Store(db, create=False).query(
-        "SELECT dataset, sample_size, model, family_best, versus, diff, verdict, val_mean FROM standings "
-        "WHERE family = ? AND versus IN (?, ?) AND sample_size <> 'all' ORDER BY ALL",
-        [ATTENTION, BOOSTING, OTHER_NETWORK], prepare=temporary_views)
-    if s.model.nunique() < 2:
+    s = Store(db, create=False).query("SELECT * FROM standings ORDER BY ALL", prepare=temporary_views)
+    t = arch.per_entry(s)
+    if t.empty:
         return []
-    compared = [v.value for v in COMPARED_VERDICTS]
-    standing = {size: race.ranks(g).set_index("model") for size, g in s.groupby("sample_size")}
     out = ["| attention entry | training rows | datasets | against the best boosting model: ahead–equivalent–behind–"
            "undetermined | mean difference [95% CI] | against the best other network | mean difference [95% CI] | "
            "picked as the best attention network | mean validation rank |",
            "| --- | ---: | ---: | --- | --- | --- | --- | ---: | ---: |"]
-    for (model, size), g in sorted(s.groupby(["model", "sample_size"]), key=lambda kv: (kv[0][0], int(kv[0][1]))):
+    for r in t.to_dict("records"):
         cells = []
-        for versus in (BOOSTING, OTHER_NETWORK):
-            v = g[g.versus == versus]
-            counts = v.verdict.value_counts()
-            text = "–".join(str(int(counts.get(x.value, 0))) for x in ORDER[:4])
-            if counts.get(Verdict.NOT_CONVERGED.value, 0):
-                text += f" (+{int(counts[Verdict.NOT_CONVERGED.value])} not converged)"
-            mean, lo, hi = _mean_interval(v[v.verdict.isin(compared)]["diff"].to_numpy(dtype=float))
-            cells += [text if len(v) else "–", "–" if mean != mean else f"{_f(mean)} [{_f(lo)}, {_f(hi)}]"]
-        picked = g[g.versus == BOOSTING]
-        r = standing[size]
-        rank = (f"{r.loc[model, 'mean_rank']:.2f} of {len(r)} ({int(r.loc[model, 'datasets'])} datasets)"
-                if model in r.index else "–")
-        out.append(f"| {model} | {int(size):,} | {g.dataset.nunique()} | " + " | ".join(cells)
-                   + f" | {int(picked.family_best.sum())} of {picked.dataset.nunique()} | {rank} |")
-    leads = "; ".join(f"{int(size):,} rows: {', '.join(r.index[:3])}"
-                      for size, r in sorted(standing.items(), key=lambda kv: int(kv[0])) if len(r))
+        for against in arch.AGAINST:
+            cells += [arch.counts_text(r[f"{against} counts"]) if r[f"{against} n"] else "–",
+                      "–" if r[f"{against} mean"] != r[f"{against} mean"] else
+                      f"{_f(r[f'{against} mean'])} [{_f(r[f'{against} low'])}, {_f(r[f'{against} high'])}]"]
+        rank = ("–" if r["mean_rank"] != r["mean_rank"] else
+                f"{r['mean_rank']:.2f} of {r['entries']} ({r['rank_datasets']} datasets)")
+        out.append(f"| {r['model']} | {int(r['sample_size']):,} | {r['datasets']} | " + " | ".join(cells)
+                   + f" | {r['picked']} of {r['picked_of']} | {rank} |")
+    leads = "; ".join(f"{int(size):,} rows: {', '.join(models)}" for size, models in arch.leaders(s).items() if models)
     return ["**Each attention architecture** (every attention entry of the reference, not only the one validation "
             "picks; counts over datasets at each size, each verdict over that dataset's splits):", "", *out, "",
             "Validation's leaders among the attention entries (the lowest mean ranks of their validation scores, over "

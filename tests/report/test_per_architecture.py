@@ -124,3 +124,27 @@ def test_the_summary_names_the_attention_entries_it_rests_on_and_those_it_lacks(
     others = [m for m in own_of_kind("attention") if m not in ("ft_transformer", "tab_transformer")]
     assert len(others) >= 5 and text.endswith(f"Not in it: {', '.join(others)} (attnbench's other attention architectures).")
     assert answer_text.summary_of(db).endswith(text)
+
+
+def test_the_sample_size_page_shows_the_answers_table(tmp_path: Path):
+    """With two attention entries the Sample-size page has the per-architecture table, each row the answer's
+    (the same counts, picks and ranks), and names the race's leaders; with one it has no such section."""
+    from tables import table_rows
+
+    from pipeline.report.pages import write_report
+
+    s = synthetic.Synth()
+    s.models["tab_transformer"] = ("tab_transformer", 0.78, 0.030, 1.50)
+    db = synthetic.build(tmp_path / "r.duckdb", s)
+    write_report(db, tmp_path / "reports")
+    page = (tmp_path / "reports" / "sample_size.html").read_text()
+    shown = table_rows(page, "table-architectures")
+    answer = [[c.strip() for c in line.strip("|").split("|")] for line in answer_text.per_architecture(str(db))[4:-2]]
+    assert len(shown) == len(answer) == 4  # two entries × two numeric sizes
+    for got, want in zip(shown, answer):
+        assert got[:3] == want[:3] and got[3] == want[3] and got[5] == want[5] and got[7] == want[7]
+        assert want[8].startswith(got[8])  # "1.50 of 2" and the answer's "(N datasets)"
+    assert "the three lowest lead (32 training rows: " in page
+    one = synthetic.build(tmp_path / "one.duckdb")
+    write_report(one, tmp_path / "one")
+    assert 'id="table-architectures"' not in (tmp_path / "one" / "sample_size.html").read_text()

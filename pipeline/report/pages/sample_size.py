@@ -16,6 +16,7 @@ from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, t
 from pipeline.report.parts import VERDICT_CLASS, VERDICT_NOTE, bound_text
 from pipeline.report.site import PageSpec
 from pipeline.report.stats import aggregate as agg
+from pipeline.report.stats import architectures as arch_mod
 from pipeline.report.stats import claims as claims_mod
 from pipeline.report.stats import crossover as crossover_mod
 from pipeline.report.stats import projection as projection_mod
@@ -90,6 +91,8 @@ def page_sample_size(data: ReportData) -> Page:
         if len(falls):
             p.add(note(falls_note(falls, data.task_label)))
 
+    if len(attention) > 1:
+        architectures_section(p, data)
     if attention and incumbents:
         projection_section(p, data, attention, incumbents)
     table_ = standing_mod.standings(data.standings)
@@ -230,6 +233,41 @@ def projection_section(p: Page, data: ReportData, attention: list[str], incumben
                "reads the mean curves, not the verdicts above: it goes where the mean is below by more than "
                f"{standing_mod.MARGIN}, whatever the verdict there. "
                f"Interval: the folds resampled {projection_mod.N_BOOT} times and fitted again."))
+
+
+def architectures_section(p: Page, data: ReportData) -> None:
+    """Each attention entry on its own, per size (:mod:`pipeline.report.stats.architectures`, the table
+    ``attnbench answer`` prints): its verdicts against the best boosting model and the best other network, its
+    picks, and its mean validation rank among the attention entries, the race that decides which run on."""
+    t = arch_mod.per_entry(data.standings)
+    if t.empty:
+        return
+    p.h2("Each attention architecture", "architectures")
+
+    def mean(r: dict, against: str) -> str:
+        m = r[f"{against} mean"]
+        if m != m:
+            return ""
+        low, high = r[f"{against} low"], r[f"{against} high"]
+        return f"{m:+.4f}" + ("" if low != low else f" [{low:+.4f}, {high:+.4f}]")
+
+    rows = [[cell(r["model"]), cell(f"{int(r['sample_size']):,}"), cell(r["datasets"]),
+             *[c for against in arch_mod.AGAINST for c in
+               (cell(arch_mod.counts_text(r[f"{against} counts"]) if r[f"{against} n"] else ""), cell(mean(r, against)))],
+             cell(f"{r['picked']} of {r['picked_of']}"),
+             cell("" if r["mean_rank"] != r["mean_rank"] else f"{r['mean_rank']:.2f} of {r['entries']}",
+                  title=f"over the {r['rank_datasets']} datasets every attention entry has a validation score on")]
+            for r in t.to_dict("records")]
+    p.add(table(["attention entry", "training rows", "datasets", "vs best boosting: ahead–equivalent–behind–undetermined",
+                 "mean difference [95% over datasets]", "vs best other network", "mean difference [95% over datasets]",
+                 "picked as the best attention network", "mean validation rank"], rows, "table-architectures"))
+    leads = "; ".join(f"{size_label(size)}: {', '.join(models)}" for size, models in arch_mod.leaders(data.standings).items()
+                      if models)
+    p.add(note("Every attention entry, not only the one validation picks at each (dataset, size): its verdicts over "
+               "datasets, each the standings view's over that dataset's splits, and the mean difference over the "
+               "datasets compared (those not converged left out). Its mean validation rank among the attention "
+               "entries, over the datasets every entry ran, is the race that decides which entries run on at a "
+               f"larger size: the three lowest lead ({leads}). " + VERDICT_NOTE))
 
 
 def standing_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:

@@ -1,0 +1,74 @@
+"""Each attention architecture on its own (issue 59 item 3): per attention entry and training size, its verdicts
+against the best gradient-boosting model and against the best other network over datasets, the mean difference
+with a t-interval over datasets (the units: the splits of one dataset share rows, datasets do not), on how many
+datasets validation picked it as the best attention network, and its mean validation rank among the attention
+entries (:mod:`race`). Every figure is a ``standings`` row, the verdict every page reads; the Sample-size page and
+``attnbench answer`` show this one table.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK
+from pipeline.records import COMPARED_VERDICTS, Verdict
+from pipeline.report.stats import race
+from pipeline.report.stats.verdicts import versus
+
+AGAINST = (versus(BOOSTING), versus(NETWORK))
+COUNTED = [Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED]
+
+
+def _interval(d: np.ndarray) -> tuple[float, float, float]:
+    if len(d) < 2:
+        return (float(d.mean()) if len(d) else math.nan, math.nan, math.nan)
+    half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+    return float(d.mean()), float(d.mean()) - half, float(d.mean()) + half
+
+
+def per_entry(standings: pd.DataFrame) -> pd.DataFrame:
+    """One row per attention entry and numeric training size, where the rows hold more than one attention
+    entry (else empty): ``datasets``; for each of :data:`AGAINST`, the verdict counts (``<versus> counts``: a
+    dict by verdict), ``<versus> mean``/``low``/``high``; ``picked`` of ``picked_of`` datasets; ``mean_rank`` of
+    ``entries`` over ``rank_datasets``. Sorted by entry, then size."""
+    s = standings[(standings.family == ATTENTION) & standings.versus.isin(AGAINST)
+                  & (standings.sample_size.astype(str) != "all")]
+    if s.model.nunique() < 2:
+        return pd.DataFrame()
+    compared = [v.value for v in COMPARED_VERDICTS]
+    ranks = {size: race.ranks(g).set_index("model") for size, g in s.groupby("sample_size")}
+    rows = []
+    for (model, size), g in s.groupby(["model", "sample_size"]):
+        row: dict = {"model": model, "sample_size": str(size), "datasets": g.dataset.nunique()}
+        for against in AGAINST:
+            v = g[g.versus == against]
+            row[f"{against} n"] = len(v)
+            row[f"{against} counts"] = {x.value: int((v.verdict == x.value).sum()) for x in Verdict}
+            mean, low, high = _interval(v[v.verdict.isin(compared)]["diff"].to_numpy(dtype=float))
+            row |= {f"{against} mean": mean, f"{against} low": low, f"{against} high": high}
+        picked = g[g.versus == AGAINST[0]]
+        r = ranks[size]
+        row |= {"picked": int(picked.family_best.sum()), "picked_of": picked.dataset.nunique(),
+                "mean_rank": float(r.loc[model, "mean_rank"]) if model in r.index else math.nan, "entries": len(r),
+                "rank_datasets": int(r.datasets.iloc[0]) if len(r) else 0}
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values(["model", "sample_size"], key=lambda c: c.map(
+        lambda x: int(x) if str(x).isdigit() else x), ignore_index=True)
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """ahead–equivalent–behind–undetermined, and the not converged beside them."""
+    text = "–".join(str(counts.get(v.value, 0)) for v in COUNTED)
+    nc = counts.get(Verdict.NOT_CONVERGED.value, 0)
+    return text + (f" (+{nc} not converged)" if nc else "")
+
+
+def leaders(standings: pd.DataFrame, n: int = 3) -> dict[str, list[str]]:
+    """Per numeric training size, the ``n`` attention entries that lead the race there (:func:`race.leaders`)."""
+    s = standings[(standings.family == ATTENTION) & (standings.versus == AGAINST[0])
+                  & (standings.sample_size.astype(str) != "all")]
+    return {str(size): race.leaders(g, n) for size, g in sorted(s.groupby("sample_size"), key=lambda kv: int(kv[0]))}
