@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 # enough for the second command to find it running (a command's start and refusal take a few seconds).
 SLOW = {"name": "lock", "seed": 0, "datasets": [{"sklearn": "breast_cancer"}],
         "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]},
-        "models": [{"name": "mlp", "trials": 1, "trial_timeout_s": 20,
+        "models": [{"name": "mlp", "trials": 1, "trial_timeout_s": 12,
                     "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 32}}]}
 
 
@@ -32,8 +32,18 @@ def attnbench(*args: str, **kw) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, cwd=REPO, **kw)
 
 
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """A command in this process (the lock's holder is the other process; a refusal or a run with nothing to
+    run needs no interpreter of its own): its exit code and what it wrote to stderr."""
+    from pipeline import cli as entry
+
+    capsys.readouterr()
+    code = entry.main(list(args))
+    return code, capsys.readouterr().err
+
+
 def test_a_second_run_into_the_same_file_is_refused_the_first_goes_on_and_a_dead_run_s_lock_is_taken_over(
-        tmp_path: Path, ray_address: str):
+        tmp_path: Path, ray_address: str, capsys: pytest.CaptureFixture[str]):
     suite = tmp_path / "lock.yaml"
     suite.write_text(yaml.safe_dump(SLOW))
     db = tmp_path / "r.duckdb"
@@ -46,10 +56,9 @@ def test_a_second_run_into_the_same_file_is_refused_the_first_goes_on_and_a_dead
     assert lock.exists(), first.communicate()
     holder = json.loads(lock.read_text())
     assert holder["pid"] == first.pid and holder["host"] == socket.gethostname()
-    second = attnbench("run", str(suite), "--db", str(db), "--no-report")
-    _, err = second.communicate(timeout=240)
+    code, err = cli(capsys, "run", str(suite), "--db", str(db), "--no-report")
     assert first.poll() is None, "the first run ended before the second was refused: make SLOW slower"
-    assert second.returncode == 2 and err.count("\n") == 1, err
+    assert code == 2 and err.count("\n") == 1, err
     assert "another attnbench run is writing this results file" in err and holder["run_id"] in err
     _, err = first.communicate(timeout=600)
     assert first.returncode == 0, err[-2000:]
@@ -65,16 +74,13 @@ def test_a_second_run_into_the_same_file_is_refused_the_first_goes_on_and_a_dead
     before = db.read_bytes()
     alive = subprocess.Popen(["sleep", "60"])
     lock.write_text(json.dumps({"host": socket.gethostname(), "pid": alive.pid, "run_id": "killed-run"}))
-    held = attnbench("run", str(suite), "--db", str(db), "--no-report")
-    _, err = held.communicate(timeout=240)
-    assert held.returncode == 2 and "killed-run" in err and db.read_bytes() == before
+    code, err = cli(capsys, "run", str(suite), "--db", str(db), "--no-report")
+    assert code == 2 and "killed-run" in err and db.read_bytes() == before
     alive.kill()  # now its process is gone: the next run takes the lock over (nothing left to run: no Ray)
     alive.wait()
-    again = attnbench("run", str(suite), "--db", str(db), "--no-report")
-    _, err = again.communicate(timeout=240)
-    assert again.returncode == 0 and not lock.exists(), err[-2000:]
+    code, err = cli(capsys, "run", str(suite), "--db", str(db), "--no-report")
+    assert code == 0 and not lock.exists(), err[-2000:]
     lock.write_text("")  # half written by a run that died while writing it, long ago
     os.utime(lock, (time.time() - 60, time.time() - 60))
-    again = attnbench("run", str(suite), "--db", str(db), "--no-report")
-    _, err = again.communicate(timeout=240)
-    assert again.returncode == 0 and not lock.exists(), err[-2000:]
+    code, err = cli(capsys, "run", str(suite), "--db", str(db), "--no-report")
+    assert code == 0 and not lock.exists(), err[-2000:]
