@@ -9,6 +9,7 @@ committed trials. The engine (``pipeline.engine``) runs the trials of all cells 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -163,8 +164,15 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
         else:
             # "local" starts our own Ray even when another cluster runs on this machine; without it
             # ray.init() would join that one.
-            with keep_sigterm_handler():
-                ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
+            try:
+                with keep_sigterm_handler():
+                    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
+            except Exception as err:  # Ray raises a plain Exception when its node does not come up
+                with contextlib.suppress(Exception):
+                    ray.shutdown()  # what did start of it
+                said = str(err).strip().splitlines()[-1] if str(err).strip() else ""
+                raise AttnbenchError(f"the local Ray did not start ({type(err).__name__}{': ' + said if said else ''}); "
+                                     "nothing was written: run the same command again once that is fixed") from None
     for name in ("ray.tune", "ray.train", "ray.air"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # With the file loggers off, Tune warns that it cannot re-read trial files; results come from memory.

@@ -446,3 +446,19 @@ def test_a_reader_that_goes_away_early_gets_no_traceback():
     proc.stdout.close()  # the reader is gone before the command's first line (it takes a second to start)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141 and "Traceback" not in err, err
+
+
+def test_a_local_ray_that_does_not_start_is_one_line_and_writes_nothing(tmp_path: Path):
+    """Ray's temporary folder where a file is (RAY_TMPDIR misset): the local Ray cannot start. A real command in
+    a process of its own (its own Ray, none joined): exit 2, one `attnbench: error:` line naming why, no
+    traceback, and no results file (nothing is written before Ray is up)."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite(tmp_path)))
+    (tmp_path / "not-a-folder").write_text("")
+    env = {**os.environ, "RAY_TMPDIR": str(tmp_path / "not-a-folder")}
+    env.pop("RAY_ADDRESS", None)
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "s.yaml", "--db", "r.duckdb", "--no-report"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    errors = [line for line in out.stderr.splitlines() if line.startswith("attnbench:")]
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert len(errors) == 1 and errors[0].startswith("attnbench: error: the local Ray did not start (NotADirectoryError")
+    assert not (tmp_path / "r.duckdb").exists()
