@@ -101,13 +101,16 @@ def summary(p: pd.DataFrame) -> str:
 
 
 def architectures(db: str) -> str:
-    """Which attention entries the file holds, at which training sizes, and which of attnbench's own attention
-    architectures it does not hold: what "the best attention network" was picked among."""
+    """Which attention entries the file holds, at which training sizes and in which precision (what their trials
+    ran in: bf16 where the CPU has it under amp auto), and which of attnbench's own attention architectures it
+    does not hold: what "the best attention network" was picked among."""
     from pipeline.models.registry import own_of_kind
 
     held = Store(db, create=False).query(
-        "SELECT model, any_value(model_name) AS name, list(DISTINCT sample_size) AS sizes FROM expected_cells "
-        "WHERE status = ? AND model_kind = 'attention' GROUP BY model ORDER BY model", [Status.OK.value],
+        "SELECT e.model, any_value(e.model_name) AS name, list(DISTINCT e.sample_size) AS sizes, "
+        "list(DISTINCT r.precision ORDER BY r.precision) FILTER (WHERE r.precision IS NOT NULL) AS precision "
+        "FROM expected_cells e LEFT JOIN current_results r USING (cell_id) "
+        "WHERE e.status = ? AND e.model_kind = 'attention' GROUP BY e.model ORDER BY e.model", [Status.OK.value],
         prepare=temporary_views)
 
     def span(sizes: list[str]) -> str:
@@ -116,7 +119,11 @@ def architectures(db: str) -> str:
         words = [f"{words[0]} training rows"] if words else []
         return " and ".join(words + (["all rows"] if "all" in sizes else []))
 
-    entries = "; ".join(f"{r.model} ({span(list(r.sizes))})" for r in held.itertuples(index=False))
+    def precision(p: Any) -> str:
+        kept = [str(x) for x in p if x is not None] if isinstance(p, (list, tuple, np.ndarray)) else []
+        return f", in {' and '.join(kept)}" if kept else ""
+
+    entries = "; ".join(f"{r.model} ({span(list(r.sizes))}{precision(r.precision)})" for r in held.itertuples(index=False))
     absent = [m for m in own_of_kind("attention") if m not in set(held.name)]
     one = len(held) == 1
     return (f"The attention {'entry' if one else 'entries'} it holds, among which validation picks the best: "
