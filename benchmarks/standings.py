@@ -29,9 +29,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def view_at(rev: str) -> str:
-    """The standings SQL as ``rev``'s pipeline/data/views.py writes it (that module, loaded beside today's package)."""
-    text = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:pipeline/data/views.py"], capture_output=True,
-                          text=True, check=True).stdout
+    """The standings SQL as ``rev`` writes it: its pipeline/data/standings.py, or before that module existed its
+    pipeline/data/views.py (loaded beside today's package)."""
+    for path in ("pipeline/data/standings.py", "pipeline/data/views.py"):
+        shown = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{path}"], capture_output=True, text=True)
+        if shown.returncode == 0:
+            text = shown.stdout
+            break
+    else:
+        raise SystemExit(f"{rev}: no standings view in pipeline/data")
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(text)
     spec = importlib.util.spec_from_file_location(f"views_{rev}", f.name)
@@ -48,7 +54,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from pipeline.data import references
-    from pipeline.data.views import standings_sql
+    from pipeline.data.standings import standings_sql
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "ref.duckdb"

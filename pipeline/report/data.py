@@ -12,8 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline.data.standings import standings_sql
 from pipeline.data.store import Store
-from pipeline.data.views import standings_sql, temporary_views
+from pipeline.data.views import temporary_views
 from pipeline.models.kinds import family_of
 from pipeline.records import SCORED, Status, sql_list
 from pipeline.report import figures as figs

@@ -15,8 +15,8 @@ import synthetic
 from scipy import stats
 
 from pipeline.data import references
+from pipeline.data.standings import T_TABLE, t_quantile
 from pipeline.data.store import Store
-from pipeline.data.views import T_TABLE, t_quantile
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, family_of
 from pipeline.records import Status, Verdict
 from pipeline.report.stats import pick
