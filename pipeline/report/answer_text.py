@@ -21,6 +21,7 @@ from scipy import stats
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Status, Verdict
+from pipeline.report.stats.claims import mean_interval
 from pipeline.report.stats.verdicts import half_width, projected, ratio
 
 ATTENTION, BOOSTING = "attention network", "best gradient boosting"
@@ -43,13 +44,6 @@ def pairs(db: str) -> pd.DataFrame:
         "ORDER BY s.dataset, s.n_train", [ATTENTION, BOOSTING], prepare=temporary_views)
 
 
-def _mean_interval(d: np.ndarray) -> tuple[float, float, float]:
-    if len(d) < 2:
-        return (float(d.mean()) if len(d) else math.nan, math.nan, math.nan)
-    half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
-    return float(d.mean()), float(d.mean()) - half, float(d.mean()) + half
-
-
 def _f(x: float, signed: bool = True) -> str:
     return "–" if x != x else (f"{x:+.3f}" if signed else f"{x:.3f}").replace("-", "−")
 
@@ -66,7 +60,7 @@ def by_size(p: pd.DataFrame) -> list[dict[str, Any]]:
     for label, g in sorted(sized.groupby("sample_size"), key=lambda kv: int(kv[0])):
         counts = g.verdict.value_counts()
         compared = g[g.verdict.isin([v.value for v in COMPARED_VERDICTS])]
-        mean, lo, hi = _mean_interval(compared["diff"].to_numpy(dtype=float))
+        mean, lo, hi = mean_interval(compared["diff"].to_numpy(dtype=float))
         rows.append({"size": int(label), "n": len(compared), **{v.value: int(counts.get(v.value, 0)) for v in ORDER},
                      "mean": mean, "lo": lo, "hi": hi})
     return rows
@@ -86,7 +80,7 @@ def summary(p: pd.DataFrame) -> str:
     folds = sorted({int(f) for f in p.folds.dropna()})
     splits = sorted({int(n) for n in big.n_splits})
     compared = big[big.verdict.isin([v.value for v in COMPARED_VERDICTS])]
-    mean, lo, hi = _mean_interval(compared["diff"].to_numpy(dtype=float))
+    mean, lo, hi = mean_interval(compared["diff"].to_numpy(dtype=float))
     sizes = by_size(p)
     below = [f"{r['size']:,}" for r in sizes if r["hi"] < 0]
     above = [f"{r['size']:,}" for r in sizes if r["lo"] > 0]
@@ -110,7 +104,8 @@ def architectures(db: str) -> str:
         "SELECT e.model, any_value(e.model_name) AS name, list(DISTINCT e.sample_size) AS sizes, "
         "list(DISTINCT r.precision ORDER BY r.precision) FILTER (WHERE r.precision IS NOT NULL) AS precision "
         "FROM expected_cells e LEFT JOIN current_results r USING (cell_id) "
-        "WHERE e.status = ? AND e.model_kind = 'attention' GROUP BY e.model ORDER BY e.model", [Status.OK.value],
+        "WHERE e.status = ? AND e.model IN (SELECT model FROM standings WHERE family = ?) GROUP BY e.model "
+        "ORDER BY e.model", [Status.OK.value, ATTENTION],
         prepare=temporary_views)
 
     def span(sizes: list[str]) -> str:

@@ -10,24 +10,16 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK
 from pipeline.records import COMPARED_VERDICTS, Verdict
 from pipeline.report.stats import race
+from pipeline.report.stats.claims import mean_interval
 from pipeline.report.stats.verdicts import versus
 
 AGAINST = (versus(BOOSTING), versus(NETWORK))
 COUNTED = [Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED]
-
-
-def _interval(d: np.ndarray) -> tuple[float, float, float]:
-    if len(d) < 2:
-        return (float(d.mean()) if len(d) else math.nan, math.nan, math.nan)
-    half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
-    return float(d.mean()), float(d.mean()) - half, float(d.mean()) + half
 
 
 def per_entry(standings: pd.DataFrame) -> pd.DataFrame:
@@ -48,7 +40,7 @@ def per_entry(standings: pd.DataFrame) -> pd.DataFrame:
             v = g[g.versus == against]
             row[f"{against} n"] = len(v)
             row[f"{against} counts"] = {x.value: int((v.verdict == x.value).sum()) for x in Verdict}
-            mean, low, high = _interval(v[v.verdict.isin(compared)]["diff"].to_numpy(dtype=float))
+            mean, low, high = mean_interval(v[v.verdict.isin(compared)]["diff"].to_numpy(dtype=float))
             row |= {f"{against} mean": mean, f"{against} low": low, f"{against} high": high}
         picked = g[g.versus == AGAINST[0]]
         r = ranks[size]

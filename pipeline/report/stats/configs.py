@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from pipeline.records import COMPARED_VERDICTS, Verdict
+from pipeline.report.stats.claims import mean_interval
 from pipeline.report.stats.verdicts import decide
 
 COLUMNS = ["dataset", "sample_size", "repeat", "fold", "model", "model_name", "score", "seconds", "searched", "bound"]
@@ -57,13 +57,6 @@ def pairs_of_configurations(cells: pd.DataFrame) -> list[tuple[str, str]]:
     return out
 
 
-def _interval(d: np.ndarray) -> tuple[float, float, float]:
-    if len(d) < 2:
-        return (float(d.mean()) if len(d) else math.nan, math.nan, math.nan)
-    half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
-    return float(d.mean()), float(d.mean()) - half, float(d.mean()) + half
-
-
 def changes(cells: pd.DataFrame, folds: dict[str, int], model: str, base: str) -> list[SizeChange]:
     """``cells``: finished cells (:data:`COLUMNS`; a cell's subset seeds already one row each or averaged
     here; ``bound``: still improving when its epochs, rounds or time ran out, so never called behind);
@@ -85,7 +78,7 @@ def changes(cells: pd.DataFrame, folds: dict[str, int], model: str, base: str) -
             verdicts[decision.verdict.value] += 1
             if decision.verdict in COMPARED_VERDICTS:
                 means.append(decision.diff)
-        mean, low, high = _interval(np.asarray(means, dtype=float))
+        mean, low, high = mean_interval(np.asarray(means, dtype=float))
         hours, base_hours = float(at["seconds"][model].sum()) / 3600, float(at["seconds"][base].sum()) / 3600
         out.append(SizeChange(model, base, str(size), int(at.index.get_level_values("dataset").nunique()), len(at),
                               verdicts, mean, low, high, hours / base_hours if base_hours > 0 else math.nan, hours,
