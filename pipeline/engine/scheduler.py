@@ -120,7 +120,9 @@ class Scheduler:
             self._resize(force=True)
             self._warm_imports()  # while the workers start
             deadline = time.monotonic() + 60
-            while self.cells and not self.pool.n_ready() and time.monotonic() < deadline:
+            # Waits for a worker only where one is starting: cells whose every trial is on record (an
+            # interrupted commit) need none, and waited the whole minute for one that never came.
+            while self.cells and self.pool.slots and not self.pool.n_ready() and time.monotonic() < deadline:
                 self._check_cluster()
                 self.pool.poll()
                 if not self._prefetch():  # the first folds' arrays, while the workers start
