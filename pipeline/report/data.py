@@ -188,7 +188,10 @@ class ReportData:
     @property
     def dataset_splits(self) -> list[tuple[str, str]]:
         """Each (dataset, split_key): a dataset split under one protocol."""
-        return sorted(set(zip(self.cells.dataset, self.cells.split_key))) if len(self.cells) else []
+        if not len(self.cells):
+            return []
+        pairs = self.cells[["dataset", "split_key"]].drop_duplicates()  # in pandas: a Python loop over every cell
+        return sorted(pairs.itertuples(index=False, name=None))
 
     def task_label(self, dataset: str, split_key: str) -> str:
         """The dataset's name; where the file holds it under several protocols (split keys), with the

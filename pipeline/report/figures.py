@@ -194,12 +194,9 @@ def _runs(mask: np.ndarray) -> list[np.ndarray]:
     return [r for r in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1) if len(r)] if len(idx) else []
 
 
-def learning_curves(curves: pd.DataFrame, style: Style, metric: str, title: str | None = None,
-                    reference_n: float | None = 10_000) -> go.Figure:
-    """Mean test score of one dataset against training rows (log axis), one line per model. The band is
-    the confidence interval of the mean over folds and seeds (``score_low``/``score_high``, drawn only
-    where there is one); a size where a model has no score is a gap in its line, never bridged."""
-    fig = go.Figure()
+def curve_traces(curves: pd.DataFrame, style: Style, metric: str) -> list[go.Scatter]:
+    """The traces of :func:`learning_curves`: per model its band runs, then its line."""
+    traces: list[go.Scatter] = []
     xpos = curves.groupby("sample_size").n_train.mean()  # one x per size: the rows it trained on
     for model, g in curves.groupby("model", sort=True):
         g = g.assign(x=g.sample_size.map(xpos)).dropna(subset=["x"]).sort_values("x")
@@ -210,21 +207,30 @@ def learning_curves(curves: pd.DataFrame, style: Style, metric: str, title: str 
             for run in _runs(g.score_low.notna().to_numpy()):
                 b = g.iloc[run]
                 x = list(b.x)
-                fig.add_scatter(x=x + x[::-1], y=list(b.score_high) + list(b.score_low[::-1]), fill="toself",
-                                fillcolor=_rgba(color, 0.15), line={"width": 0}, mode="lines", hoverinfo="skip",
-                                showlegend=False, legendgroup=lab(model))
+                traces.append(go.Scatter(x=x + x[::-1], y=list(b.score_high) + list(b.score_low[::-1]),
+                                         fill="toself", fillcolor=_rgba(color, 0.15), line={"width": 0},
+                                         mode="lines", hoverinfo="skip", showlegend=False, legendgroup=lab(model)))
         cov = g.get("coverage", pd.Series([""] * len(g), index=g.index)).fillna("")
         flag = g.get("flag", pd.Series([""] * len(g), index=g.index)).fillna("")
         ci = [f"95% CI {lo:.3f}–{hi:.3f}" if pd.notna(lo) else "no interval (one split)"
               for lo, hi in zip(g.get("score_low", g.score_mean * np.nan), g.get("score_high", g.score_mean * np.nan))]
-        fig.add_scatter(x=list(g.x), y=[None if pd.isna(v) else float(v) for v in g.score_mean], connectgaps=False,
-                        mode="lines+markers", name=lab(model), legendgroup=lab(model),
-                        line={"color": color, "dash": style.dash(str(model))},
-                        marker={"symbol": style.symbol(str(model))},
-                        customdata=np.stack([g.sample_size.map(lab), ci, cov.map(lab), flag.map(lab)], axis=-1),
-                        hovertemplate=f"{lab(model)}<br>size %{{customdata[0]}} (%{{x:,.0f}} rows)<br>{metric} "
-                                      "%{y:.3f}, %{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}"
-                                      "<extra></extra>")
+        traces.append(go.Scatter(
+            x=list(g.x), y=[None if pd.isna(v) else float(v) for v in g.score_mean], connectgaps=False,
+            mode="lines+markers", name=lab(model), legendgroup=lab(model),
+            line={"color": color, "dash": style.dash(str(model))}, marker={"symbol": style.symbol(str(model))},
+            customdata=np.stack([g.sample_size.map(lab), ci, cov.map(lab), flag.map(lab)], axis=-1),
+            hovertemplate=f"{lab(model)}<br>size %{{customdata[0]}} (%{{x:,.0f}} rows)<br>{metric} "
+                          "%{y:.3f}, %{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}<extra></extra>"))
+    return traces
+
+
+def learning_curves(curves: pd.DataFrame, style: Style, metric: str, title: str | None = None,
+                    reference_n: float | None = 10_000) -> go.Figure:
+    """Mean test score of one dataset against training rows (log axis), one line per model. The band is
+    the confidence interval of the mean over folds and seeds (``score_low``/``score_high``, drawn only
+    where there is one); a size where a model has no score is a gap in its line, never bridged."""
+    fig = go.Figure(curve_traces(curves, style, metric))
+    xpos = curves.groupby("sample_size").n_train.mean()
     if reference_n and not curves.empty and curves.n_train.max() * 3 >= reference_n:
         fig.add_vline(x=reference_n, line_dash="dot", line_color="#999",
                       annotation_text=f"{reference_n:,.0f} rows", annotation_position="top left")
@@ -481,19 +487,27 @@ def learning_curve_grid(panels: Sequence[tuple[str, pd.DataFrame, str]], style: 
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"{lab(t)} · {lab(m)}" for t, _, m in panels],
                         vertical_spacing=min(0.3 / max(rows - 1, 1), 0.08), horizontal_spacing=0.05)
     shown: set[str] = set()
+    traces, at, lines = [], [], []
     for i, (_, curves, metric) in enumerate(panels):
         r, c = divmod(i, cols)
-        single = learning_curves(curves, style, metric, reference_n=None)
-        for trace in single.data:
+        for trace in curve_traces(curves, style, metric):
             group = trace.legendgroup
             if trace.showlegend is not False:
                 trace.showlegend = group not in shown
                 shown.add(group)
-            fig.add_trace(trace, row=r + 1, col=c + 1)
+            traces.append(trace)
+            at.append((r + 1, c + 1))
         ticks = sorted({round(float(v)) for v in curves.groupby("sample_size").n_train.mean().dropna()})
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[magnitude(v) for v in ticks], row=r + 1, col=c + 1)
         if reference_n and not curves.empty and curves.n_train.max() * 3 >= reference_n:
-            fig.add_vline(x=reference_n, line_dash="dot", line_color="#999", row=r + 1, col=c + 1)
+            axes = fig.get_subplot(r + 1, c + 1)  # a vertical line across the panel, as add_vline draws it
+            lines.append({"type": "line", "x0": reference_n, "x1": reference_n, "y0": 0, "y1": 1,
+                          "xref": axes.xaxis.plotly_name.replace("axis", ""),
+                          "yref": f"{axes.yaxis.plotly_name.replace('axis', '')} domain",
+                          "line": {"dash": "dot", "color": "#999"}})
+    # All at once: one trace or one line at a time copies the figure's traces or shapes again each time.
+    fig.add_traces(traces, rows=[r for r, _ in at], cols=[c for _, c in at])
+    fig.update_layout(shapes=lines)
     for ann in fig.layout.annotations:
         ann.font = {"size": 11}
     return _layout(fig, height=max(260 * rows, 320))

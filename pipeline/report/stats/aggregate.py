@@ -164,10 +164,11 @@ class Record:
         return f"won {w}, tied {t}, lost {lo} of {n} task{'s' if n != 1 else ''}"
 
 
-def pairwise_record(scores: pd.DataFrame, ran: pd.DataFrame | None = None, margin: float = 0.0) -> Record:
-    """Won / tied / lost of each model against each other over the tasks both ran; scores within
-    ``margin`` of each other tie (0: equal ones only). A model with a score beats one that ran the task
-    without one; tasks where neither has a score are not counted."""
+def task_outcomes(scores: pd.DataFrame, ran: pd.DataFrame | None = None, margin: float = 0.0
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per task (axis 0), did the row model win, tie or lose against the column model (booleans, tasks × models
+    × models): scores within ``margin`` of each other tie (0: equal ones only); a model with a score beats one
+    that ran the task without one; where neither has a score, or one did not run the task, they did not meet."""
     x = scores.round(12).to_numpy(dtype=float)  # as in ranks(): equal sums tie
     r = ran_mask(scores, ran).to_numpy()
     has = ~np.isnan(x)
@@ -175,13 +176,15 @@ def pairwise_record(scores: pd.DataFrame, ran: pd.DataFrame | None = None, margi
     with np.errstate(invalid="ignore"):  # -inf − -inf: two without a score, never met
         gap = filled[:, :, None] - filled[:, None, :]
     met = (has[:, :, None] | has[:, None, :]) & r[:, :, None] & r[:, None, :]
-    won = ((gap > margin) & met).sum(axis=0).astype(float)
-    tied = ((np.abs(gap) <= margin) & met).sum(axis=0).astype(float)
-    lost = ((gap < -margin) & met).sum(axis=0).astype(float)
-    for m in (won, tied, lost):
-        np.fill_diagonal(m, 0)
+    met[:, np.arange(x.shape[1]), np.arange(x.shape[1])] = False  # no model meets itself
+    return (gap > margin) & met, (np.abs(gap) <= margin) & met, (gap < -margin) & met
+
+
+def pairwise_record(scores: pd.DataFrame, ran: pd.DataFrame | None = None, margin: float = 0.0) -> Record:
+    """Won / tied / lost of each model against each other over the tasks both ran (:func:`task_outcomes`)."""
     cols = scores.columns
-    return Record(*(pd.DataFrame(m, index=cols, columns=cols) for m in (won, tied, lost)))
+    return Record(*(pd.DataFrame(m.sum(axis=0).astype(float), index=cols, columns=cols)
+                    for m in task_outcomes(scores, ran, margin)))
 
 
 def pairwise_wins(scores: pd.DataFrame, ran: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pipeline.report.stats.aggregate import pairwise_wins, ran_mask
+from pipeline.report.stats.aggregate import ran_mask, task_outcomes
 
 ELO_BASE = 1000.0
 ELO_SCALE = 400.0 / np.log(10.0)  # Elo points per unit of log-strength
@@ -82,13 +82,15 @@ def elo(scores: pd.DataFrame, *, n_bootstrap: int = 200, level: float = 0.95, se
         none = pd.DataFrame({"model": idle, "elo": np.nan, "elo_low": np.nan, "elo_high": np.nan, "n_tasks": 0})
         return EloResult(pd.concat([rated.table, none], ignore_index=True), rated.n_bootstrap, level)
     models = list(scores.columns)
-    wins, _ = pairwise_wins(scores, mask)
-    point = ELO_BASE + ELO_SCALE * bradley_terry(wins.to_numpy())
+    won, tied, _ = task_outcomes(scores, mask)
+    per_task = won + 0.5 * tied  # each task's wins, a tie half a win each way (aggregate.pairwise_wins, per task)
+    point = ELO_BASE + ELO_SCALE * bradley_terry(per_task.sum(axis=0))
     rng = np.random.default_rng(seed)
     boot = np.empty((n_bootstrap, len(models)))
     for b in range(n_bootstrap):
         pick = rng.integers(0, len(scores), len(scores))
-        boot[b] = ELO_BASE + ELO_SCALE * bradley_terry(pairwise_wins(scores.iloc[pick], mask.iloc[pick])[0].to_numpy())
+        drawn = np.bincount(pick, minlength=len(scores))  # how often each task was drawn
+        boot[b] = ELO_BASE + ELO_SCALE * bradley_terry(np.tensordot(drawn, per_task, axes=1))
     alpha = (1 - level) / 2
     low, high = (np.quantile(boot, [alpha, 1 - alpha], axis=0) if n_bootstrap else (point * np.nan, point * np.nan))
     table = pd.DataFrame({"model": models, "elo": point, "elo_low": low, "elo_high": high,

@@ -46,10 +46,16 @@ def holm(p: list[float]) -> list[float]:
     return out
 
 
-def paired(cells: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """Scores of models ``a`` and ``b`` on the splits where both finished (one task's ``expected_cells``)."""
+def by_split(cells: pd.DataFrame) -> pd.DataFrame:
+    """One task's finished scores, a row per split and a column per model."""
     ok = cells[cells.status == Status.OK]
-    wide = ok.pivot_table(index=["repeat", "fold", "seed"], columns="model", values="score", aggfunc="mean")
+    return ok.pivot_table(index=["repeat", "fold", "seed"], columns="model", values="score", aggfunc="mean")
+
+
+def paired(cells: pd.DataFrame, a: str, b: str, wide: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Scores of models ``a`` and ``b`` on the splits where both finished (one task's ``expected_cells``;
+    ``wide``: its :func:`by_split`, where the caller pairs many models of one task)."""
+    wide = by_split(cells) if wide is None else wide
     if a not in wide or b not in wide:
         return pd.DataFrame(columns=[a, b])
     return wide[[a, b]].dropna()
@@ -78,17 +84,17 @@ def significance(cells: pd.DataFrame) -> pd.DataFrame:
         bests = sorted(m.index[m >= top - 1e-12])
         best = bests[0]
         needed = needed_splits(len(m) - len(bests))
-        tested, pvals = [], []
+        tested, pvals, wide = [], [], by_split(g)
         for x in models:
             row = {**dict(zip(TASK, task)), "model": x, "best": ", ".join(bests), "needed": needed, "p": np.nan,
                    "p_holm": np.nan}
             if x in bests:
-                rows.append({**row, "verdict": "best", "n_pairs": len(paired(g, best, x))})
+                rows.append({**row, "verdict": "best", "n_pairs": len(paired(g, best, x, wide))})
                 continue
             if x not in m.index:
                 rows.append({**row, "verdict": "no score", "n_pairs": 0})
                 continue
-            pair = paired(g, best, x)
+            pair = paired(g, best, x, wide)
             row["n_pairs"] = len(pair)
             if len(pair) < needed:
                 rows.append({**row, "verdict": "too few splits"})
