@@ -117,6 +117,11 @@ class Scheduler:
         if self.on_cluster_lost is not None:
             threading.Thread(target=self._watchdog, args=(ended,), name="attnbench-cluster-watch", daemon=True).start()
         try:
+            self._finish_cells()  # results whose every trial is on record: kept whatever the limit
+            if self._time_is_up(time.monotonic()):  # no trial would end in time: no worker starts for nothing
+                self.stopped = True
+                self._abandon()
+                return
             self._resize(force=True)
             self._warm_imports()  # while the workers start
             deadline = time.monotonic() + 60
