@@ -16,7 +16,7 @@ from pipeline.data.merge import merge
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.report.data import ReportData
-from pipeline.report.pages import write_report
+from pipeline.report.pages import accuracy, overview, write_report
 from pipeline.report.stats import aggregate as agg
 from pipeline.report.stats.ranking import ranking
 from pipeline.spec import parse_suite
@@ -96,7 +96,7 @@ def test_the_model_that_ran_one_task_of_two_is_ranked_on_it_and_unscored_on_the_
         assert st.uneven
     # The pages say it in words.
     out = files["all"].parent / "reports"
-    write_report(files["all"], out)
+    write_report(files["all"], out, [overview.SPEC, accuracy.SPEC])
     html = (out / "accuracy.html").read_text()
     assert "ran 1 of 2 tasks" in html and "not run" in html
     assert "0 missing" in (out / "index.html").read_text()

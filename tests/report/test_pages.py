@@ -20,7 +20,7 @@ from tables import table_rows
 from pipeline.data.store import Store
 from pipeline.data.views import N_SHUFFLES
 from pipeline.query import run_query
-from pipeline.report.pages import write_report
+from pipeline.report.pages import accuracy, attention, compute, memory, overview, sample_size, write_report
 from pipeline.report.serve import make_server
 
 PAGES = ["index", "accuracy", "sample_size", "tuning", "compute", "memory", "attention", "claims", "runs"]
@@ -226,7 +226,7 @@ def test_one_size_no_attention_no_gpu(tmp_path):
     s = Synth(sizes=("all",), models={k: v for k, v in synthetic.MODELS.items() if k != "ft_transformer"},
               missing=set())
     db = synthetic.build(tmp_path / "r.duckdb", s)
-    write_report(db, tmp_path / "r")
+    write_report(db, tmp_path / "r", [sample_size.SPEC, attention.SPEC, memory.SPEC])
     assert "Only one training size was run" in text(tmp_path / "r" / "sample_size.html")
     assert "No attention maps recorded" in text(tmp_path / "r" / "attention.html")
     assert "No cell ran on a GPU" in text(tmp_path / "r" / "memory.html")
@@ -236,19 +236,19 @@ def test_gpu_hours_and_fully_failed_cells(tmp_path):
     s = Synth(sizes=("all",), gpu_models={"ft_transformer"},
               failed={("beta", "all", 0, "mlp"), ("beta", "all", 1, "mlp")})
     db = synthetic.build(tmp_path / "r.duckdb", s)
-    write_report(db, tmp_path / "r")
-    compute = text(tmp_path / "r" / "compute.html")
+    write_report(db, tmp_path / "r", [compute.SPEC, memory.SPEC, accuracy.SPEC])
+    compute_page = text(tmp_path / "r" / "compute.html")
     # ft_transformer: its three trials run 3.5 × fit per cell; fit = 2 s × n/32; alpha 800 and beta 320 rows,
     # 2 folds.
     gpu_hours = 2 * 3.5 * (2 * 800 / 32 + 2 * 320 / 32) / 3600
-    assert f"{gpu_hours:.4f}" in compute and "No cell ran on a GPU" not in compute
+    assert f"{gpu_hours:.4f}" in compute_page and "No cell ran on a GPU" not in compute_page
     assert 'id="fig-memory-gpu-features"' in text(tmp_path / "r" / "memory.html")
     assert "failed (2/2)" in text(tmp_path / "r" / "accuracy.html")
 
 
 def test_a_model_that_failed_everywhere_still_has_its_row(tmp_path):
     s = Synth(sizes=("all",), failed={(d, "all", f, "mlp") for d in ("alpha", "beta") for f in (0, 1)})
-    write_report(synthetic.build(tmp_path / "r.duckdb", s), tmp_path / "r")
+    write_report(synthetic.build(tmp_path / "r.duckdb", s), tmp_path / "r", [accuracy.SPEC, overview.SPEC])
     rows = {r[0]: r for r in table_rows(text(tmp_path / "r" / "accuracy.html"), "table-summary-all")}
     assert rows["mlp"][5] == "100.0%" and rows["mlp"][6] == "—" and rows["mlp"][-1].startswith("0/4")
     assert "mlp 0.000" in html_lib.unescape(text(tmp_path / "r" / "index.html"))  # the MLP family, scored 0
@@ -502,7 +502,7 @@ def test_a_tie_is_no_ones_win(tmp_path):
     db = synthetic.build(tmp_path / "r.duckdb", Synth(models=same, failed=set(), missing=set()))
     lb = Store(db).query("SELECT * FROM leaderboard")
     assert not lb.is_best.any() and lb.is_tied_best.all()
-    write_report(db, tmp_path / "r")
+    write_report(db, tmp_path / "r", [overview.SPEC, accuracy.SPEC])
     html = html_lib.unescape(text(tmp_path / "r" / "index.html"))
     assert " leads " not in html
     assert ("At all training rows (2 tasks), attention network, other network and gradient boosting tie on mean "
@@ -511,8 +511,7 @@ def test_a_tie_is_no_ones_win(tmp_path):
     assert all(r[5] == "tie: attention network, other network, gradient boosting" for r in answer.values()), answer
     for table_id in ("table-answer", "table-headline"):
         assert 'class="best"' not in table_html(html, table_id), table_id
-    accuracy = html_lib.unescape(text(tmp_path / "r" / "accuracy.html"))
-    assert 'class="best"' not in accuracy
+    assert 'class="best"' not in html_lib.unescape(text(tmp_path / "r" / "accuracy.html"))
 
 
 def test_the_constant_predictor_is_the_floor_of_every_table(tmp_path):
@@ -527,7 +526,7 @@ def test_the_constant_predictor_is_the_floor_of_every_table(tmp_path):
     assert (cells.constant_score == 0.76).all()
     assert flagged[["model", "fold"]].values.tolist() == [["ft_transformer", 0], ["ft_transformer", 1], ["mlp", 0],
                                                      ["mlp", 1]]
-    write_report(db, tmp_path / "r")
+    write_report(db, tmp_path / "r", [accuracy.SPEC, overview.SPEC])
     acc = text(tmp_path / "r" / "accuracy.html")
     alpha = next(r for r in table_rows(acc, "table-datasets-32") if r[0] == "alpha")  # catboost, ft, mlp, xgboost
     assert alpha[3].endswith("⊘") and alpha[4].endswith("⊘") and "⊘" not in alpha[2] + alpha[5]

@@ -131,12 +131,12 @@ def test_the_sample_size_page_shows_the_answers_table(tmp_path: Path):
     (the same counts, picks and ranks), and names the race's leaders; with one it has no such section."""
     from tables import table_rows
 
-    from pipeline.report.pages import write_report
+    from pipeline.report.pages import sample_size, write_report
 
     s = synthetic.Synth()
     s.models["tab_transformer"] = ("tab_transformer", 0.78, 0.030, 1.50)
     db = synthetic.build(tmp_path / "r.duckdb", s)
-    write_report(db, tmp_path / "reports")
+    write_report(db, tmp_path / "reports", [sample_size.SPEC])
     page = (tmp_path / "reports" / "sample_size.html").read_text()
     shown = table_rows(page, "table-architectures")
     answer = [[c.strip() for c in line.strip("|").split("|")] for line in answer_text.per_architecture(str(db))[4:-2]]
@@ -146,5 +146,5 @@ def test_the_sample_size_page_shows_the_answers_table(tmp_path: Path):
         assert want[8].startswith(got[8])  # "1.50 of 2" and the answer's "(N datasets)"
     assert "the three lowest lead (32 training rows: " in page
     one = synthetic.build(tmp_path / "one.duckdb")
-    write_report(one, tmp_path / "one")
+    write_report(one, tmp_path / "one", [sample_size.SPEC])
     assert 'id="table-architectures"' not in (tmp_path / "one" / "sample_size.html").read_text()

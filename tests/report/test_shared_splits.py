@@ -14,7 +14,7 @@ from synthetic import MODELS, Synth
 
 from pipeline.data.store import Store
 from pipeline.report.data import ReportData
-from pipeline.report.pages import PAGES, write_report
+from pipeline.report.pages import PAGES, accuracy, compute, memory, overview, write_report
 from pipeline.report.stats.ranking import ranking
 
 
@@ -189,7 +189,7 @@ def test_cost_and_memory_list_a_model_of_fewer_tasks_last_and_say_why(tmp_path: 
         t = per_model(view, {}, data)
         assert t.model.tolist() == ["ft_transformer", "xgboost", "ft-alpha"]  # by name, then the fewer
         assert t.n_tasks.tolist() == [6, 6, 3] and t.fewer_tasks.tolist() == [False, False, True]
-    write_report(db, tmp_path / "reports")
+    write_report(db, tmp_path / "reports", [overview.SPEC, accuracy.SPEC, compute.SPEC, memory.SPEC])
     for page in ("compute.html", "memory.html"):
         html = (tmp_path / "reports" / page).read_text()
         assert html.count("Listed last: ft-alpha, planned on fewer tasks than the others. Its means cover") == 1, page
@@ -236,7 +236,7 @@ def test_the_overview_says_which_crossover_verdicts_rest_on_one_split(tmp_path: 
     s.unplanned = {("alpha", size, 1, "xgb-fold0") for size in s.sizes}
     s.missing = set()
     db = synthetic.build(tmp_path / "results.duckdb", s)
-    write_report(db, tmp_path / "reports")
+    write_report(db, tmp_path / "reports", [overview.SPEC])
     html = (tmp_path / "reports" / "index.html").read_text()
     assert html.count("1 of these verdicts rests on one fold, so is undetermined.") == 1
     assert "verdicts rest on one fold" not in html

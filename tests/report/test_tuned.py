@@ -14,7 +14,7 @@ from synthetic import MODELS, Synth
 from tables import table_rows
 
 from pipeline.report.data import ReportData
-from pipeline.report.pages import write_report
+from pipeline.report.pages import tuning, write_report
 from pipeline.report.stats import tuned as tn
 
 DEFAULTS = ("xgboost", "catboost", "ft_transformer")
@@ -90,7 +90,7 @@ def test_a_searched_gain_within_the_margin_is_not_a_gain(tuned_db: Path, tmp_pat
 
 
 def test_the_tuning_page_sets_tuned_beside_defaults(tuned_db: Path, tmp_path: Path):
-    page = (write_report(tuned_db, tmp_path / "reports").parent / "tuning.html").read_text()
+    page = (write_report(tuned_db, tmp_path / "reports", [tuning.SPEC]).parent / "tuning.html").read_text()
     pairs = {r[0]: r for r in table_rows(page, "table-tuned-pairs")}
     assert pairs["ft_transformer"][1:3] == ["ft-tuned", "2"] and pairs["ft_transformer"][5].startswith("+0.060")
     assert pairs["ft_transformer"][6] == "ahead"
@@ -109,11 +109,11 @@ def test_the_tuning_page_sets_tuned_beside_defaults(tuned_db: Path, tmp_path: Pa
     db.write_bytes(tuned_db.read_bytes())
     with duckdb.connect(str(db)) as con:
         con.execute("DELETE FROM results WHERE model = 'cb-tuned'")
-    page = (write_report(db, tmp_path / "r1").parent / "tuning.html").read_text()
+    page = (write_report(db, tmp_path / "r1", [tuning.SPEC]).parent / "tuning.html").read_text()
     assert 'id="table-tuned-pairs"' in page and "The same models both ways" not in page
     # a file with no searched entry beside its defaults has no such section
     plain = synthetic.build(tmp_path / "plain.duckdb")
-    assert 'id="table-tuned-pairs"' not in (write_report(plain, tmp_path / "r2").parent / "tuning.html").read_text()
+    assert 'id="table-tuned-pairs"' not in (write_report(plain, tmp_path / "r2", [tuning.SPEC]).parent / "tuning.html").read_text()
 
 
 def test_the_gap_means_at_defaults_and_tuned_cover_the_same_tasks():
