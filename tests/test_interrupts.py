@@ -27,8 +27,9 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
-    """SIGKILL the driver after its first cell commits; the same command then runs only what is missing."""
+def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path, ray_address: str):
+    """SIGKILL the driver after its first cell commits; the same command then runs only what is missing (on the
+    session's Ray, through $RAY_ADDRESS: the killed run's own local Ray is what the kill is about, not the rerun's)."""
     n_cells = 4
     suite = {**BASE, "datasets": [{"sklearn": "wine"}], "protocol": {"folds": n_cells},
              # Each trial trains until its 1 s limit (as long on any machine; 400 epochs took about a
@@ -75,7 +76,8 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path):
     done = results(db)
     assert 1 <= len(done) < n_cells and (done.status == "ok").all() and done.cell_id.is_unique
     last = max(Store(db).query(f"SELECT max(finished_at) AS t FROM {t}").t[0] for t in ("results", "trials"))
-    again = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(cmd, env={**env, "RAY_ADDRESS": ray_address}, cwd=REPO, capture_output=True, text=True,
+                           timeout=300)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert f"{n_cells - len(done)} cells done, 0 failed, {len(done)} already done before" in again.stdout
@@ -203,7 +205,7 @@ def test_sigterm_after_ray_started_is_an_interrupt_not_exit_status_15(tmp_path: 
     assert "interrupted by signal 15" in done.stdout
 
 
-def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_path: Path):
+def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_path: Path, ray_address: str):
     """`ray stop --force` under a run, for this run's Ray only (SIGKILL to every process of the local
     Ray the command started, as `ray stop --force` sends, not to another session's): the command ends
     within seconds with exit code 4 and one line (what happened, that completed cells are saved, the
@@ -248,8 +250,9 @@ def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_
     res = results(db)
     assert res.model.tolist() == ["tabm"] and (res.status == "ok").all()  # finished before, kept
 
-    again = subprocess.run([sys.executable, "-m", "pipeline.cli", *shlex.split(resume.group(1))], env=env,
-                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    # The command it names, verbatim, on the session's Ray ($RAY_ADDRESS): the stopped Ray was this test's point
+    again = subprocess.run([sys.executable, "-m", "pipeline.cli", *shlex.split(resume.group(1))],
+                           env={**env, "RAY_ADDRESS": ray_address}, cwd=REPO, capture_output=True, text=True, timeout=300)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert "1 cells done, 0 failed, 1 already done before" in again.stdout, again.stdout

@@ -192,9 +192,10 @@ def prepared(cmd: Command, work: Path, suite: Path) -> tuple[list[str], Path]:
 
 
 @pytest.mark.slow
-def test_every_command_the_readme_shows_runs(tiny_suite: Path, tmp_path: Path):
-    """The runs first (at most two: each starts a Ray), then the others in the README's order, each reading
-    the results file the first run wrote where it names none of its own."""
+def test_every_command_the_readme_shows_runs(tiny_suite: Path, tmp_path: Path, ray_address: str):
+    """The runs first (at most two), then the others in the README's order, each reading the results file the
+    first run wrote where it names none of its own. The runs join the session's Ray ($RAY_ADDRESS, as a user's
+    cluster would be named): what is tested here is the README's commands, not a local Ray's start."""
     runs = [c for c in COMMANDS if c.argv[:1] == ["run"]]
     assert len(runs) <= 2, f"README.md shows {len(runs)} runs; this test runs at most two: {runs}"
     if not runs:  # the README's queries read what `make run` writes: a run of the tiny suite stands in
@@ -206,7 +207,7 @@ def test_every_command_the_readme_shows_runs(tiny_suite: Path, tmp_path: Path):
             assert written is not None
             shutil.copy(written, db)  # the results file the command reads: the run's
         out = subprocess.run(attnbench() + argv, cwd=REPO / cmd.cwd, capture_output=True, text=True,
-                             timeout=300, env={**os.environ, "COLUMNS": "200"})
+                             timeout=300, env={**os.environ, "COLUMNS": "200", "RAY_ADDRESS": ray_address})
         said = out.stdout + out.stderr
         assert out.returncode == 0, f"{cmd}\n  ran as: attnbench {shlex.join(argv)}\n  exit {out.returncode}:\n{said}"
         if argv[0] == "run":
