@@ -1,7 +1,8 @@
 """Bookkeeping across runs into one results file, through the real command line and a real local Ray:
 each cell key has one current result; a changed model entry supersedes its old results (kept as
 history, never averaged in); a new sample size runs only the new cells; a suite that still has failed
-cells exits 3 on every run, saying how many and how to retry them."""
+cells exits 3 on every run, saying how many and how to retry them; a model whose every trial fails is a
+recorded failure, run again only by --retry-failed."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pipeline.data.store import Store
 pytestmark = pytest.mark.slow
 
 XGB = {"name": "xgboost", "trials": 1, "fixed": {"n_estimators": 5}}
-BROKEN = {"name": "mlp", "label": "net", "trials": 1, "fixed": {"d_block": 0, "max_epochs": 2}}  # d_block 0 fails
+BROKEN = {"name": "mlp", "label": "net", "trials": 2, "fixed": {"d_block": 0, "max_epochs": 2}}  # every trial fails
 FIXED = {"name": "mlp", "label": "net", "trials": 1, "fixed": {"d_block": 16, "max_epochs": 2}}
 
 
@@ -48,11 +49,18 @@ def test_changed_entries_supersede_and_failures_keep_counting(ray_local, tmp_pat
     out = cli(run, capsys)
     assert out.returncode == 3, out.stderr
     assert "1 cell of suite 'keep' failed" in out.stderr and "--retry-failed" in out.stderr, out.stderr
+    res = Store(db).query("SELECT status, error, accuracy FROM results WHERE model = 'net'")
+    assert res.status.tolist() == ["error"] and "d_block=0" in res.error[0] and res.accuracy.isna().all()
 
     # 2. Run again unchanged: nothing runs, but the suite still has a failed cell, so still exit 3.
     out = cli(run, capsys)
     assert out.returncode == 3 and "2 cells, 2 already done, 0 to run" in out.stdout, out.stdout + out.stderr
     assert "1 cell of suite 'keep' failed" in out.stderr
+
+    # 2b. A model failure is not retried by a plain re-run (above), but is by --retry-failed: its second attempt.
+    out = cli([*run, "--retry-failed"], capsys)
+    assert out.returncode == 3 and "1 cell of suite 'keep' failed" in out.stderr, out.stdout + out.stderr
+    assert Store(db).query("SELECT attempts FROM results WHERE model = 'net'").attempts.tolist() == [2]
 
     # 3. Fix the failing entry and add a sample size: the unchanged xgboost cell is not re-run.
     write(suite, [XGB, FIXED], [48, "all"])

@@ -143,19 +143,6 @@ def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
             assert (f">{model}<" in table) == (model in searched), (model, table[:500])
 
 
-def test_a_model_whose_every_trial_fails_is_a_recorded_failure(ray_local, tmp_path: Path):
-    suite = parse_suite({**TINY, "protocol": {"folds": 3, "max_folds": 1},
-                         "models": [{"name": "mlp", "trials": 2, "fixed": {"d_block": 0, "max_epochs": 2}}]})
-    summary = runner.run(suite, tmp_path / "r.duckdb", progress=lambda _: None)
-    assert (summary.n_done, summary.n_failed) == (0, 1)
-    res = Store(tmp_path / "r.duckdb").query("SELECT status, error, accuracy FROM results")
-    assert res.status.tolist() == ["error"] and "d_block=0" in res.error[0] and res.accuracy.isna().all()
-    # A model failure is not retried by a plain re-run, but is by --retry-failed.
-    assert runner.run(suite, tmp_path / "r.duckdb", progress=lambda _: None).n_skipped == 1
-    assert runner.run(suite, tmp_path / "r.duckdb", retry_failed=True, progress=lambda _: None).n_failed == 1
-    assert Store(tmp_path / "r.duckdb").query("SELECT attempts FROM results").attempts.tolist() == [2]
-
-
 def test_torch_with_two_workers_trains_on_ray_train_with_ddp(ray_local, tmp_path: Path):
     """workers > 1 launches a Ray Train TorchTrainer (DDP over gloo on CPU) from a warm trial worker."""
     suite = parse_suite({
