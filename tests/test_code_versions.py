@@ -170,11 +170,13 @@ def test_a_users_learner_reads_the_attnbench_files_it_imports(tmp_path: Path, mo
 
 # ------------------------------------------------------------------- end to end, in a copy of the checkout
 @pytest.mark.slow
-def test_in_a_copy_of_the_checkout_each_edit_reruns_exactly_its_models_cell(tmp_path: Path, ray_address: str):
+def test_in_a_copy_of_the_checkout_edits_rerun_exactly_the_edited_models_cells(tmp_path: Path, ray_address: str):
     """(a) attnbench's own MLP forward edited, (b) the helper a single-file builder imports edited, (c) one of
-    two builders in one package edited: each run after an edit re-runs exactly the one cell of that model; a
-    run with nothing edited runs nothing. The edited model's old cell is history (superseded, 'replaced'), and
-    each run records the code it ran: the edited builder's digest changes with its edit and only then."""
+    two builders in one package edited, all three before one run: it re-runs exactly the three cells of those
+    models, not the fourth (the other builder of that package); a run with nothing edited runs nothing. The
+    edited models' old cells are history (superseded, 'replaced'), and each run records the code it ran: an
+    edited builder's digest changes with its edit and only then. (Which edit reaches which model, one at a time:
+    test_a_users_builder_is_identified_by_its_module_and_the_own_modules_it_imports, in process.)"""
     import json
     import shutil
     import subprocess
@@ -208,18 +210,22 @@ def test_in_a_copy_of_the_checkout_each_edit_reruns_exactly_its_models_cell(tmp_
     assert "4 cells done, 0 failed, 0 already done before" in run()
     assert "4 cells, 4 already done, 0 to run" in run()  # nothing edited: nothing runs
     edit("pipeline/models/mlp.py", "return self.head(self.blocks(x))", "return self.head(torch.tanh(self.blocks(x)))")
-    out = run()
-    assert "1 cells done, 0 failed, 3 already done before" in out, out
-    assert "notice: mlp runs as modified: pipeline/models/mlp.py differs from the code its version pins" in out
     edit("helper.py", "torch.relu", "torch.tanh")  # (b)
-    assert "1 cells done, 0 failed, 3 already done before" in run()
     edit("twonets/a.py", "torch.relu", "torch.sigmoid")  # (c)
-    assert "1 cells done, 0 failed, 3 already done before" in run()
+    out = run()
+    assert "3 cells done, 0 failed, 1 already done before" in out, out
+    assert "notice: mlp runs as modified: pipeline/models/mlp.py differs from the code its version pins" in out
     superseded = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", "r.duckdb",
                                  "SELECT model FROM superseded ORDER BY 1"], cwd=co, capture_output=True, text=True)
     assert superseded.returncode == 0 and superseded.stdout.split().count("a") == 1, superseded.stdout
     store = Store(co / "r.duckdb")
-    assert store.query("SELECT why FROM superseded WHERE model = 'a'").why.tolist() == ["replaced"]
-    code = store.query("SELECT model_code FROM runs ORDER BY started_at").model_code.tolist()
-    a = [json.loads(c)["a"]["twonets.a:A"]["digest"] for c in code]  # runs: first, unchanged, (a), (b), (c)
-    assert len(a) == 5 and a[0] == a[1] == a[2] == a[3] != a[4]
+    sup = store.query("SELECT model, why FROM superseded ORDER BY model")
+    assert sup.values.tolist() == [["a", "replaced"], ["mlp", "replaced"], ["single", "replaced"]]
+    code = [json.loads(c) for c in store.query("SELECT model_code FROM runs ORDER BY started_at").model_code]
+    assert len(code) == 3  # runs: first, unchanged, edited
+
+    def digests(model: str, builder: str) -> list[str]:
+        return [c[model][builder]["digest"] for c in code]
+
+    a, b, single = digests("a", "twonets.a:A"), digests("b", "twonets.b:B"), digests("single", "single:Net")
+    assert a[0] == a[1] != a[2] and single[0] == single[1] != single[2] and b[0] == b[1] == b[2]
