@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -45,7 +44,17 @@ class Interrupt:
                 raise KeyboardInterrupt
 
 
-def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
+def query(db: Path, sql: str, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess:
+    """`attnbench query --db DB SQL`, in this process."""
+    from pipeline import cli
+
+    capsys.readouterr()
+    rc = cli.main(["query", "--db", str(db), sql])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess([], rc, out, err)
+
+
+def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     suite = parse_suite(TINY)
     db = tmp_path / "results.duckdb"
     with pytest.raises(KeyboardInterrupt):
@@ -96,11 +105,9 @@ def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
     # The leaderboard view and the read-only query command agree with the table.
     lb = store.query("SELECT * FROM leaderboard")
     assert lb.n_cells.sum() == n_cells
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", str(db),
-                          "SELECT count(*) AS n FROM results"], capture_output=True, text=True)
+    out = query(db, "SELECT count(*) AS n FROM results", capsys)
     assert out.returncode == 0 and str(n_cells) in out.stdout
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", str(db), "DELETE FROM results"],
-                         capture_output=True, text=True)
+    out = query(db, "DELETE FROM results", capsys)
     assert out.returncode != 0 and "read-only" in out.stderr.lower()
     assert len(store.query("SELECT * FROM results")) == n_cells
 
@@ -113,9 +120,8 @@ def test_run_interrupt_resume_and_failures(ray_local, tmp_path: Path):
     targets = store.query("SELECT * FROM targets")
     assert len(targets) == 2 * n_cells
     # SQL reads them: class probabilities of one test row sum to 1 (to the storage's rounding).
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--db", str(db),
-                          "SELECT round(list_sum(list_transform(proba[1:3], lambda x: x / 65535)), 3) AS s "
-                          "FROM predictions WHERE part = 'test' LIMIT 1"], capture_output=True, text=True)
+    out = query(db, "SELECT round(list_sum(list_transform(proba[1:3], lambda x: x / 65535)), 3) AS s "
+                    "FROM predictions WHERE part = 'test' LIMIT 1", capsys)
     assert out.returncode == 0 and "1.0" in out.stdout, out
     # A post-hoc ensemble's first pick is the trial selection picked: its test score is the cell's.
     from pipeline.report.data import ReportData
