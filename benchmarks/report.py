@@ -46,7 +46,7 @@ def timed(code: str, root: Path, db: Path, out: Path) -> float:
     done = subprocess.run([sys.executable, "-c", code, str(db), str(out)], cwd=root, env=env, capture_output=True,
                           text=True)
     if done.returncode:
-        raise SystemExit(f"{root}: {done.stderr.strip().splitlines()[-1]}")
+        raise SystemExit(f"{root}: exit {done.returncode}: {(done.stderr.strip().splitlines() or [''])[-1]}")
     return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -65,17 +65,21 @@ def main() -> None:
         contenders = {"read the views (reference)": (READ, REPO), "report (now)": (BUILD, REPO)}
         if args.rev:
             tree = Path(tmp) / "rev"
-            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), args.rev], check=True,
-                           capture_output=True)
+            added = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), args.rev],
+                                   capture_output=True, text=True)
+            if added.returncode:
+                raise SystemExit(f"--rev {args.rev}: {added.stderr.strip()}")
             contenders[f"report ({args.rev})"] = (BUILD, tree)
         best = dict.fromkeys(contenders, float("inf"))
         try:
             for r in range(args.rounds):
-                for name, (code, root) in contenders.items():
-                    best[name] = min(best[name], timed(code, root, db, Path(tmp) / f"out-{r}"))
+                for i, (name, (code, root)) in enumerate(contenders.items()):
+                    # a folder per build: each writes its pages and its copy of plotly.js
+                    best[name] = min(best[name], timed(code, root, db, Path(tmp) / f"out-{r}-{i}"))
         finally:
             if args.rev:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
+                subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], capture_output=True)
         ref = best["read the views (reference)"]
         print(f"{args.ref}: best of {args.rounds} rounds, alternating, each in a fresh process; ratio to the reading")
         print(table(["step", "seconds", "× reference"], [[n, f"{s:.2f}", f"{s / ref:.2f}"] for n, s in best.items()]))

@@ -49,6 +49,7 @@ def test_changed_entries_supersede_and_failures_keep_counting(ray_local, tmp_pat
     out = cli(run, capsys)
     assert out.returncode == 3, out.stderr
     assert "1 cell of suite 'keep' failed" in out.stderr and "--retry-failed" in out.stderr, out.stderr
+    assert "1 cells done, 1 failed, 0 already done before" in out.stdout, out.stdout
     res = Store(db).query("SELECT status, error, accuracy FROM results WHERE model = 'net'")
     assert res.status.tolist() == ["error"] and "d_block=0" in res.error[0] and res.accuracy.isna().all()
 
@@ -60,6 +61,7 @@ def test_changed_entries_supersede_and_failures_keep_counting(ray_local, tmp_pat
     # 2b. A model failure is not retried by a plain re-run (above), but is by --retry-failed: its second attempt.
     out = cli([*run, "--retry-failed"], capsys)
     assert out.returncode == 3 and "1 cell of suite 'keep' failed" in out.stderr, out.stdout + out.stderr
+    assert "0 cells done, 1 failed, 1 already done before" in out.stdout, out.stdout
     assert Store(db).query("SELECT attempts FROM results WHERE model = 'net'").attempts.tolist() == [2]
 
     # 3. Fix the failing entry and add a sample size: the unchanged xgboost cell is not re-run.

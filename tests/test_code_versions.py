@@ -175,8 +175,9 @@ def test_in_a_copy_of_the_checkout_edits_rerun_exactly_the_edited_models_cells(t
     two builders in one package edited, all three before one run: it re-runs exactly the three cells of those
     models, not the fourth (the other builder of that package); a run with nothing edited runs nothing. The
     edited models' old cells are history (superseded, 'replaced'), and each run records the code it ran: an
-    edited builder's digest changes with its edit and only then. (Which edit reaches which model, one at a time:
-    test_a_users_builder_is_identified_by_its_module_and_the_own_modules_it_imports, in process.)"""
+    edited builder's digest changes with its edit and only then. (Which edit reaches which model, one at a time, in process: our own files in
+    test_a_raised_version_renews_the_cells_of_exactly_the_models_that_read_the_file, a user's in
+    test_a_users_builder_is_identified_by_its_module_and_the_own_modules_it_imports.)"""
     import json
     import shutil
     import subprocess

@@ -487,9 +487,12 @@ def learning_curve_grid(panels: Sequence[tuple[str, pd.DataFrame, str]], style: 
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"{lab(t)} · {lab(m)}" for t, _, m in panels],
                         vertical_spacing=min(0.3 / max(rows - 1, 1), 0.08), horizontal_spacing=0.05)
     shown: set[str] = set()
-    traces, at, lines = [], [], []
+    traces: list[go.Scatter] = []
+    at: list[tuple[int, int]] = []
+    lines: list[dict[str, Any]] = []
     for i, (_, curves, metric) in enumerate(panels):
         r, c = divmod(i, cols)
+        drawn = len(traces)
         for trace in curve_traces(curves, style, metric):
             group = trace.legendgroup
             if trace.showlegend is not False:
@@ -499,7 +502,8 @@ def learning_curve_grid(panels: Sequence[tuple[str, pd.DataFrame, str]], style: 
             at.append((r + 1, c + 1))
         ticks = sorted({round(float(v)) for v in curves.groupby("sample_size").n_train.mean().dropna()})
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[magnitude(v) for v in ticks], row=r + 1, col=c + 1)
-        if reference_n and not curves.empty and curves.n_train.max() * 3 >= reference_n:
+        # (as add_vline leaves an empty panel: no line where no model has a score)
+        if reference_n and len(traces) > drawn and curves.n_train.max() * 3 >= reference_n:
             axes = fig.get_subplot(r + 1, c + 1)  # a vertical line across the panel, as add_vline draws it
             lines.append({"type": "line", "x0": reference_n, "x1": reference_n, "y0": 0, "y1": 1,
                           "xref": axes.xaxis.plotly_name.replace("axis", ""),

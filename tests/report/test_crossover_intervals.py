@@ -136,3 +136,20 @@ def test_many_datasets_share_one_grid_of_panels_and_one_legend():
     lines = [t for t in fig.data if t.mode == "lines+markers"]
     assert len(lines) == 16 and sorted(t.name for t in lines if t.showlegend) == ["ft", "xgb"]  # one entry each
     assert fig.layout.xaxis8.type == "log" and list(fig.layout.xaxis8.tickvals) == [256, 1024, 4096]
+
+
+def test_each_panel_of_the_grid_has_its_traces_and_a_reference_line_only_where_a_model_scored():
+    """Every panel's traces sit on its own axes, and the dotted reference line is drawn on a panel whose data
+    reaches near it, on that panel's axes, and not on a panel where no model has a score (as add_vline leaves an
+    empty panel)."""
+    from pipeline.report import figures as figs
+
+    def panel(name: str, score: float) -> tuple[str, pd.DataFrame, str]:
+        rows = [{"dataset": name, "split_key": "k", "model": m, "sample_size": s, "n_train": n, "score_mean": score,
+                 "score_low": np.nan, "score_high": np.nan} for s, n in SIZES.items() for m in ("ft", "xgb")]
+        return name, pd.DataFrame(rows), "accuracy"
+
+    panels = [panel("a", 0.7), panel("empty", np.nan), panel("c", 0.8)]
+    fig = figs.learning_curve_grid(panels, figs.Style(["ft", "xgb"], {}), cols=2, reference_n=10_000)
+    assert sorted({(t.xaxis, t.yaxis) for t in fig.data}) == [("x", "y"), ("x3", "y3")]  # none on the empty panel
+    assert [(s.xref, s.yref, s.x0) for s in fig.layout.shapes] == [("x", "y domain", 10_000), ("x3", "y3 domain", 10_000)]

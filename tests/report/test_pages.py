@@ -20,7 +20,7 @@ from tables import table_rows
 from pipeline.data.store import Store
 from pipeline.data.views import N_SHUFFLES
 from pipeline.query import run_query
-from pipeline.report.pages import accuracy, attention, compute, memory, overview, sample_size, write_report
+from pipeline.report.pages import accuracy, compute, memory, overview, write_report
 from pipeline.report.serve import make_server
 
 PAGES = ["index", "accuracy", "sample_size", "tuning", "compute", "memory", "attention", "claims", "runs"]
@@ -226,7 +226,7 @@ def test_one_size_no_attention_no_gpu(tmp_path):
     s = Synth(sizes=("all",), models={k: v for k, v in synthetic.MODELS.items() if k != "ft_transformer"},
               missing=set())
     db = synthetic.build(tmp_path / "r.duckdb", s)
-    write_report(db, tmp_path / "r", [sample_size.SPEC, attention.SPEC, memory.SPEC])
+    write_report(db, tmp_path / "r")  # every page, on one size without attention or a GPU
     assert "Only one training size was run" in text(tmp_path / "r" / "sample_size.html")
     assert "No attention maps recorded" in text(tmp_path / "r" / "attention.html")
     assert "No cell ran on a GPU" in text(tmp_path / "r" / "memory.html")
@@ -248,7 +248,7 @@ def test_gpu_hours_and_fully_failed_cells(tmp_path):
 
 def test_a_model_that_failed_everywhere_still_has_its_row(tmp_path):
     s = Synth(sizes=("all",), failed={(d, "all", f, "mlp") for d in ("alpha", "beta") for f in (0, 1)})
-    write_report(synthetic.build(tmp_path / "r.duckdb", s), tmp_path / "r", [accuracy.SPEC, overview.SPEC])
+    write_report(synthetic.build(tmp_path / "r.duckdb", s), tmp_path / "r")  # every page, with a model that has none
     rows = {r[0]: r for r in table_rows(text(tmp_path / "r" / "accuracy.html"), "table-summary-all")}
     assert rows["mlp"][5] == "100.0%" and rows["mlp"][6] == "—" and rows["mlp"][-1].startswith("0/4")
     assert "mlp 0.000" in html_lib.unescape(text(tmp_path / "r" / "index.html"))  # the MLP family, scored 0

@@ -152,7 +152,7 @@ def test_the_same_file_reads_the_same_to_the_last_digit(files):
     """The report's every frame, read from the largest shipped reference three times: the same doubles each time.
     DuckDB's parallel sums and deviations differ in their last digits from read to read (the standings' diff,
     lo and hi, the learning curves' means moved by 1e-17 to 1e-13 on this file); a reading connection sums on
-    one thread (pipeline/data/store.py)."""
+    one thread (pipeline/data/store.py), as `attnbench query` does."""
     from pipeline.report.data import ReportData
 
     first, *again = (ReportData.load(files["study-every-dataset"]) for _ in range(3))
