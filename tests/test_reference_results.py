@@ -450,28 +450,25 @@ def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_r
 
 
 def test_a_run_into_an_exported_file_loads_the_rows_it_lacks_and_checks_they_are_the_references(
-        reference, tmp_path: Path, ray_address: str):
+        reference, tmp_path: Path, ray_address: str, capsys: pytest.CaptureFixture[str]):
     """An exported file describes the reference's datasets without their rows. A run into it loads the rows
     from the source, if they are the rows the shipped results were run on; otherwise it is refused, in one
-    line, and the file is left as it was."""
+    line, and the file is left as it was. (`reference export` itself, as a command: the test above.)"""
     _, root = reference
-    cli = [sys.executable, "-m", "pipeline.cli"]
     exported = tmp_path / "ref.duckdb"
-    subprocess.run([*cli, "reference", "export", str(root / "tinyref"), "--db", str(exported)], check=True,
-                   capture_output=True, timeout=300)
+    references.load(str(root / "tinyref")).export(Store(exported))
     mine = write(tmp_path / "mine.yaml", {**MINE, "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": [64]}})
     tampered = tmp_path / "tampered.duckdb"
     tampered.write_bytes(exported.read_bytes())
     with duckdb.connect(str(tampered)) as con:
         con.execute("UPDATE datasets SET checksum = 'not-these-rows' WHERE dataset = 'breast_cancer'")
     before = tampered.read_bytes()
-    refused = subprocess.run([*cli, "run", str(mine), "--db", str(tampered), "--no-report"], capture_output=True,
-                             text=True, timeout=300)
+    refused = cli(["run", str(mine), "--db", str(tampered), "--no-report"], capsys)  # refused before any Ray
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "breast_cancer" in refused.stderr and "not-these-rows" in refused.stderr
     assert tampered.read_bytes() == before
-    ran = subprocess.run([*cli, "run", str(mine), "--db", str(exported), "--no-report", "--address", ray_address],
-                         capture_output=True, text=True, timeout=600)
+    ran = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(mine), "--db", str(exported), "--no-report",
+                          "--address", ray_address], capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-2000:]
     with duckdb.connect(str(exported), read_only=True) as con:
         held = con.execute("SELECT data_table FROM datasets WHERE dataset = 'breast_cancer'").fetchone()[0]
@@ -507,9 +504,8 @@ def test_a_study_goes_on_from_its_shipped_chunks_on_a_machine_without_its_file(r
     assert ref.df("SELECT count(*) AS n FROM ref_datasets").n[0] == 2
 
 
-def test_an_unknown_reference_is_one_line(tmp_path: Path):
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--against", "no-such-ref", "--db",
-                          str(tmp_path / "x.duckdb")], capture_output=True, text=True, timeout=120)
+def test_an_unknown_reference_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    out = cli(["run", "--against", "no-such-ref", "--db", str(tmp_path / "x.duckdb")], capsys)
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "--against no-such-ref: no such reference" in out.stderr and not (tmp_path / "x.duckdb").exists()
 
