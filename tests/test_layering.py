@@ -104,7 +104,7 @@ def test_no_two_files_import_each_other_in_a_circle():
 
 # The report's two rooms (docs/ARCHITECTURE.md): report/stats/ computes, report/pages/ shows, one module a page.
 STATS, PAGES = "pipeline.report.stats", "pipeline.report.pages"
-DRAWING = ["pipeline.report.markup", "pipeline.report.figures", "pipeline.report.parts", "pipeline.report.site", PAGES]
+DRAWING = ["pipeline.report.markup", "pipeline.report.figures", "pipeline.report.curve_figures", "pipeline.report.parts", "pipeline.report.site", PAGES]
 
 
 def within(module: str, names: list[str]) -> bool:

@@ -53,7 +53,7 @@ class Style:
         return SYMBOL.get(self.families.get(model, ""), "x")
 
 
-def _layout(fig: go.Figure, height: int = 420, **kw: object) -> go.Figure:
+def layout(fig: go.Figure, height: int = 420, **kw: object) -> go.Figure:
     fig.update_layout(template=TEMPLATE, height=height, margin={"t": 40, "l": 60, "r": 20, "b": 50},
                       legend={"title_text": "model"}, **kw)
     return fig
@@ -92,7 +92,7 @@ def log_axis(values: Any, unit: str = "") -> dict[str, Any]:
     return {"type": "log", "tickvals": inside, "ticktext": [magnitude(t, unit) for t in inside]}
 
 
-def _rgba(color: str, alpha: float) -> str:
+def rgba(color: str, alpha: float) -> str:
     c = color.lstrip("#")
     r, g, b = (int(c[i:i + 2], 16) for i in (0, 2, 4))
     return f"rgba({r},{g},{b},{alpha})"
@@ -114,7 +114,7 @@ def summary_bars(summary: pd.DataFrame, style: Style) -> go.Figure:
                 hovertemplate="%{hovertext}<br>average rank %{x:.2f}<extra></extra>", row=1, col=2)
     fig.update_xaxes(range=[0, 1.05], row=1, col=1)
     fig.update_xaxes(range=[1, max(2.0, float(summary.avg_rank.max()) + 0.5)], row=1, col=2)
-    return _layout(fig, height=max(260, 40 + 32 * len(s)), showlegend=False)
+    return layout(fig, height=max(260, 40 + 32 * len(s)), showlegend=False)
 
 
 def win_rate_heatmap(rates: pd.DataFrame, n: pd.DataFrame) -> go.Figure:
@@ -130,7 +130,7 @@ def win_rate_heatmap(rates: pd.DataFrame, n: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(autorange="reversed", title_text="model (row)")
     fig.update_xaxes(title_text="opponent (column)")
     side = 120 + 42 * len(names)
-    return _layout(fig, height=max(320, side))
+    return layout(fig, height=max(320, side))
 
 
 def elo_plot(table: pd.DataFrame, style: Style, level: float, fewer: frozenset[str] = frozenset()) -> go.Figure:
@@ -150,7 +150,7 @@ def elo_plot(table: pd.DataFrame, style: Style, level: float, fewer: frozenset[s
                         showlegend=False)
     fig.add_vline(x=1000, line_dash="dot", line_color="#999")
     fig.update_xaxes(title_text=f"Elo (mean 1000), {level:.0%} bootstrap interval")
-    return _layout(fig, height=max(240, 60 + 34 * len(t)))
+    return layout(fig, height=max(240, 60 + 34 * len(t)))
 
 
 def cd_diagram(cd: CriticalDifference, style: Style) -> go.Figure:
@@ -184,81 +184,7 @@ def cd_diagram(cd: CriticalDifference, style: Style) -> go.Figure:
     fig.update_xaxes(range=[0.0, k + 1.0], tickmode="array", tickvals=list(range(1, k + 1)), side="top",
                      title_text="average rank (1 = best)", showgrid=False, zeroline=False)
     fig.update_yaxes(visible=False, range=[-(half + 1), 1.8])
-    return _layout(fig, height=160 + 36 * half)
-
-
-# ---------------------------------------------------------------------------------- sample size
-def _runs(mask: np.ndarray) -> list[np.ndarray]:
-    """Index arrays of the consecutive True stretches of ``mask``."""
-    idx = np.flatnonzero(mask)
-    return [r for r in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1) if len(r)] if len(idx) else []
-
-
-def curve_traces(curves: pd.DataFrame, style: Style, metric: str) -> list[go.Scatter]:
-    """The traces of :func:`learning_curves`: per model its band runs, then its line."""
-    traces: list[go.Scatter] = []
-    xpos = curves.groupby("sample_size").n_train.mean()  # one x per size: the rows it trained on
-    for model, g in curves.groupby("model", sort=True):
-        g = g.assign(x=g.sample_size.map(xpos)).dropna(subset=["x"]).sort_values("x")
-        if g.score_mean.isna().all():
-            continue
-        color = style.color(str(model))
-        if "score_low" in g:
-            for run in _runs(g.score_low.notna().to_numpy()):
-                b = g.iloc[run]
-                x = list(b.x)
-                traces.append(go.Scatter(x=x + x[::-1], y=list(b.score_high) + list(b.score_low[::-1]),
-                                         fill="toself", fillcolor=_rgba(color, 0.15), line={"width": 0},
-                                         mode="lines", hoverinfo="skip", showlegend=False, legendgroup=lab(model)))
-        cov = g.get("coverage", pd.Series([""] * len(g), index=g.index)).fillna("")
-        flag = g.get("flag", pd.Series([""] * len(g), index=g.index)).fillna("")
-        ci = [f"95% CI {lo:.3f}–{hi:.3f}" if pd.notna(lo) else "no interval (one split)"
-              for lo, hi in zip(g.get("score_low", g.score_mean * np.nan), g.get("score_high", g.score_mean * np.nan))]
-        traces.append(go.Scatter(
-            x=list(g.x), y=[None if pd.isna(v) else float(v) for v in g.score_mean], connectgaps=False,
-            mode="lines+markers", name=lab(model), legendgroup=lab(model),
-            line={"color": color, "dash": style.dash(str(model))}, marker={"symbol": style.symbol(str(model))},
-            customdata=np.stack([g.sample_size.map(lab), ci, cov.map(lab), flag.map(lab)], axis=-1),
-            hovertemplate=f"{lab(model)}<br>size %{{customdata[0]}} (%{{x:,.0f}} rows)<br>{metric} "
-                          "%{y:.3f}, %{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}<extra></extra>"))
-    return traces
-
-
-def learning_curves(curves: pd.DataFrame, style: Style, metric: str, title: str | None = None,
-                    reference_n: float | None = 10_000) -> go.Figure:
-    """Mean test score of one dataset against training rows (log axis), one line per model. The band is
-    the confidence interval of the mean over folds and seeds (``score_low``/``score_high``, drawn only
-    where there is one); a size where a model has no score is a gap in its line, never bridged."""
-    fig = go.Figure(curve_traces(curves, style, metric))
-    xpos = curves.groupby("sample_size").n_train.mean()
-    if reference_n and not curves.empty and curves.n_train.max() * 3 >= reference_n:
-        fig.add_vline(x=reference_n, line_dash="dot", line_color="#999",
-                      annotation_text=f"{reference_n:,.0f} rows", annotation_position="top left")
-    ticks = sorted({round(float(v)) for v in xpos.dropna()})
-    fig.update_xaxes(type="log", title_text="training rows (log scale)", tickvals=ticks,
-                     ticktext=[f"{v:,}" for v in ticks])
-    fig.update_yaxes(title_text=f"test {metric}")
-    return _layout(fig, height=380, title_text=lab(title) if title else None)
-
-
-def normalized_curves(df: pd.DataFrame, style: Style, sizes: Sequence[str]) -> go.Figure:
-    """Mean normalised score against the training size as run, one line per model. The x axis is the
-    sizes' labels in order, evenly spaced: 'all' is each dataset's own full size, not a number of rows."""
-    fig = go.Figure()
-    labels = {s: ("all" if s == "all" else f"{int(s):,}") for s in sizes}
-    for model, g in df.groupby("model", sort=True):
-        g = g.set_index("sample_size").reindex(list(sizes))
-        fig.add_scatter(x=[labels[s] for s in sizes], y=[None if pd.isna(v) else float(v) for v in g.normalized_score],
-                        connectgaps=False, mode="lines+markers", name=lab(model),
-                        line={"color": style.color(str(model)), "dash": style.dash(str(model))},
-                        marker={"symbol": style.symbol(str(model))},
-                        customdata=np.stack([g.n_scored.fillna(0), g.n_tasks.fillna(0)], axis=-1),
-                        hovertemplate=f"{lab(model)}<br>%{{x}} training rows<br>mean normalised score %{{y:.3f}}"
-                                      "<br>scored on %{customdata[0]:.0f} of %{customdata[1]:.0f} tasks<extra></extra>")
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=[labels[s] for s in sizes],
-                     title_text="training rows, as run ('all' = each dataset's full training part)")
-    fig.update_yaxes(title_text="mean normalised score (1 = best, 0 = worst)", range=[-0.05, 1.05])
-    return _layout(fig, height=380)
+    return layout(fig, height=160 + 36 * half)
 
 
 # ------------------------------------------------------------------------------------- overview
@@ -326,7 +252,7 @@ def answer_by_size(answers: Sequence[SizeAnswer], families: Sequence[str]) -> go
                      title_text="training rows, as run", row=1, col=2)
     fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="datasets", row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], title_text="mean normalised score", row=1, col=2)
-    _layout(fig, height=440)
+    layout(fig, height=440)
     fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top", "title_text": "",
                               "traceorder": "normal"},
                       margin={"t": 60, "l": 60, "r": 20, "b": 80})
@@ -347,7 +273,7 @@ def tuning_curves(summary: pd.DataFrame, style: Style, x: str, y: str = "score")
         color = style.color(str(model))
         xs = list(g[x])
         fig.add_scatter(x=xs + xs[::-1], y=list(g[f"{y}_high"]) + list(g[f"{y}_low"][::-1]), fill="toself",
-                        fillcolor=_rgba(color, 0.15), line={"width": 0}, mode="lines", hoverinfo="skip",
+                        fillcolor=rgba(color, 0.15), line={"width": 0}, mode="lines", hoverinfo="skip",
                         showlegend=False,
                         legendgroup=lab(model))
         fig.add_scatter(x=xs, y=g[y], mode="lines+markers", name=lab(model), legendgroup=lab(model),
@@ -364,7 +290,7 @@ def tuning_curves(summary: pd.DataFrame, style: Style, x: str, y: str = "score")
                          summary.n_trials.max() <= 20 else None)
     fig.update_yaxes(title_text="normalised best validation score" if y == "score" else
                      "normalised test score of the selected config")
-    return _layout(fig, height=380)
+    return layout(fig, height=380)
 
 
 # -------------------------------------------------------------------------------------- compute
@@ -392,7 +318,7 @@ def model_bars(table: pd.DataFrame, style: Style, columns: Mapping[str, str], lo
                         hovertemplate=hover)
             if unit:
                 fig.update_yaxes(ticksuffix=f" {unit}", row=1, col=i)
-    return _layout(fig, height=380)
+    return layout(fig, height=380)
 
 
 def pareto(points: pd.DataFrame, style: Style, x: str, y: str, x_title: str, y_title: str,
@@ -413,7 +339,7 @@ def pareto(points: pd.DataFrame, style: Style, x: str, y: str, x_title: str, y_t
                                       f"{'<br>on the Pareto front' if r.front else ''}<extra></extra>")
     fig.update_xaxes(**log_axis(points[x], x_unit), title_text=x_title)
     fig.update_yaxes(title_text=y_title)
-    return _layout(fig, height=420)
+    return layout(fig, height=420)
 
 
 def memory_vs_features(mem: pd.DataFrame, style: Style, column: str, title: str) -> go.Figure:
@@ -433,7 +359,7 @@ def memory_vs_features(mem: pd.DataFrame, style: Style, column: str, title: str)
     else:
         fig.update_xaxes(title_text="number of features")
     fig.update_yaxes(title_text=title)
-    return _layout(fig, height=380)
+    return layout(fig, height=380)
 
 
 # ------------------------------------------------------------------------------------ attention
@@ -453,7 +379,7 @@ def attention_heatmap(matrix: np.ndarray, features: Sequence[str], title: str,
                      scaleanchor="x", constrain="domain")
     fig.update_xaxes(title_text="key feature", automargin=True, tickangle=-45, dtick=1, constrain="domain")
     side = min(1100, max(420, 220 + 14 * len(names)))
-    return _layout(fig, height=side, title_text=lab(title))
+    return layout(fig, height=side, title_text=lab(title))
 
 
 def trait_scatter(joined: pd.DataFrame, traits: Mapping[str, str], stats_text: Mapping[str, str]) -> go.Figure:
@@ -476,42 +402,4 @@ def trait_scatter(joined: pd.DataFrame, traits: Mapping[str, str], stats_text: M
     for ann in fig.layout.annotations:
         ann.font = {"size": 11}
     fig.update_yaxes(title_text="attention − boosting", col=1)
-    return _layout(fig, height=300 * rows)
-
-
-def learning_curve_grid(panels: Sequence[tuple[str, pd.DataFrame, str]], style: Style, cols: int = 4,
-                        reference_n: float | None = 10_000) -> go.Figure:
-    """Small multiples of :func:`learning_curves`: one panel per (title, curves, metric), ``cols`` a row,
-    one legend for all (a model's entry shows or hides it in every panel)."""
-    rows = math.ceil(len(panels) / cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"{lab(t)} · {lab(m)}" for t, _, m in panels],
-                        vertical_spacing=min(0.3 / max(rows - 1, 1), 0.08), horizontal_spacing=0.05)
-    shown: set[str] = set()
-    traces: list[go.Scatter] = []
-    at: list[tuple[int, int]] = []
-    lines: list[dict[str, Any]] = []
-    for i, (_, curves, metric) in enumerate(panels):
-        r, c = divmod(i, cols)
-        drawn = len(traces)
-        for trace in curve_traces(curves, style, metric):
-            group = trace.legendgroup
-            if trace.showlegend is not False:
-                trace.showlegend = group not in shown
-                shown.add(group)
-            traces.append(trace)
-            at.append((r + 1, c + 1))
-        ticks = sorted({round(float(v)) for v in curves.groupby("sample_size").n_train.mean().dropna()})
-        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[magnitude(v) for v in ticks], row=r + 1, col=c + 1)
-        # (as add_vline leaves an empty panel: no line where no model has a score)
-        if reference_n and len(traces) > drawn and curves.n_train.max() * 3 >= reference_n:
-            axes = fig.get_subplot(r + 1, c + 1)  # a vertical line across the panel, as add_vline draws it
-            lines.append({"type": "line", "x0": reference_n, "x1": reference_n, "y0": 0, "y1": 1,
-                          "xref": axes.xaxis.plotly_name.replace("axis", ""),
-                          "yref": f"{axes.yaxis.plotly_name.replace('axis', '')} domain",
-                          "line": {"dash": "dot", "color": "#999"}})
-    # All at once: one trace or one line at a time copies the figure's traces or shapes again each time.
-    fig.add_traces(traces, rows=[r for r, _ in at], cols=[c for _, c in at])
-    fig.update_layout(shapes=lines)
-    for ann in fig.layout.annotations:
-        ann.font = {"size": 11}
-    return _layout(fig, height=max(260 * rows, 320))
+    return layout(fig, height=300 * rows)

@@ -122,6 +122,7 @@ def test_coverage_greys_a_size_not_run_yet_and_reds_only_a_size_whose_cells_fail
 
 
 def test_many_datasets_share_one_grid_of_panels_and_one_legend():
+    from pipeline.report import curve_figures as curve_figs
     from pipeline.report import figures as figs
 
     panels = []
@@ -130,7 +131,7 @@ def test_many_datasets_share_one_grid_of_panels_and_one_legend():
                  "score_mean": 0.7 + 0.01 * i, "score_low": np.nan, "score_high": np.nan}
                 for i, (s, n) in enumerate(SIZES.items()) for m in ("ft", "xgb")]
         panels.append((f"d{d}", pd.DataFrame(rows), "accuracy"))
-    fig = figs.learning_curve_grid(panels, figs.Style(["ft", "xgb"], {"ft": "attention network", "xgb": "gradient boosting"}))
+    fig = curve_figs.learning_curve_grid(panels, figs.Style(["ft", "xgb"], {"ft": "attention network", "xgb": "gradient boosting"}))
     titles = [a.text for a in fig.layout.annotations]
     assert titles[:8] == [f"d{d} · accuracy" for d in range(8)]
     lines = [t for t in fig.data if t.mode == "lines+markers"]
@@ -142,6 +143,7 @@ def test_each_panel_of_the_grid_has_its_traces_and_a_reference_line_only_where_a
     """Every panel's traces sit on its own axes, and the dotted reference line is drawn on a panel whose data
     reaches near it, on that panel's axes, and not on a panel where no model has a score (as add_vline leaves an
     empty panel)."""
+    from pipeline.report import curve_figures as curve_figs
     from pipeline.report import figures as figs
 
     def panel(name: str, score: float) -> tuple[str, pd.DataFrame, str]:
@@ -150,6 +152,6 @@ def test_each_panel_of_the_grid_has_its_traces_and_a_reference_line_only_where_a
         return name, pd.DataFrame(rows), "accuracy"
 
     panels = [panel("a", 0.7), panel("empty", np.nan), panel("c", 0.8)]
-    fig = figs.learning_curve_grid(panels, figs.Style(["ft", "xgb"], {}), cols=2, reference_n=10_000)
+    fig = curve_figs.learning_curve_grid(panels, figs.Style(["ft", "xgb"], {}), cols=2, reference_n=10_000)
     assert sorted({(t.xaxis, t.yaxis) for t in fig.data}) == [("x", "y"), ("x3", "y3")]  # none on the empty panel
     assert [(s.xref, s.yref, s.x0) for s in fig.layout.shapes] == [("x", "y domain", 10_000), ("x3", "y3 domain", 10_000)]

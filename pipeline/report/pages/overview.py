@@ -10,6 +10,7 @@ from typing import Any
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, families
 from pipeline.records import Status
+from pipeline.report import curve_figures as curve_figs
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, dataset_anchor, size_label
 from pipeline.report.markup import Cell, Page, cell, esc, note, num, raw, table, verdict_cell
@@ -151,7 +152,7 @@ def overview_answer(p: Page, data: ReportData) -> None:
                "1,000 rows; means over its cells at that size." + (" " + data.hardware_note()
                                                                    if data.hardware_note() else "")))
     if len(data.sizes) > 1:
-        p.figure(figs.normalized_curves(agg.normalized_by_size(c, data.sizes), data.style(), data.sizes),
+        p.figure(curve_figs.normalized_curves(agg.normalized_by_size(c, data.sizes), data.style(), data.sizes),
                  "fig-index-sizes")
     if not crossovers.empty:
         p.h3("Crossover size per dataset")

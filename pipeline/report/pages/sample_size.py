@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, families
+from pipeline.report import curve_figures as curve_figs
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, dataset_anchor, size_label
 from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, table, verdict_cell
@@ -100,7 +101,7 @@ def page_sample_size(data: ReportData) -> Page:
     favours_section(p, data, table_)
 
     p.h2("Over all datasets: mean normalised score by size", "average")
-    p.figure(figs.normalized_curves(agg.normalized_by_size(data.cells, sizes), style, sizes), "fig-curve-avg")
+    p.figure(curve_figs.normalized_curves(agg.normalized_by_size(data.cells, sizes), style, sizes), "fig-curve-avg")
     p.add(note("Per task (dataset and size) the best model scores 1 and the worst 0; each point is the mean "
                "over the tasks of that size the model ran, and a model that ran a task without a score gets 0 "
                "there (one never planned on it is left out). No band: datasets "
@@ -110,7 +111,7 @@ def page_sample_size(data: ReportData) -> Page:
     tasks = list(curves.groupby(["dataset", "split_key"], sort=True))
     if len(tasks) > GRID_FROM:  # one panel each, one legend: readable at 40 datasets
         panels = [(data.task_label(d, k), g, str(g.metric.iloc[0])) for (d, k), g in tasks]
-        p.figure(figs.learning_curve_grid(panels, style, reference_n=claims_mod.REFERENCE_ROWS), "fig-curve-grid")
+        p.figure(curve_figs.learning_curve_grid(panels, style, reference_n=claims_mod.REFERENCE_ROWS), "fig-curve-grid")
         p.add(note("One panel per dataset (the y axes differ: each its own metric and range); a model's legend "
                    "entry shows or hides it in every panel; the dotted line marks "
                    f"{claims_mod.REFERENCE_ROWS:,} rows. Bands are 95% intervals where two or more splits finished."))
@@ -119,7 +120,7 @@ def page_sample_size(data: ReportData) -> Page:
         metric = str(g.metric.iloc[0])
         n_split = int(g.n_cells.max())
         label = data.task_label(dataset, split_key)
-        p.figure(figs.learning_curves(g, style, metric, title=f"{label} · {metric}",
+        p.figure(curve_figs.learning_curves(g, style, metric, title=f"{label} · {metric}",
                                       reference_n=claims_mod.REFERENCE_ROWS), f"fig-curve-{i}")
         if n_split < 2:
             p.add(note(f"{label}: one split per size, so no confidence band."))
