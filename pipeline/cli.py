@@ -10,19 +10,15 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from pipeline.catalog import cmd_models, cmd_suites, compress_problems, weights_problems
 from pipeline.clock import hms
+from pipeline.defaults import DEFAULT_DB, DEFAULT_REPORTS, db_option
 from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import sigterm_as_interrupt
 from pipeline.records import RunStatus
-
-if TYPE_CHECKING:
-    pass
-
-DEFAULT_DB = "results.duckdb"
-DEFAULT_REPORTS = "reports"
+from pipeline.reference_commands import cmd_answer, cmd_price, cmd_reference
 
 
 def _add_openml(p: argparse.ArgumentParser) -> None:
@@ -104,7 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if summary.suite_failed:
         again = retry_command(args)
         print(f"attnbench: {summary.suite_failed} cell{'s' if summary.suite_failed != 1 else ''} of suite "
-              f"{suite.name!r} failed (errors: attnbench query \"SELECT * FROM failures\"{_db_option(args.db)}); "
+              f"{suite.name!r} failed (errors: attnbench query \"SELECT * FROM failures\"{db_option(args.db)}); "
               f"`{again}` runs them again", file=sys.stderr)
     return 0 if summary.suite_failed == 0 or args.allow_failures else 3
 
@@ -136,110 +132,6 @@ def _cluster_lost(err: ClusterLost) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(EXIT_CLUSTER_LOST)
-
-
-def cmd_reference(args: argparse.Namespace) -> int:
-    from pipeline.data import chunks, references
-
-    if args.reference_command == "add":
-        added = chunks.add_chunk(args.db, args.name, suite=args.suite, root=Path(args.into) if args.into else None,
-                                 predictions=not args.no_predictions, note=args.note or "",
-                                 curve_points=None if args.full_curves else chunks.CURVE_POINTS,
-                                 map_features=None if args.all_maps else chunks.MAP_FEATURES,
-                                 digits=None if args.full_precision else chunks.DIGITS)
-        total = sum(mb for _, mb in added.files)
-        left = (f", {added.maps_left_out} attention maps of datasets over {added.map_features} features left out"
-                if added.maps_left_out else "")
-        traits = f" and the characteristics of {added.traits} datasets' rows" if added.traits else ""
-        traits += f" and the ended runs {', '.join(added.ended)} (shipped while running)" if added.ended else ""
-        traits += (f" and {added.searching} trial{'s' if added.searching != 1 else ''} of searches not finished yet"
-                   if added.searching else "")
-        print(f"reference {args.name}: {added.chunk} with {added.cells} cell{'s' if added.cells != 1 else ''}{traits} → {added.folder} ({total:.1f} MB"
-              f"{'' if added.predictions else ', no predictions'}"
-              f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''}"
-              f"{f', curves and maps to {added.digits} significant digits' if added.digits else ''}{left})")
-        if added.meta_changes:
-            print(f"  reference.json, for every chunk it holds now: {'; '.join(added.meta_changes)}")
-        return 0
-    if args.reference_command == "export":
-        return _export_reference(args.name, args.db)
-    names = references.shipped()
-    if not names:
-        print(f"no reference results in {references.shipped_root()}")
-    for name in names:
-        ref = references.load(name)
-        n = ref.df("SELECT count(*) AS n, count(DISTINCT dataset) AS d, count(DISTINCT model) AS m, "
-                   "(SELECT count(*) FROM ref_suite_cells) AS planned FROM ref_results")
-        print(f"{name}: suite {ref.suite!r}, {n.n[0]:,} of {n.planned[0]:,} planned cells, {n.d[0]} dataset"
-              f"{'s' if n.d[0] != 1 else ''}, {n.m[0]} model{'s' if n.m[0] != 1 else ''} — attnbench run YOUR_SUITE.yaml --against {name}")
-        print(f"  code: {_code_words(ref.code_versions())}")
-        ref.close()
-    return 0
-
-
-def _code_words(code: dict[str, list[dict[str, str]]]) -> str:
-    """A reference's code versions in words: version 1 of attnbench's files, or each model's others."""
-    other = {m: forms for m, forms in code.items() if any(forms)}
-    if not other:
-        return f"version 1 of every attnbench file its {len(code)} models read (pipeline/models/versions.py)"
-    return "; ".join(f"{m}: " + " / ".join(", ".join(f"{f} {v}" for f, v in form.items()) or "version 1"
-                                            for form in forms) for m, forms in sorted(other.items()))
-
-
-def _results_file(ref: str, tmp: str, prefix: str = "") -> str:
-    """A results file for REF: itself where it is one (``.duckdb``), else the reference (a shipped name or a
-    folder) exported into ``tmp`` (as ``prefix`` + its name: two references of one name stay two files)."""
-    from pipeline.data import references
-
-    if Path(ref).suffix == ".duckdb":
-        if not Path(ref).is_file():
-            raise AttnbenchError(f"no results file {ref}")
-        return ref
-    db = str(Path(tmp) / f"{prefix}{Path(ref).name}.duckdb")
-    references.export_file(ref, db)
-    return db
-
-
-def cmd_answer(args: argparse.Namespace) -> int:
-    """The answer's Markdown from a reference (a shipped name, a folder, or a results file)."""
-    import tempfile
-
-    from pipeline.report.answer_text import markdown
-
-    with tempfile.TemporaryDirectory() as tmp:
-        db = _results_file(args.ref, tmp)
-        print(markdown(db, Path(args.ref).name if db == args.ref else args.ref), end="")
-    return 0
-
-
-def cmd_price(args: argparse.Namespace) -> int:
-    """A pilot's price of the entries a study does not run yet, scaled by the study's own cost."""
-    import tempfile
-
-    from pipeline.report.price_text import markdown
-
-    with tempfile.TemporaryDirectory() as tmp:
-        pilot, study = _results_file(args.pilot, tmp, "pilot-"), _results_file(args.study, tmp, "study-")
-        try:
-            print(markdown(pilot, study, args.pilot, args.study, base=args.base, extend=args.extend), end="")
-        except ValueError as e:
-            raise AttnbenchError(str(e)) from None
-    return 0
-
-
-def _export_reference(name: str, db: str) -> int:
-    """A shipped reference (or a reference folder) as a results file of its own, to report or query."""
-    from pipeline.data import references
-
-    if Path(db).exists():
-        raise AttnbenchError(f"{db} exists: export a reference into a new file (it would mix with what is there)")
-    n = references.export_file(name, db)
-    print(f"reference {name}: {n:,} cell{'s' if n != 1 else ''} → {db}; its report: attnbench report{_db_option(db)}")
-    return 0
-
-
-def _db_option(db: str) -> str:
-    return "" if db == DEFAULT_DB else f" --db {db}"
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ LAYERS = [
     ["pipeline.engine"],
     ["pipeline.plan", "pipeline.runner", "pipeline.provenance"],
     ["pipeline.report"],
-    ["pipeline.query", "pipeline.pin", "pipeline.catalog", "pipeline.cli"],
+    ["pipeline.defaults", "pipeline.query", "pipeline.pin", "pipeline.catalog", "pipeline.reference_commands", "pipeline.cli"],
 ]
 
 
