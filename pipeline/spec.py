@@ -323,7 +323,7 @@ class ModelSpec(_Strict):
     @field_validator("space")
     @classmethod
     def _space(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.models.registry import check_domain
+        from pipeline.models.values import check_domain
 
         for key, dom in v.items():
             if isinstance(dom, dict):

@@ -16,7 +16,7 @@ from pipeline.errors import SpecError
 def validation_problems(path: str, err: ValidationError) -> str:
     """A suite's validation errors as one line, or a first line and one line per problem: where (the
     key's path), and what is wrong in words a YAML author reads (the type given, a number in quotes)."""
-    from pipeline.models.registry import number_text
+    from pipeline.models.values import number_text
 
     lines = [f"{path}: invalid suite ({err.error_count()} problems)"]
     for e in err.errors():

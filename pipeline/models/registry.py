@@ -33,13 +33,11 @@ YAML.
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
 import importlib.util
 import inspect
 import json
-import operator
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,6 +46,8 @@ from typing import Any
 
 from pipeline.models.import_paths import ImportPathError, checked_class, load_path
 from pipeline.models.kinds import KINDS, family_of
+from pipeline.models.model_file import declares_learner, module_info, read_info
+from pipeline.models.values import is_number, not_a_number
 
 TORCH_LEARNER = "pipeline.learners.torch:TorchLearner"
 ENTRY_POINTS = "attnbench.models"
@@ -57,38 +57,10 @@ def check_declared_kind(builder: str | None, kind: str | None) -> None:
     """A suite entry's ``builder`` must say what kind of model it is (an attention model left to the
     default would be reported as another network): by the entry's ``kind``, or by the ``INFO`` its
     class's module declares for it. A ``learner`` declares its own."""
-    if builder is None or kind is not None or _module_info(builder).get("kind"):
+    if builder is None or kind is not None or module_info(builder, _INFO_KEYS).get("kind"):
         return
     raise ValueError(f"builder {builder!r} needs a 'kind': one of {', '.join(KINDS)} (the report's families: "
                      f"{', '.join(KINDS.values())}), or a word of your own")
-
-
-def number_text(value: Any) -> bool:
-    """Whether ``value`` is text that reads as a number (``'1e-4'``, quoted in YAML)."""
-    if not isinstance(value, str) or not any(c.isdigit() for c in value):
-        return False
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
-
-
-def not_a_number(value: Any) -> str:
-    """Why ``value`` is not a number, in words; for text that reads as one, how to write it as one.
-
-    >>> not_a_number("1e-4")
-    "'1e-4' is text, not a number; write it without quotes (1e-4)"
-    """
-    if isinstance(value, str):
-        hint = f"; write it without quotes ({value.strip()})" if number_text(value) else ""
-        return f"{value!r} is text, not a number{hint}"
-    what = "true or false" if isinstance(value, bool) else "empty" if value is None else f"a {type(value).__name__}"
-    return f"{value!r} is {what}, not a number"
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -181,7 +153,7 @@ class ModelInfo:
                     if wrong:
                         raise ValueError(f"model {self.name!r}: {where}.{key}: {wrong[0]!r} is not one of "
                                          f"{', '.join(words[key])}")
-                if not _is_number(known[key]) or not isinstance(given, list):
+                if not is_number(known[key]) or not isinstance(given, list):
                     continue  # a domain's bounds are check_domain's
                 at = f"{where}.{key}" + (".choice" if isinstance(value, dict) else "")
                 bad = [v for v in given if isinstance(v, str | bool)]
@@ -204,7 +176,6 @@ NOT_INSTALLED: dict[str, str]  # this package's models whose optional packages a
 PROBLEMS: list[str]  # installed packages' models that could not be registered, and why
 
 _INFO_KEYS = {f for f in ModelInfo.__dataclass_fields__ if f not in ("builder", "source")} | {"class"}
-_INPUTS = ("n_num", "cat_cardinalities", "d_out")  # what every torch model's constructor takes from the data
 
 
 @dataclass
@@ -295,67 +266,6 @@ def get(name: str) -> ModelInfo:
         raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(models))}") from None
 
 
-def _read_info(path: Path) -> dict[str, Any] | None:
-    """The module's literal ``INFO = {...}``, read with ``ast`` so that torch is not imported, its
-    ``defaults`` those of the constructor of the class it names (:func:`_constructor_defaults`) with
-    INFO's own ``defaults``, what the signature cannot say, on top."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "INFO" for t in node.targets):
-            try:
-                info = ast.literal_eval(node.value)
-            except ValueError as err:
-                raise ValueError(f"{path.name}: INFO must be a literal dict ({err})") from None
-            unknown = set(info) - _INFO_KEYS
-            if unknown:
-                raise ValueError(f"{path.name}: unknown INFO keys {sorted(unknown)}")
-            own = _constructor_defaults(tree, info.get("class"))
-            return {**info, "defaults": {**own, **info.get("defaults", {})}}
-    return None
-
-
-_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-
-
-def _as_data(node: ast.expr) -> Any:
-    """A default written as data: a literal, or arithmetic on numbers (``4 / 3``). ValueError otherwise."""
-    op = _ARITHMETIC.get(type(node.op)) if isinstance(node, ast.BinOp) else None
-    if isinstance(node, ast.BinOp) and op is not None:
-        left, right = _as_data(node.left), _as_data(node.right)
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (left, right)):
-            raise ValueError(f"not arithmetic on numbers: {ast.unparse(node)}")
-        try:
-            return op(left, right)
-        except ArithmeticError as err:
-            raise ValueError(f"{ast.unparse(node)}: {err}") from None
-    return ast.literal_eval(node)
-
-
-def _constructor_defaults(tree: ast.Module, cls_name: Any) -> dict[str, Any]:
-    """The keyword defaults of the ``__init__`` of class ``cls_name`` in the module ``tree``, in the
-    signature's order, the data inputs (``n_num``, ``cat_cardinalities``, ``d_out``) aside: a torch
-    model's architecture defaults, stated once. A default not written as data (:func:`_as_data`) is no
-    configuration value: the constructor keeps it. {} where the module defines no such class with an
-    ``__init__`` of its own."""
-    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
-    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if cls else None
-    if init is None:
-        return {}
-    args = init.args
-    positional = [*args.posonlyargs, *args.args]
-    named = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
-             *zip(args.kwonlyargs, args.kw_defaults)]
-    out = {}
-    for arg, default in named:
-        if default is None or arg.arg in _INPUTS or arg in args.posonlyargs:
-            continue
-        try:
-            out[arg.arg] = _as_data(default)
-        except ValueError:
-            continue
-    return out
-
-
 def _switches(declared: Mapping[str, Any], where: str) -> dict[str, Switch]:
     """INFO's ``ablations`` (switch → ``{key, off, needs}``) as :class:`Switch` es."""
     out = {}
@@ -398,15 +308,6 @@ def from_learner(cls: Any, path: str, *, source: str, name: str | None = None, k
                      source=source)
 
 
-def _declares_learner(path: Path) -> list[str]:
-    """The classes of a module of ``pipeline/learners`` that give themselves a ``name`` (read with ``ast``,
-    so that the modules that declare no model, torch's compression among them, are not imported)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    return [node.name for node in tree.body if isinstance(node, ast.ClassDef) and any(
-        isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "name" for t in s.targets)
-        for s in node.body)]
-
-
 def _discover() -> _Found:
     """The models of this package (the torch modules' INFO and constructors, the Learners' class
     attributes), then those of installed packages' entry points. A model of this package whose optional
@@ -414,12 +315,12 @@ def _discover() -> _Found:
     found = _Found()
     root = Path(__file__).parent.parent
     for path in sorted((root / "models").glob("*.py")):
-        info = _read_info(path)
+        info = read_info(path, _INFO_KEYS)
         if info is not None:
             _add(found.models, from_info(info, f"pipeline.models.{path.stem}", learner=TORCH_LEARNER,
                                          source="attnbench"))
     for path in sorted((root / "learners").glob("*.py")):
-        for cls_name in _declares_learner(path):
+        for cls_name in declares_learner(path):
             learner = f"pipeline.learners.{path.stem}:{cls_name}"
             cls = load_path(learner)
             requires = getattr(cls, "requires", ())
@@ -444,7 +345,7 @@ def _from_entry_point(ep: Any) -> ModelInfo:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
         raise ValueError(f"entry point {ep.name!r} of {dist}: module {module!r} not found")
-    info = _read_info(Path(spec.origin))
+    info = read_info(Path(spec.origin), _INFO_KEYS)
     if info is None:
         raise ValueError(f"entry point {ep.name!r} of {dist}: module {module!r} declares no INFO")
     return from_info(info, module, learner=TORCH_LEARNER if "learner" not in info else None,
@@ -454,16 +355,6 @@ def _from_entry_point(ep: Any) -> ModelInfo:
 def _own_doc(cls: Any) -> str:
     """The first line of the class's own docstring (not one it inherits)."""
     return str(cls.__dict__.get("__doc__") or "").strip().split("\n")[0]
-
-
-def _module_info(path: str) -> dict[str, Any]:
-    """The INFO dict of the module ``path`` names, when it declares the class ``path`` names; else {}."""
-    module, _, attr = path.partition(":")
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
-        return {}
-    info = _read_info(Path(spec.origin))
-    return info if info is not None and info.get("class") == attr else {}
 
 
 @functools.lru_cache(maxsize=256)
@@ -488,7 +379,7 @@ def _declared(key: str) -> ModelInfo:
                     and k not in d["defaults"]]
         if required:
             raise ImportPathError(f"{builder!r} needs {', '.join(required)}: give them under 'defaults'")
-        info = _module_info(builder)  # the module's INFO for this class, where it declares one
+        info = module_info(builder, _INFO_KEYS)  # the module's INFO for this class, where it declares one
         return ModelInfo(name=name, display_name=d["display_name"] or info.get("display_name") or name,
                          kind=d["kind"] or info.get("kind") or "network",
                          description=d["description"] or info.get("description") or _own_doc(cls),
@@ -527,27 +418,3 @@ def declared(name: str, *, builder: str | None = None, learner: str | None = Non
                       "space": dict(space or {}), "display_name": display_name, "description": description,
                       "source": source}, sort_keys=True, default=str)
     return _declared(key)
-
-
-def check_domain(key: str, dom: dict[str, Any]) -> None:
-    """Validate one search-space domain written as data, e.g. ``{loguniform: [1e-4, 1e-2]}``."""
-    if len(dom) != 1:
-        raise ValueError(f"space.{key}: give exactly one of uniform, loguniform, int, logint, choice")
-    (kind, arg), = dom.items()
-    if kind == "choice":
-        if not isinstance(arg, list) or not arg:
-            raise ValueError(f"space.{key}.choice must be a non-empty list")
-        return
-    if kind not in ("uniform", "loguniform", "int", "logint"):
-        raise ValueError(f"space.{key}: unknown domain {kind!r}; allowed: uniform, loguniform, int, logint, choice")
-    if not (isinstance(arg, list) and len(arg) == 2):
-        given = f"a list of {len(arg)}" if isinstance(arg, list) else repr(arg)
-        raise ValueError(f"space.{key}.{kind} must be [low, high], two numbers, not {given}")
-    for a in arg:
-        if isinstance(a, bool) or not isinstance(a, int | float):
-            raise ValueError(f"space.{key}.{kind} must be [low, high], two numbers: {not_a_number(a)}")
-    lo, hi = arg
-    if not lo < hi:
-        raise ValueError(f"space.{key}.{kind}: low {lo} must be below high {hi}")
-    if kind.startswith("log") and lo <= 0:
-        raise ValueError(f"space.{key}.{kind}: low must be positive on a log scale")

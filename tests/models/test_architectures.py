@@ -119,7 +119,8 @@ def test_the_constructor_states_the_defaults_once(name):
     """A torch model's architecture defaults are its constructor's keyword defaults, read by the registry
     with ast (no torch): every keyword but the data's inputs, the same value and type as the signature's;
     its INFO states none of them again."""
-    from pipeline.models.registry import _read_info
+    from pipeline.models.model_file import read_info
+    from pipeline.models.registry import _INFO_KEYS
 
     info = REGISTRY[name]
     params = inspect.signature(info.load()).parameters
@@ -130,7 +131,7 @@ def test_the_constructor_states_the_defaults_once(name):
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
     module = inspect.getmodule(info.load())
     assert module is not None and "defaults" not in module.INFO
-    assert _read_info(Path(module.__file__))["defaults"] == own
+    assert read_info(Path(module.__file__), _INFO_KEYS)["defaults"] == own
 
 
 @pytest.mark.parametrize("name", sorted(n for n in REGISTRY if REGISTRY[n].ablations))
