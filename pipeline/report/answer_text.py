@@ -79,6 +79,9 @@ def summary(p: pd.DataFrame) -> str:
     words = ", ".join(f"{v.value} on {int(counts.get(v.value, 0))}" for v in ORDER if counts.get(v.value, 0))
     folds = sorted({int(f) for f in p.folds.dropna()})
     splits = sorted({int(n) for n in big.n_splits})
+    short = big[big.n_splits < big.planned]  # repeats still to run there: their verdicts are not yet the cap's
+    interim = (f"; {len(short)} dataset{'s' if len(short) != 1 else ''} short of the splits planned, "
+               f"{'their verdicts' if len(short) != 1 else 'its verdict'} interim until then" if len(short) else "")
     compared = big[big.verdict.isin([v.value for v in COMPARED_VERDICTS])]
     mean, lo, hi = mean_interval(compared["diff"].to_numpy(dtype=float))
     sizes = by_size(p)
@@ -89,8 +92,8 @@ def summary(p: pd.DataFrame) -> str:
     return (f"Per dataset at its largest size, the best attention network against the best gradient-boosting model "
             f"(each picked by validation) is {words} of {len(big)} datasets ({'/'.join(map(str, splits))} "
             f"split{'' if splits == [1] else 's'} of "
-            f"{'/'.join(map(str, folds))}-fold cross-validation; Nadeau–Bengio corrected 95% intervals, ±{VERDICT_MARGIN} "
-            f"margin). Over datasets, the mean difference at each one's largest size is {_f(mean)} [{_f(lo)}, {_f(hi)}]; "
+            f"{'/'.join(map(str, folds))}-fold cross-validation{interim}; Nadeau–Bengio corrected 95% intervals, "
+            f"±{VERDICT_MARGIN} margin). Over datasets, the mean difference at each one's largest size is {_f(mean)} [{_f(lo)}, {_f(hi)}]; "
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
 
 
