@@ -70,3 +70,25 @@ def test_every_suite_key_is_in_the_suites_guide():
     missing = sorted(every - named_keys - synthetic)
     assert not missing, f"docs/SUITES.md, Every key: no row for {missing}"
     assert all(f"`{k}`" in section.split("| `synthetic` |")[1].split("\n")[0] for k in synthetic)
+
+
+def test_the_suites_guide_counts_each_shipped_references_planned_cells():
+    """docs/SUITES.md's "Shipped suites" table gives each suite's cells; for a suite a shipped reference holds,
+    the figure is the reference's own plan (its ``suite_cells``), so a suite that grows (repeats, new entries)
+    fails here until its row is printed again."""
+    from pipeline.data import references
+
+    section = (REPO / "docs" / "SUITES.md").read_text(encoding="utf-8").split("## Shipped suites", 1)[1]
+    figures: dict[str, int] = {}
+    for row in re.findall(r"^\| (`.+)$", section.split("\n## ", 1)[0], re.M):
+        cols = [c.strip() for c in row.split(" | ")]
+        names = re.findall(r"`([^`]+)`", cols[0])
+        numbers = [int(x.replace(",", "")) for x in re.findall(r"\d[\d,]*", cols[-1].split("(")[0])]
+        figures |= dict(zip(names, numbers, strict=False))
+    checked = 0
+    for name in references.shipped():
+        ref = references.load(name)
+        planned = int(ref.df("SELECT count(*) AS n FROM ref_suite_cells").n[0])
+        assert figures.get(ref.suite) == planned, (ref.suite, figures.get(ref.suite), planned)
+        checked += 1
+    assert checked >= 3
