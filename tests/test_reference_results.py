@@ -511,11 +511,15 @@ def test_an_unknown_reference_is_one_line(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_shipped_reference_files_stay_small():
-    """Every shipped chunk file is under 5 MB and all of them under 25 MB (git keeps them whole)."""
+    """Every shipped chunk file is under 5 MB and all of them under 40 MB (git keeps them whole). The budget:
+    study-lite's first chunk is 18 MB, nearly all of it the predictions its Tuned + ensembled page reads (one
+    fold, so they fit); every other chunk ships without them, about 1 KB a cell (study-every-dataset: 6 MB for
+    5,928 cells), so issue 59's entries (about 2,400 cells) add some 3 MB and 40 MB leaves room for another
+    study of that size."""
     root = references.shipped_root()
     files = [p for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
     assert all(p.stat().st_size < 5 * 2**20 for p in files)
-    assert sum(p.stat().st_size for p in files) < 25 * 2**20
+    assert sum(p.stat().st_size for p in files) < 40 * 2**20
     for name in references.shipped():
         ref = references.load(name)
         assert len(ref.df("SELECT * FROM ref_results")) > 0 and len(ref.df("SELECT * FROM ref_split_digests")) > 0
