@@ -14,18 +14,8 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data import characteristics
-from pipeline.data.references import (
-    SPLIT_KEYS,
-    TABLES,
-    Held,
-    ReferenceError,
-    _one,
-    _shown,
-    _suite_yaml,
-    export_tables,
-    load,
-    shipped_root,
-)
+from pipeline.data.reference_tables import SPLIT_KEYS, TABLES, Held, export_tables, one, suite_yaml
+from pipeline.data.references import ReferenceError, load, shipped_root, shown
 
 MAX_FILE_MB = 4.5  # no file of a chunk above this: git keeps them whole, and the project keeps files < 5 MB
 # A shipped trial's learning curve keeps at most this many points (add_chunk's curve_points): a boosting
@@ -139,19 +129,19 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             if meta["suite"] != suite:
                 raise ReferenceError(f"{folder}: the reference holds suite {meta['suite']!r}, not {suite!r}")
             old = load(str(folder))
-            held = Held.of(old)
+            held = old.held()
             old.close()
-        spec = _suite_yaml(con, suite)
+        spec = suite_yaml(con, suite)
         meta, meta_changes = _meta(meta_path, name, suite, spec)
         export_tables(con, "src", suite, "out", held)
         _add_traits(con, suite, held)
-        n = _one(con, "SELECT count(*) FROM out_results")
-        traits = _one(con, "SELECT count(*) FROM out_dataset_traits")
+        n = one(con, "SELECT count(*) FROM out_results")
+        traits = one(con, "SELECT count(*) FROM out_dataset_traits")
         # A chunk of characteristics alone: a reference from before they were shipped; of ended runs alone: a
         # run shipped while running, closed since (its cells were shipped with it); of trials alone: a run that
         # ended within a search, finished no cell, and should still say what it cost.
         ended = sorted({r[0] for r in con.execute("SELECT run_id FROM out_runs").fetchall()} & held.open_runs)
-        searching = _one(con, "SELECT count(*) FROM out_trials WHERE cell_id NOT IN (SELECT cell_id FROM out_results)")
+        searching = one(con, "SELECT count(*) FROM out_trials WHERE cell_id NOT IN (SELECT cell_id FROM out_results)")
         if not n and not traits and not ended and not searching:
             raise ReferenceError(f"{db}: nothing new for {folder}: no finished cell or committed trial of suite "
                                  f"{suite!r} that it does not hold already")
@@ -162,7 +152,7 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             _thin_curves(con, "out_trials", curve_points)
         maps_left_out = 0
         if map_features:
-            maps_left_out = _one(con, "SELECT count(*) FROM out_attention_maps WHERE json_array_length(features::JSON) > ?",
+            maps_left_out = one(con, "SELECT count(*) FROM out_attention_maps WHERE json_array_length(features::JSON) > ?",
                                  [map_features])
             con.execute("DELETE FROM out_attention_maps WHERE json_array_length(features::JSON) > ?", [map_features])
         if digits:
@@ -211,8 +201,8 @@ def _meta(path: Path, name: str, suite: str, spec: dict[str, Any]) -> tuple[dict
     was, now = (Protocol.model_validate(m["protocol"], strict=False) for m in (old, meta))
     for key in SPLIT_KEYS:
         if getattr(was, key) != getattr(now, key):
-            raise ReferenceError(f"{path.parent}: protocol.{key} is {_shown(getattr(now, key))} in suite {suite!r}'s "
-                                 f"latest run and {_shown(getattr(was, key))} in the reference's chunks: its cells "
+            raise ReferenceError(f"{path.parent}: protocol.{key} is {shown(getattr(now, key))} in suite {suite!r}'s "
+                                 f"latest run and {shown(getattr(was, key))} in the reference's chunks: its cells "
                                  "differ")
     if old.get("seed", 0) != meta["seed"]:
         raise ReferenceError(f"{path.parent}: seed is {meta['seed']} in suite {suite!r}'s latest run and "
@@ -245,7 +235,7 @@ def _add_traits(con: Any, suite: str, held: Held) -> None:
 
 def _write_parquet(con: Any, table: str, out: Path, name: str) -> list[tuple[str, float]]:
     """The table as one Parquet file, or several when one would pass ``MAX_FILE_MB``."""
-    n = _one(con, f"SELECT count(*) FROM {table}")
+    n = one(con, f"SELECT count(*) FROM {table}")
     path = out / f"{name}.parquet"
     con.execute(f"COPY (SELECT * FROM {table}) TO '{path}' (FORMAT parquet, COMPRESSION zstd)")
     size = path.stat().st_size / 2**20
