@@ -139,3 +139,15 @@ def run_working(args: list[str], *, idle_s: float = 90.0, **kwargs: Any) -> subp
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(args, proc.returncode, out.read(), err.read())
+
+
+def in_process(argv: list[str], capsys: Any) -> subprocess.CompletedProcess:
+    """``attnbench ARGV`` in this process, its output read through ``capsys``, as ``subprocess.run`` would
+    return it: for a command whose own process is not what the test is about (a rerun, a refusal), without an
+    interpreter's and a Ray connection's start-up. A run joins this process's Ray where one is initialized."""
+    from pipeline import cli as entry
+
+    capsys.readouterr()
+    rc = entry.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, rc, out, err)

@@ -7,11 +7,11 @@ recorded failure, run again only by --retry-failed."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from processes import in_process as cli
 
 from pipeline.data.store import Store
 
@@ -29,13 +29,6 @@ def write(path: Path, models: list[dict], sizes: list) -> str:
     return str(path)
 
 
-def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess:
-    from pipeline import cli as entry
-
-    capsys.readouterr()
-    rc = entry.main(argv)
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, rc, out, err)
 
 
 def test_changed_entries_supersede_and_failures_keep_counting(ray_local, tmp_path: Path,
@@ -93,9 +86,10 @@ def test_changed_entries_supersede_and_failures_keep_counting(ray_local, tmp_pat
     assert lb.score_mean.tolist() == pytest.approx(new.accuracy.tolist())  # the new result alone
     assert len(old) == 2  # (the old results are still there, under their own cell ids)
     # The report counts the current cells only, and lists the history on the runs page.
-    from pipeline.report.pages import write_report
+    from pipeline.report.pages import overview, write_report
+    from pipeline.report.pages import runs as runs_page
 
-    write_report(db, tmp_path / "reports")
+    write_report(db, tmp_path / "reports", [overview.SPEC, runs_page.SPEC])
     index = (tmp_path / "reports" / "index.html").read_text()
     assert "4 of 4 cells finished" in index
     runs = (tmp_path / "reports" / "runs.html").read_text()

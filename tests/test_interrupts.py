@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from processes import Spawned
+from processes import Spawned, in_process
 from test_faults import BASE, QUICK_FIRST, RUNNING, _title, network_until, results
 
 from pipeline.data.store import Store
@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path, ray_address: str):
+def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path, ray_local,
+                                                  capsys: pytest.CaptureFixture[str]):
     """SIGKILL the driver after its first cell commits; the same command then runs only what is missing (on the
     session's Ray, through $RAY_ADDRESS: the killed run's own local Ray is what the kill is about, not the rerun's)."""
     n_cells = 4
@@ -76,9 +77,8 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path, ray_address: st
     done = results(db)
     assert 1 <= len(done) < n_cells and (done.status == "ok").all() and done.cell_id.is_unique
     last = max(Store(db).query(f"SELECT max(finished_at) AS t FROM {t}").t[0] for t in ("results", "trials"))
-    again = subprocess.run(cmd, env={**env, "RAY_ADDRESS": ray_address}, cwd=REPO, capture_output=True, text=True,
-                           timeout=300)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    again = in_process(cmd[3:], capsys)  # the same command, on the session's Ray
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert f"{n_cells - len(done)} cells done, 0 failed, {len(done)} already done before" in again.stdout
     res = results(db)
@@ -92,8 +92,8 @@ def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path, ray_address: st
     assert "marked killed: " + done.run_id.iloc[0] in again.stdout
 
 
-def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_completes_each_cell_once(tmp_path: Path,
-                                                                                                   ray_address: str):
+def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_completes_each_cell_once(
+        tmp_path: Path, ray_address: str, capsys: pytest.CaptureFixture[str]):
     """Ctrl-C typed into a real terminal (tmux): the run stops, records nothing that was only interrupted
     as a failure, is marked interrupted and exits 130. SIGTERM (``ray job stop``, ``kill``) does the same
     to the resumed run. A third run completes the rest, each cell once, each search with exactly its
@@ -168,8 +168,7 @@ def test_ctrl_c_in_a_terminal_then_sigterm_interrupt_cleanly_and_a_rerun_complet
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     # The rest on the session's Ray: what is resumed is the file's, not the cluster's (and a third local
     # Ray start would add nothing the two above did not test).
-    again = subprocess.run([*cmd[:-2], "--address", ray_address], cwd=REPO, capture_output=True, text=True,
-                           timeout=300)
+    again = in_process(cmd[3:-2], capsys)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert f"{n_cells - second} cells done, 0 failed, {second} already done before" in again.stdout
     assert check_clean("finished") == n_cells
@@ -205,7 +204,8 @@ def test_sigterm_after_ray_started_is_an_interrupt_not_exit_status_15(tmp_path: 
     assert "interrupted by signal 15" in done.stdout
 
 
-def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_path: Path, ray_address: str):
+def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_path: Path, ray_local,
+                                                                            capsys: pytest.CaptureFixture[str]):
     """`ray stop --force` under a run, for this run's Ray only (SIGKILL to every process of the local
     Ray the command started, as `ray stop --force` sends, not to another session's): the command ends
     within seconds with exit code 4 and one line (what happened, that completed cells are saved, the
@@ -251,9 +251,8 @@ def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_
     assert res.model.tolist() == ["tabm"] and (res.status == "ok").all()  # finished before, kept
 
     # The command it names, verbatim, on the session's Ray ($RAY_ADDRESS): the stopped Ray was this test's point
-    again = subprocess.run([sys.executable, "-m", "pipeline.cli", *shlex.split(resume.group(1))],
-                           env={**env, "RAY_ADDRESS": ray_address}, cwd=REPO, capture_output=True, text=True, timeout=300)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+    again = in_process(shlex.split(resume.group(1)), capsys)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert "1 cells done, 0 failed, 1 already done before" in again.stdout, again.stdout
     res = results(db)

@@ -15,6 +15,7 @@ import duckdb
 import pandas as pd
 import pytest
 import yaml
+from processes import in_process as cli
 from sklearn.datasets import load_breast_cancer
 
 from pipeline import runner
@@ -35,15 +36,6 @@ MINE = {"name": "mine", "datasets": [{"sklearn": "breast_cancer"}],
         "models": [{"name": "mlp", "trials": 1, "fixed": {"max_epochs": 10, "batch_size": 32}}]}
 
 
-def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess:
-    """The command line in this process (a refusal needs no interpreter of its own; the runs that do are
-    subprocesses below)."""
-    from pipeline import cli as entry
-
-    capsys.readouterr()
-    rc = entry.main(argv)
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, rc, out, err)
 
 
 def digest(folder: Path) -> dict[str, str]:
