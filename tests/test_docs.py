@@ -92,3 +92,33 @@ def test_the_suites_guide_counts_each_shipped_references_planned_cells():
         assert figures.get(ref.suite) == planned, (ref.suite, figures.get(ref.suite), planned)
         checked += 1
     assert checked >= 3
+
+
+def test_every_shipped_suite_has_a_row_in_the_suites_guide():
+    section = (REPO / "docs" / "SUITES.md").read_text(encoding="utf-8").split("## Shipped suites", 1)[1]
+    table = section.split("\n## ", 1)[0]
+    named = set(re.findall(r"`([\w-]+)`", "\n".join(r.split(" | ")[0] for r in table.splitlines())))
+    ranges = [(int(a), int(b)) for a, b in re.findall(r"`grinsztajn-(\d+)` … `-(\d+)`", table)]
+    missing = []
+    for path in sorted((REPO / "suites").glob("*.yaml")):
+        base = path.stem.removesuffix("-lite")
+        lite_row = path.stem.endswith("-lite") and re.search(rf"`{re.escape(base)}` \(\+`-lite`\)", table)
+        number = re.fullmatch(r"grinsztajn-(\d+)", base)
+        in_range = bool(number) and any(a <= int(number[1]) <= b for a, b in ranges)
+        if path.stem not in named and not lite_row and not in_range and not (base in named and path.stem != base):
+            missing.append(path.stem)
+    assert not missing, f"docs/SUITES.md, Shipped suites: no row for {missing}"
+
+
+def test_the_queries_guide_names_every_table_and_view(tmp_path: Path):
+    """README.md says docs/QUERIES.md documents every table and view of a results file."""
+    from pipeline.data.store import Store
+    from pipeline.data.views import VIEWS, install
+
+    store = Store(tmp_path / "r.duckdb")
+    install(store)
+    names = store.query("SELECT table_name FROM information_schema.tables").table_name.tolist()
+    assert {"results", "trials", "runs", "predictions", "standings"} <= set(names) and set(VIEWS) <= set(names)
+    text = (REPO / "docs" / "QUERIES.md").read_text(encoding="utf-8")
+    missing = sorted(name for name in names if f"`{name}`" not in text)
+    assert not missing, f"docs/QUERIES.md names no {missing}"
