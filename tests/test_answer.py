@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.data import references
+from pipeline.data.store import Store
 from pipeline.records import Verdict
 from pipeline.report import answer_text
 
@@ -174,3 +175,20 @@ def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str
     best = tests.iloc[0]
     assert f"{tr.SHORT[best.trait]} (ρ {best.rho:+.2f}, q {best.q:.3f}".replace("-", "−") in line
     assert ("a null result" in line) == bool((tests.q >= 0.05).all())
+
+
+def test_the_study_figures_typed_beside_the_blocks_are_the_references(study: str):
+    """The few figures of the study's plan that README.md and docs/STUDY.md state outside the generated blocks
+    (how many datasets, how many reach a size) are the shipped reference's own."""
+    q = Store(study, create=False).query
+    reach = dict(q("SELECT sample_size, count(DISTINCT dataset) AS n FROM suite_cells GROUP BY 1").itertuples(
+        index=False, name=None))
+    n_datasets = int(q("SELECT count(DISTINCT dataset) AS n FROM suite_cells").n[0])
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    study_doc = " ".join((REPO / "docs" / "STUDY.md").read_text(encoding="utf-8").split())
+    checks = [(readme, r"the shipped study: (\d+) real datasets", n_datasets),
+              (study_doc, r"10,000 rows on the (\d+) that reach it", reach["10000"]),
+              (study_doc, r"only (\d+) datasets reach 12,288 training rows", reach["12288"])]
+    for text, pattern, want in checks:
+        found = re.search(pattern, text)
+        assert found and int(found[1]) == want, (pattern, found and found[1], want)
