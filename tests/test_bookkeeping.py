@@ -29,8 +29,6 @@ def write(path: Path, models: list[dict], sizes: list) -> str:
     return str(path)
 
 
-
-
 def test_changed_entries_supersede_and_failures_keep_counting(ray_local, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]):
     db = str(tmp_path / "r.duckdb")

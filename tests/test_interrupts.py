@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_the_driver_killed_mid_run_loses_nothing(tmp_path: Path, ray_local,
                                                   capsys: pytest.CaptureFixture[str]):
     """SIGKILL the driver after its first cell commits; the same command then runs only what is missing (on the
-    session's Ray, through $RAY_ADDRESS: the killed run's own local Ray is what the kill is about, not the rerun's)."""
+    session's Ray, in this process: the killed run's own local Ray is what the kill is about, not the rerun's)."""
     n_cells = 4
     suite = {**BASE, "datasets": [{"sklearn": "wine"}], "protocol": {"folds": n_cells},
              # Each trial trains until its 1 s limit (as long on any machine; 400 epochs took about a
@@ -250,7 +250,7 @@ def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_
     res = results(db)
     assert res.model.tolist() == ["tabm"] and (res.status == "ok").all()  # finished before, kept
 
-    # The command it names, verbatim, on the session's Ray ($RAY_ADDRESS): the stopped Ray was this test's point
+    # The command it names, verbatim, on the session's Ray (in this process): the stopped Ray was this test's point
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     again = in_process(shlex.split(resume.group(1)), capsys)
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]

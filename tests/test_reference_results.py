@@ -36,8 +36,6 @@ MINE = {"name": "mine", "datasets": [{"sklearn": "breast_cancer"}],
         "models": [{"name": "mlp", "trials": 1, "fixed": {"max_epochs": 10, "batch_size": 32}}]}
 
 
-
-
 def digest(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
