@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fm test-fast lint tools clean
+.PHONY: setup run test test-fm test-fast lint tools answers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -46,8 +46,12 @@ test-fm:
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow"
 
+# The shipped results printed into README.md and docs/ again (tools/print_answers.py), after a reference grows.
+answers: setup
+	$(BIN)/python tools/print_answers.py
+
 lint: setup
-	$(BIN)/ruff check pipeline tests benchmarks examples
+	$(BIN)/ruff check pipeline tests benchmarks examples tools
 	$(BIN)/mypy
 
 clean:

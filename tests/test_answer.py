@@ -17,7 +17,7 @@ from pipeline.records import Verdict
 from pipeline.report import answer_text
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"<!-- answer (?P<what>summary |tuning )?(?P<ref>[\w-]+) -->\n(?P<text>.*?)<!-- /answer -->", re.S)
+BLOCK = re.compile(answer_text.DOC_BLOCK, re.S)
 
 
 @pytest.fixture(scope="module")
@@ -62,28 +62,20 @@ def test_the_study_doc_holds_what_tuning_changes_as_printed(tuned: str):
     assert "8 tasks, one fold each" in text and not re.search(r"\blevel\b", text)
 
 
-def _printed(db: str, ref: str, what: str | None) -> str:
-    if what == "summary ":
-        return answer_text.summary_of(db) + "\n"
-    return answer_text.tuning(db, ref) if what == "tuning " else answer_text.markdown(db, ref)
+def test_every_answer_block_in_the_docs_is_what_the_command_prints():
+    """Each `<!-- answer [summary |tuning |claims ]REF -->` block of README.md and docs/*.md holds what `attnbench
+    answer REF` prints for the shipped reference now (whole, its summary, its tuning or its claims part), and
+    docs/QUERIES.md's standings table what its query gives on the study: tools/print_answers.py, which prints
+    them, would change nothing."""
+    import importlib.util
 
-
-def test_every_answer_block_in_the_docs_is_what_the_command_prints(tmp_path_factory):
-    """Each `<!-- answer [summary |tuning ]REF -->` block of README.md and docs/STUDY.md holds what
-    `attnbench answer REF` prints for the shipped reference now: whole, its summary, or its tuning part."""
-    files: dict[str, str] = {}
-    seen = []
-    for doc in (REPO / "README.md", REPO / "docs" / "STUDY.md"):
-        for m in blocks(doc):
-            ref = m["ref"]
-            if ref not in files:
-                files[ref] = str(tmp_path_factory.mktemp("doc-answer") / f"{ref}.duckdb")
-                references.export_file(ref, files[ref])
-            db = files[ref]
-            want = _printed(db, ref, m["what"])
-            assert m["text"] == want, (doc.name, m["what"], ref)
-            seen.append((doc.name, m["what"], ref))
-    assert ("STUDY.md", "summary ", "study-lite") in seen and len(seen) >= 4
+    spec = importlib.util.spec_from_file_location("print_answers", REPO / "tools" / "print_answers.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    seen = [(doc.name, m["what"], m["ref"]) for doc in tool.DOCS for m in blocks(doc)]
+    assert ("STUDY.md", "summary ", "study-lite") in seen and ("README.md", "summary ", "study-every-dataset") in seen
+    assert tool.main(["--check"]) == 0  # (it names the file that differs)
 
 
 def test_the_readme_holds_its_summary(study: str):
@@ -140,21 +132,6 @@ def test_the_still_undetermined_are_named_with_their_spread(study: str):
     assert lines[0].endswith(f"undetermined: {', '.join(stays)}. A spread measured on few splits is itself rough: "
                              "this is a forecast; the verdict at the cap is what counts.")
     assert all(c[-1] in {v.value for v in Verdict} for c in rows.values())
-
-
-def test_the_queries_doc_counts_are_the_shipped_study_s(study: str):
-    """docs/QUERIES.md shows its first standings query's output on study-every-dataset: that table is what the
-    query gives on the shipped reference now."""
-    from pipeline.data.store import Store
-    from pipeline.data.views import temporary_views
-
-    text = (REPO / "docs" / "QUERIES.md").read_text(encoding="utf-8")
-    part = text[text.index("### `standings`"):]
-    sql = re.search(r"```sql\n(.*?)```", part, re.S)[1]
-    table = re.search(r"On study-every-dataset.*?\n\n((?:\|[^\n]*\n)+)", part, re.S)[1].splitlines()[2:]
-    got = Store(study, create=False).query(sql, prepare=temporary_views)
-    want = [f"| {r.verdict} | {r.datasets} | {r.mean_diff} |" for r in got.itertuples(index=False)]
-    assert table == want
 
 
 def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str):

@@ -284,6 +284,28 @@ def claim_one(db: str) -> str:
     return f"Claim 1 of the design notes, \"{c.statement}\": **{c.verdict}**. {c.why}"
 
 
+def claims(db: str) -> list[str]:
+    """The design notes' five claims as the Claims page decides them (:func:`pipeline.report.stats.claims.verdicts`,
+    the same call on the same file): a table of verdict, effect and comparisons, then each claim's reason. Empty
+    where the file tests none of claims 2-5 (no ablation pair, no attention map)."""
+    from pipeline.report.data import ReportData
+    from pipeline.report.stats import claims as claims_mod
+
+    data = ReportData.load(db)
+    found = claims_mod.verdicts(data.standings, data.configured, data.attention, data.datasets)
+    if not any(c.n for c in found[1:]):
+        return []
+    out = ["**The design notes' claims** (as the report's Claims page decides them: supported or contradicted "
+           "where the 95% interval lies on one side of no effect, else not enough data):", "",
+           "| claim | verdict | effect [95% interval] | comparisons | coverage |", "| --- | --- | --- | --- | --- |"]
+    for i, c in enumerate(found):
+        n = f"{c.n} decided points; {c.above.n} datasets" if c.above is not None else str(c.n)
+        out.append(f"| {i + 1}. {c.statement} | {c.verdict} | {claims_mod.effect_text(c)} | {n} | {c.coverage} |")
+    out.append("")
+    out += [f"{i + 1}. **{c.verdict}**: {c.why} (Effect: {c.measure}.)" for i, c in enumerate(found)]
+    return out
+
+
 def tuning(db: str, name: str) -> str:
     """What tuning changes, where the file holds models both at their defaults and searched: the Tuning page's
     *Tuned beside defaults* (:mod:`pipeline.report.stats.tuned`, the same functions) in Markdown. Per dataset
@@ -350,6 +372,24 @@ def tuning(db: str, name: str) -> str:
     return "\n".join(out) + "\n"
 
 
+# A block of README.md or docs/*.md that holds what `attnbench answer REF` prints (whole, or one part of it):
+# tools/print_answers.py rewrites them, tests/test_answer.py checks them.
+DOC_BLOCK = r"(<!-- answer (?P<what>summary |tuning |claims )?(?P<ref>[\w-]+) -->\n)(?P<text>.*?)(<!-- /answer -->)"
+
+
+def part(db: str, name: str, what: str | None) -> str:
+    """What a :data:`DOC_BLOCK` of ``what`` (``summary ``, ``tuning ``, ``claims `` or None: the whole answer) holds
+    for the reference ``name`` exported to ``db``."""
+    if what == "summary ":
+        return summary_of(db) + "\n"
+    if what == "tuning ":
+        return tuning(db, name)
+    if what == "claims ":
+        return "\n".join([f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->",
+                          *claims(db)]) + "\n"
+    return markdown(db, name)
+
+
 def markdown(db: str, name: str) -> str:
     """The answer's Markdown for the results file ``db`` of the reference ``name``: the summary (what the
     README quotes), then the counts per training size and the verdict per dataset."""
@@ -389,4 +429,7 @@ def markdown(db: str, name: str) -> str:
     tuned = tuning(db, name)
     if tuned:
         out += ["", "**What tuning changes.**", "", *tuned.splitlines()[1:]]
+    tested = claims(db)
+    if tested:
+        out += ["", *tested]
     return "\n".join(out) + "\n"

@@ -1,0 +1,83 @@
+"""Print the shipped results into the docs again: every ``<!-- answer [summary |tuning |claims ]REF -->`` block of
+README.md and docs/*.md (what ``attnbench answer REF`` prints, whole or one part: pipeline.report.answer_text.part)
+and docs/QUERIES.md's table of its first standings query on study-every-dataset, each from the shipped reference
+exported to a temporary file. tests/test_answer.py fails while any of them differs from what this prints.
+
+    .venv/bin/python tools/print_answers.py           # rewrite what differs, naming each file
+    .venv/bin/python tools/print_answers.py --check   # change nothing; exit 1 naming what differs
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from pipeline.data import references
+from pipeline.data.store import Store
+from pipeline.data.views import temporary_views
+from pipeline.report import answer_text
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+QUERIES_TABLE = re.compile(r"On study-every-dataset.*?\n\n((?:\|[^\n]*\n)+)", re.S)
+
+
+class Exported:
+    """Each shipped reference exported once, on first use, into a temporary folder."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.files: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        if name not in self.files:
+            self.files[name] = f"{self.root}/{name}.duckdb"
+            references.export_file(name, self.files[name])
+        return self.files[name]
+
+
+def answer_blocks(text: str, exported: Exported) -> str:
+    return re.sub(answer_text.DOC_BLOCK, lambda m: m.group(1) + answer_text.part(exported(m["ref"]), m["ref"], m["what"])
+                  + m.group(5), text, flags=re.S)
+
+
+def standings_counts(text: str, exported: Exported) -> str:
+    """docs/QUERIES.md: the table after its first standings query, that query's output on study-every-dataset."""
+    start = text.index("### `standings`")
+    section = text[start:]
+    query, table = re.search(r"```sql\n(.*?)```", section, re.S), QUERIES_TABLE.search(section)
+    if query is None or table is None:
+        raise SystemExit("docs/QUERIES.md: no standings query with its table on study-every-dataset after it")
+    sql = query[1]
+    got = Store(exported("study-every-dataset"), create=False).query(sql, prepare=temporary_views)
+    lines = table[1].splitlines()[:2] + [f"| {r.verdict} | {r.datasets} | {r.mean_diff} |"
+                                         for r in got.itertuples(index=False)]
+    return text[:start] + section[:table.start(1)] + "\n".join(lines) + "\n" + section[table.end(1):]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 naming what differs")
+    args = parser.parse_args(argv)
+    differ = []
+    with tempfile.TemporaryDirectory() as tmp:
+        exported = Exported(tmp)
+        for doc in DOCS:
+            text = doc.read_text(encoding="utf-8")
+            new = answer_blocks(text, exported)
+            if doc.name == "QUERIES.md":
+                new = standings_counts(new, exported)
+            if new != text:
+                differ.append(doc.relative_to(REPO))
+                if not args.check:
+                    doc.write_text(new, encoding="utf-8")
+    for path in differ:
+        print(f"{path}: {'differs from' if args.check else 'printed again from'} the shipped references")
+    return 1 if args.check and differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
