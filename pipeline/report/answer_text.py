@@ -386,7 +386,7 @@ def part(db: str, name: str, what: str | None) -> str:
         return tuning(db, name)
     if what == "claims ":
         return "\n".join([f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->",
-                          *claims(db)]) + "\n"
+                          holdings(db, name), "", *claims(db)]) + "\n"
     return markdown(db, name)
 
 

@@ -136,9 +136,9 @@ def _paired_claim(claim: Claim, pairs: pd.DataFrame, diff: pd.Series, what: str)
     return claim
 
 
-def _why(c: Claim, what: str) -> str:
+def _why(c: Claim, what: str, fix: str = "add the ablation as a second, labelled entry of the model") -> str:
     if c.n == 0:
-        return f"No {what} in these results: add the ablation as a second, labelled entry of the model."
+        return f"No {what} in these results: {fix}."
     if c.n < MIN_PAIRS:
         return f"Only {c.n} {what}: too few to decide."
     if c.verdict == THIN:
@@ -311,7 +311,9 @@ def claim_attention_maps(attention: pd.DataFrame, cells: pd.DataFrame, datasets:
     c.verdict = decide(lo, hi, len(per))
     c.coverage = (f"{len(values)} maps on {len(per)} task{'s' if len(per) != 1 else ''} of models that learned the "
                   f"task, averaged per task; {skipped} more did not learn it (accuracy < {learned})")
-    c.why = _why(c, "synthetic interaction tasks with maps of models that learned them")
+    c.why = _why(c, "synthetic interaction tasks with maps of models that learned them",
+                 f"none of its attention models reached accuracy {learned} on one" if skipped else
+                 "an attention model run on a synthetic interaction task gives them")
     return c
 
 
