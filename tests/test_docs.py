@@ -126,3 +126,11 @@ def test_the_queries_guide_names_every_table_and_view(tmp_path: Path):
     assert not missing, f"docs/QUERIES.md names no {missing}"
     # and the one table per dataset's rows, which an empty file has none of (schema.table_name)
     assert "`data_<name>_<checksum>`" in text and "`datasets.data_table`" in text
+
+
+def test_the_extending_guide_names_every_shipped_reference():
+    from pipeline.data import references
+
+    text = " ".join((REPO / "docs" / "EXTENDING.md").read_text(encoding="utf-8").split())
+    listed = text.split("The references that ship (`attnbench reference list`): ", 1)[1].split("(", 1)[0]
+    assert sorted(re.findall(r"[\w-]+", listed.replace(" and ", " "))) == sorted(references.shipped())
