@@ -154,10 +154,7 @@ def pool_run(reqs: list[TrialRequest], suite_file: Path, db: Path, num_cpus: int
 
     t0 = time.perf_counter()
     loader = data_loader(suite_file, db)
-    # Started as a run starts its local Ray (runner.start_ray): no idle workers ahead, which the plain actors
-    # below, having no runtime_env, would take and the engine's never do.
-    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-             _system_config={"prestart_worker_first_driver": False})
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     cls: Any = ray.remote(num_cpus=1)(PlainWorker)
     pool = ActorPool([cls.remote() for _ in range(num_cpus)])
     refs = {k: ray.put(loader(k)) for k in dict.fromkeys(r.data_key for r in reqs)}

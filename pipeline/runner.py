@@ -166,12 +166,7 @@ def start_ray(address: str | None, num_cpus: int | None, num_gpus: int | None) -
             # ray.init() would join that one.
             try:
                 with keep_sigterm_handler():
-                    # No idle workers started ahead for the first driver: every trial worker carries a
-                    # runtime_env (pipeline.cost.worker_env) and so never takes one, and on two cores their
-                    # start-up delays the run's own workers. (The one plain actor, an ASHA search's
-                    # RungBoard, now starts its own worker, while the trials start theirs.)
-                    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus,
-                             _system_config={"prestart_worker_first_driver": False}, **kwargs)
+                    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
             except Exception as err:  # Ray raises a plain Exception when its node does not come up
                 with contextlib.suppress(Exception):
                     ray.shutdown()  # what did start of it
