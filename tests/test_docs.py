@@ -72,15 +72,20 @@ def test_every_suite_key_is_in_the_suites_guide():
     assert all(f"`{k}`" in section.split("| `synthetic` |")[1].split("\n")[0] for k in synthetic)
 
 
+def shipped_suites_table() -> str:
+    """docs/SUITES.md's "Shipped suites" section, up to the next heading."""
+    text = (REPO / "docs" / "SUITES.md").read_text(encoding="utf-8")
+    return text.split("## Shipped suites", 1)[1].split("\n## ", 1)[0]
+
+
 def test_the_suites_guide_counts_each_shipped_references_planned_cells():
     """docs/SUITES.md's "Shipped suites" table gives each suite's cells; for a suite a shipped reference holds,
     the figure is the reference's own plan (its ``suite_cells``), so a suite that grows (repeats, new entries)
     fails here until its row is printed again."""
     from pipeline.data import references
 
-    section = (REPO / "docs" / "SUITES.md").read_text(encoding="utf-8").split("## Shipped suites", 1)[1]
     figures: dict[str, int] = {}
-    for row in re.findall(r"^\| (`.+)$", section.split("\n## ", 1)[0], re.M):
+    for row in re.findall(r"^\| (`.+)$", shipped_suites_table(), re.M):
         cols = [c.strip() for c in row.split(" | ")]
         names = re.findall(r"`([^`]+)`", cols[0])
         numbers = [int(x.replace(",", "")) for x in re.findall(r"\d[\d,]*", cols[-1].split("(")[0])]
@@ -95,8 +100,7 @@ def test_the_suites_guide_counts_each_shipped_references_planned_cells():
 
 
 def test_every_shipped_suite_has_a_row_in_the_suites_guide():
-    section = (REPO / "docs" / "SUITES.md").read_text(encoding="utf-8").split("## Shipped suites", 1)[1]
-    table = section.split("\n## ", 1)[0]
+    table = shipped_suites_table()
     named = set(re.findall(r"`([\w-]+)`", "\n".join(r.split(" | ")[0] for r in table.splitlines())))
     ranges = [(int(a), int(b)) for a, b in re.findall(r"`grinsztajn-(\d+)` … `-(\d+)`", table)]
     missing = []
