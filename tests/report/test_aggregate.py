@@ -62,6 +62,22 @@ def test_bradley_terry_three_wins_in_four_is_400_log10_3_points():
     assert theta.sum() == pytest.approx(0.0, abs=1e-9)
 
 
+def test_the_bootstraps_draws_solved_at_once_are_each_draw_solved_alone():
+    """The bootstrap solves its draws in one batch (``bradley_terry_many``): each draw steps, halves its
+    step and stops on its own, so its strengths are what it gives alone (to 1e-12), on a batch that mixes
+    draws of a few steps, sweeps (a model that never lost: its strength rests on the ridge alone) and
+    draws of thousands of games, where some steps overshoot and are halved."""
+    rng = np.random.default_rng(0)
+    scale = rng.choice([1.0, 10.0, 1000.0], size=(300, 1, 1))
+    wins = rng.integers(0, 3, size=(300, 6, 6)) * scale * (rng.random((300, 6, 6)) < rng.choice([0.2, 0.5, 0.9]))
+    wins[:, np.arange(6), np.arange(6)] = 0
+    together = elo.bradley_terry_many(wins)
+    alone = np.stack([elo.bradley_terry(w) for w in wins])
+    np.testing.assert_allclose(together, alone, rtol=0, atol=1e-12)
+    swept = (wins[:, 1:, 0] == 0).all(axis=1) & (wins[:, 0, 1:] > 0).all(axis=1)  # 0 beat all, never lost
+    assert swept.any() and (elo.ELO_SCALE * (together[swept, 0] - together[swept, 1:].max(axis=1)) > 1000).all()
+
+
 def test_elo_from_scores_and_bootstrap_interval():
     scores = matrix([[0.9, 0.5], [0.9, 0.5], [0.9, 0.5], [0.1, 0.5]], "AB")
     res = elo.elo(scores, n_bootstrap=0)

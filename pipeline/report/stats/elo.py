@@ -23,40 +23,54 @@ BT_RIDGE = 0.5 / (1e6 * np.log(10.0) ** 2)
 def bradley_terry(wins: np.ndarray, ridge: float = BT_RIDGE, tol: float = 1e-10) -> np.ndarray:
     """Log-strengths θ (mean 0) maximising the Bradley–Terry likelihood of ``wins[i, j]`` less
     ``ridge · ‖θ‖²``: the estimate TabArena's Elo makes (bencheval; ``tests/report/test_elo_tabarena.py``
-    checks the two agree within a point). The objective is strictly concave, so damped Newton steps
-    converge in a few iterations; the bootstrap calls this hundreds of times, where a general
-    optimiser is slower.
-    """
-    w = np.asarray(wins, dtype=float)
-    k = len(w)
-    if k < 2:
-        return np.zeros(k)
-    n = w + w.T
+    checks the two agree within a point)."""
+    return bradley_terry_many(np.asarray(wins, dtype=float)[None], ridge, tol)[0]
 
-    def objective(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        d = theta[:, None] - theta[None, :]
+
+def bradley_terry_many(wins: np.ndarray, ridge: float = BT_RIDGE, tol: float = 1e-10) -> np.ndarray:
+    """:func:`bradley_terry` of each ``wins[b]`` (shape: draws × models × models), all at once: the
+    bootstrap's hundreds of draws take one array operation a Newton step, not one call each. The
+    objective is strictly concave, so damped Newton steps converge in a few iterations (a few dozen where
+    one model beat another on every task: the ridge alone keeps that strength finite); each draw steps,
+    halves its step and stops on its own, as it would alone."""
+    w = np.asarray(wins, dtype=float)
+    draws, k = w.shape[0], w.shape[-1]
+    if k < 2:
+        return np.zeros((draws, k))
+    n = w + w.transpose(0, 2, 1)
+    diagonal = np.arange(k)
+
+    def objective(theta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        d = theta[:, :, None] - theta[:, None, :]
         log_p = -np.logaddexp(0.0, -d)  # log P(i beats j)
         p = np.exp(log_p)
-        value = float((w * log_p).sum()) - ridge * float(theta @ theta)
-        grad = (w - n * p).sum(axis=1) - 2 * ridge * theta
-        h = n * p * (1 - p)
-        return value, grad, np.diag(h.sum(axis=1)) - h + 2 * ridge * np.eye(k)  # the last: minus the Hessian
+        value = (w[rows] * log_p).sum(axis=(1, 2)) - ridge * (theta * theta).sum(axis=1)
+        grad = (w[rows] - n[rows] * p).sum(axis=2) - 2 * ridge * theta
+        neg_hess = -n[rows] * p * (1 - p)  # minus the Hessian: its diagonal below
+        neg_hess[:, diagonal, diagonal] = -neg_hess.sum(axis=2) + 2 * ridge
+        return value, grad, neg_hess
 
-    theta = np.zeros(k)
-    value, grad, neg_hess = objective(theta)
+    theta = np.zeros((draws, k))
+    value, grad, neg_hess = objective(theta, np.arange(draws))
+    active = np.arange(draws)  # the draws still stepping
     for _ in range(200):
-        step = np.linalg.solve(neg_hess, grad)
-        t = 1.0
-        while True:  # halve the step until the objective does not drop
-            new = theta + t * step
-            new_value, new_grad, new_hess = objective(new)
-            if new_value >= value - 1e-12 or t < 1e-6:
-                break
-            t /= 2
-        theta, value, grad, neg_hess = new, new_value, new_grad, new_hess
-        if np.abs(t * step).max() < tol:
+        if not len(active):
             break
-    return theta - theta.mean()
+        step = np.linalg.solve(neg_hess[active], grad[active][:, :, None])[:, :, 0]
+        t = np.ones(len(active))
+        searching = np.arange(len(active))  # halve the step until the objective does not drop
+        while len(searching):
+            rows = active[searching]
+            new = theta[rows] + t[searching, None] * step[searching]
+            new_value, new_grad, new_hess = objective(new, rows)
+            took = (new_value >= value[rows] - 1e-12) | (t[searching] < 1e-6)
+            kept = rows[took]
+            theta[kept], value[kept], grad[kept], neg_hess[kept] = (
+                new[took], new_value[took], new_grad[took], new_hess[took])
+            t[searching[~took]] /= 2
+            searching = searching[~took]
+        active = active[np.abs(t[:, None] * step).max(axis=1) >= tol]
+    return theta - theta.mean(axis=1, keepdims=True)
 
 
 @dataclass(frozen=True)
@@ -86,11 +100,10 @@ def elo(scores: pd.DataFrame, *, n_bootstrap: int = 200, level: float = 0.95, se
     per_task = won + 0.5 * tied  # each task's wins, a tie half a win each way (aggregate.pairwise_wins, per task)
     point = ELO_BASE + ELO_SCALE * bradley_terry(per_task.sum(axis=0))
     rng = np.random.default_rng(seed)
-    boot = np.empty((n_bootstrap, len(models)))
-    for b in range(n_bootstrap):
-        pick = rng.integers(0, len(scores), len(scores))
-        drawn = np.bincount(pick, minlength=len(scores))  # how often each task was drawn
-        boot[b] = ELO_BASE + ELO_SCALE * bradley_terry(np.tensordot(drawn, per_task, axes=1))
+    # how often each draw drew each task (the draws of a loop over them, in its order)
+    drawn = np.array([np.bincount(rng.integers(0, len(scores), len(scores)), minlength=len(scores))
+                      for _ in range(n_bootstrap)]).reshape(n_bootstrap, len(scores))
+    boot = ELO_BASE + ELO_SCALE * bradley_terry_many(np.tensordot(drawn, per_task, axes=1))
     alpha = (1 - level) / 2
     low, high = (np.quantile(boot, [alpha, 1 - alpha], axis=0) if n_bootstrap else (point * np.nan, point * np.nan))
     table = pd.DataFrame({"model": models, "elo": point, "elo_low": low, "elo_high": high,
