@@ -28,6 +28,12 @@ def study(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
+def printed(study: str) -> str:
+    """What `attnbench answer study-every-dataset` prints (seconds to compute: once for the module)."""
+    return answer_text.markdown(study, "study-every-dataset")
+
+
+@pytest.fixture(scope="module")
 def tuned(tmp_path_factory) -> str:
     db = str(tmp_path_factory.mktemp("answer") / "tuned.duckdb")
     references.export_file("study-tuned-slice", db)
@@ -38,10 +44,10 @@ def blocks(doc: Path) -> list[re.Match]:
     return list(BLOCK.finditer(doc.read_text(encoding="utf-8")))
 
 
-def test_the_study_doc_holds_what_the_command_prints(study: str):
+def test_the_study_doc_holds_what_the_command_prints(printed: str):
     found = [m for m in blocks(REPO / "docs" / "STUDY.md") if not m["what"]]
     assert [m["ref"] for m in found] == ["study-every-dataset"]
-    assert found[0]["text"] == answer_text.markdown(study, "study-every-dataset")
+    assert found[0]["text"] == printed
 
 
 def test_the_study_doc_holds_what_tuning_changes_as_printed(tuned: str):
@@ -91,8 +97,8 @@ def test_the_command_prints_it(study: str):
     assert out.stdout == answer_text.markdown(study, "study.duckdb")
 
 
-def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str):
-    text = answer_text.markdown(study, "study-every-dataset")
+def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str, printed: str):
+    text = printed
     assert not re.search(r"\blevel\b", text)
     p = answer_text.pairs(study)
     big = answer_text.largest(p)
@@ -134,12 +140,12 @@ def test_the_still_undetermined_are_named_with_their_spread(study: str):
     assert all(c[-1] in {v.value for v in Verdict} for c in rows.values())
 
 
-def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str):
+def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str, printed: str):
     from pipeline.data.store import Store
     from pipeline.report.stats import traits as tr
 
     q = Store(study, create=False).query
-    text = answer_text.markdown(study, "study-every-dataset")
+    text = printed
     done, planned = q("SELECT count(*) AS n FROM current_results").n[0], q(
         "SELECT count(DISTINCT cell_id) AS n FROM suite_cells").n[0]
     assert f"holds {done:,} finished and no failed cells of the {planned:,} its suite plans" in text

@@ -177,8 +177,8 @@ def test_reference_json_keeps_the_largest_caps_any_chunk_ran_and_refuses_other_c
         chunks._meta(path, "r", "s", {"seed": 2, "protocol": grown})
 
 
-def test_a_reference_from_before_characteristics_were_shipped_gets_them_in_a_chunk_of_their_own(reference,
-                                                                                                 tmp_path: Path):
+def test_a_reference_from_before_characteristics_were_shipped_gets_them_in_a_chunk_of_their_own(
+        reference, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     ran, _ = reference
     db = tmp_path / "old.duckdb"  # a results file from before the table, as it stands: opened read-only
     db.write_bytes(ran.read_bytes())
@@ -189,15 +189,15 @@ def test_a_reference_from_before_characteristics_were_shipped_gets_them_in_a_chu
     for path in (root / "old" / "chunk-0001").glob("dataset_traits*.parquet"):
         path.unlink()  # as chunks written before they were
     first = digest(root / "old" / "chunk-0001")
-    cli = [sys.executable, "-m", "pipeline.cli", "reference", "add", str(db), "old", "--into", str(root)]
-    out = subprocess.run(cli, capture_output=True, text=True, timeout=300)
+    add = ["reference", "add", str(db), "old", "--into", str(root)]
+    out = cli(add, capsys)
     assert out.returncode == 0 and "chunk-0002 with 0 cells and the characteristics of 2 datasets' rows" in out.stdout, \
         out.stderr
     assert digest(root / "old" / "chunk-0001") == first
     ref = references.load(str(root / "old"))
     assert ref.df("SELECT count(*) AS n FROM ref_results").n[0] == 8
     assert sorted(ref.df("SELECT dataset FROM ref_dataset_traits").dataset) == ["breast_cancer", "wine"]
-    again = subprocess.run(cli, capture_output=True, text=True, timeout=300)
+    again = cli(add, capsys)
     assert again.returncode == 2 and "does not hold already" in again.stderr and again.stderr.count("\n") == 1
     assert not (root / "old" / "chunk-0003").exists()
 
@@ -404,14 +404,13 @@ def test_a_chunk_keeps_curves_and_maps_to_four_significant_digits_and_scores_who
     assert any(v != float(f"{v:.4g}") for c in curves for point in c for v in point.values() if isinstance(v, float))
 
 
-def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_run(reference, tmp_path: Path):
+def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_run(reference, tmp_path: Path,
+                                                                                  capsys: pytest.CaptureFixture[str]):
     """`attnbench reference export NAME --db FILE`: the shipped results without a run; a file that exists is
     refused and left as it was."""
     _, root = reference
     out_db, reports = tmp_path / "ref.duckdb", tmp_path / "reports"
-    cli = [sys.executable, "-m", "pipeline.cli"]
-    out = subprocess.run([*cli, "reference", "export", str(root / "tinyref"), "--db", str(out_db)], capture_output=True,
-                         text=True, timeout=300)
+    out = cli(["reference", "export", str(root / "tinyref"), "--db", str(out_db)], capsys)
     assert out.returncode == 0 and "8 cells" in out.stdout, out.stderr
     with duckdb.connect(str(out_db), read_only=True) as con:  # the views are there for duckdb itself
         board = con.execute("SELECT dataset, sample_size, model, n_ok FROM leaderboard ORDER BY 1, 2, 3").fetchall()
@@ -429,12 +428,10 @@ def test_a_reference_exports_to_a_results_file_that_reports_and_queries_like_a_r
     with duckdb.connect(str(merged), read_only=True) as con:
         assert traits.dataset_traits(con, ["breast_cancer", "wine"]).set_index("dataset")[
             list(characteristics.FROM_ROWS)].equals(from_rows)
-    rep = subprocess.run([*cli, "report", "--db", str(out_db), "--reports", str(reports)], capture_output=True,
-                         text=True, timeout=300)
+    rep = cli(["report", "--db", str(out_db), "--reports", str(reports)], capsys)
     assert rep.returncode == 0 and "breast_cancer" in (reports / "accuracy.html").read_text(), rep.stderr
     before = out_db.read_bytes()
-    again = subprocess.run([*cli, "reference", "export", str(root / "tinyref"), "--db", str(out_db)],
-                           capture_output=True, text=True, timeout=300)
+    again = cli(["reference", "export", str(root / "tinyref"), "--db", str(out_db)], capsys)
     assert again.returncode == 2 and "exists" in again.stderr and again.stderr.count("\n") == 1
     assert out_db.read_bytes() == before
 
@@ -457,8 +454,7 @@ def test_a_run_into_an_exported_file_loads_the_rows_it_lacks_and_checks_they_are
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "breast_cancer" in refused.stderr and "not-these-rows" in refused.stderr
     assert tampered.read_bytes() == before
-    ran = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(mine), "--db", str(exported), "--no-report",
-                          "--address", ray_address], capture_output=True, text=True, timeout=600)
+    ran = cli(["run", str(mine), "--db", str(exported), "--no-report", "--address", ray_address], capsys)
     assert ran.returncode == 0, ran.stderr[-2000:]
     with duckdb.connect(str(exported), read_only=True) as con:
         held = con.execute("SELECT data_table FROM datasets WHERE dataset = 'breast_cancer'").fetchone()[0]

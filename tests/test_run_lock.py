@@ -20,10 +20,10 @@ from pipeline.data import run_lock
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 # One cell that trains until its time limit, so that the first run lasts as long on any machine: long
-# enough for the second command to find it running (a command's start and refusal take a few seconds).
+# enough for the second command to find it running (the refusal, in this process, takes under a second).
 SLOW = {"name": "lock", "seed": 0, "datasets": [{"sklearn": "breast_cancer"}],
         "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]},
-        "models": [{"name": "mlp", "trials": 1, "trial_timeout_s": 12,
+        "models": [{"name": "mlp", "trials": 1, "trial_timeout_s": 5,
                     "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 32}}]}
 
 
