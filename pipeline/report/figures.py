@@ -7,14 +7,16 @@ otherwise be drawn bold (and anything else stripped). Escaped, it shows as the t
 
 from __future__ import annotations
 
+import contextlib
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
@@ -53,9 +55,25 @@ class Style:
         return SYMBOL.get(self.families.get(model, ""), "x")
 
 
+@contextlib.contextmanager
+def templated() -> Iterator[None]:
+    """Figures made inside start from the report's template: plotly's default for the while, put back
+    after. A figure copies its default template once, when it is made; setting a template by name
+    afterwards (``layout`` outside this) copies and checks it again, ten times the cost of the figure
+    itself. The figure is the same either way."""
+    before = pio.templates.default
+    pio.templates.default = TEMPLATE
+    try:
+        yield
+    finally:
+        pio.templates.default = before
+
+
 def layout(fig: go.Figure, height: int = 420, **kw: object) -> go.Figure:
-    fig.update_layout(template=TEMPLATE, height=height, margin={"t": 40, "l": 60, "r": 20, "b": 50},
-                      legend={"title_text": "model"}, **kw)
+    if pio.templates.default != TEMPLATE:  # a figure made outside templated()
+        kw = {"template": TEMPLATE, **kw}
+    fig.update_layout(height=height, margin={"t": 40, "l": 60, "r": 20, "b": 50}, legend={"title_text": "model"},
+                      **kw)
     return fig
 
 

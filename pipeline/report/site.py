@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.report.data import ReportData
+from pipeline.report.figures import templated
 from pipeline.report.markup import PLOTLY_JS, Page, note
 from pipeline.report.stats.ranking import Ranking, ranking
 
@@ -65,7 +66,8 @@ def write(data: ReportData, out_dir: str | Path, pages: list[PageSpec]) -> Path:
     notes = [note(t) for t in shared_notes(data)]
     _write_plotly_js(out)  # first: a page is never there before the script it loads
     for spec in [*(p for p in site.pages if p.file != "index.html"), *(p for p in site.pages if p.file == "index.html")]:
-        page = spec.build(site)
+        with templated():
+            page = spec.build(site)
         if spec.compares:
             page.add_shared(notes)
         path = out / page.file

@@ -753,3 +753,22 @@ def test_the_report_reads_every_frame_in_one_fixed_order(synth_db):
         frame = getattr(data, name)
         assert len(frame) > 1, name
         pd.testing.assert_frame_equal(frame, frame.sort_values(keys, ignore_index=True), obj=name)
+
+
+def test_a_figure_is_the_same_made_inside_the_reports_template_and_outside():
+    """The pages are built inside ``templated()`` (the report's template as plotly's default, for speed): a
+    figure made there is the one ``layout`` makes anywhere, and plotly's default is put back, even after an
+    error."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from pipeline.report import figures as figs
+
+    outside = figs.layout(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), title_text="t")
+    before = pio.templates.default
+    with pytest.raises(RuntimeError), figs.templated():
+        inside = figs.layout(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), title_text="t")
+        raise RuntimeError("a page that fails")
+    assert inside.to_plotly_json() == outside.to_plotly_json()
+    assert outside.layout.template.layout.plot_bgcolor == "white"  # the report's template, not plotly's own
+    assert pio.templates.default == before != figs.TEMPLATE
