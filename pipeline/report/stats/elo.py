@@ -46,8 +46,9 @@ def bradley_terry_many(wins: np.ndarray, ridge: float = BT_RIDGE, tol: float = 1
         p = np.exp(log_p)
         value = (w[rows] * log_p).sum(axis=(1, 2)) - ridge * (theta * theta).sum(axis=1)
         grad = (w[rows] - n[rows] * p).sum(axis=2) - 2 * ridge * theta
-        neg_hess = -n[rows] * p * (1 - p)  # minus the Hessian: its diagonal below
-        neg_hess[:, diagonal, diagonal] = -neg_hess.sum(axis=2) + 2 * ridge
+        h = n[rows] * p * (1 - p)
+        neg_hess = -h  # minus the Hessian: its diagonal below
+        neg_hess[:, diagonal, diagonal] = h.sum(axis=2) - h[:, diagonal, diagonal] + 2 * ridge
         return value, grad, neg_hess
 
     theta = np.zeros((draws, k))
