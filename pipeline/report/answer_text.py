@@ -288,13 +288,13 @@ def claims(db: str) -> list[str]:
     """The design notes' five claims as the Claims page decides them (:func:`pipeline.report.stats.claims.verdicts`,
     the same call on the same file): a table of verdict, effect and comparisons, then each claim's reason. Empty
     where the file tests none of claims 2-5 (no ablation pair, no attention map)."""
-    from pipeline.report.data import ReportData
+    from pipeline.report.data import ATTENTION, CONFIGURED, DATASETS, ReportData, read_frames
     from pipeline.report.stats import claims as claims_mod
 
+    if not any(c.n for c in claims_mod.tested_on_cells(*read_frames(db, CONFIGURED, ATTENTION, DATASETS))):
+        return []  # (decided on the three frames those claims read, not on the whole report's)
     data = ReportData.load(db)
     found = claims_mod.verdicts(data.standings, data.configured, data.attention, data.datasets)
-    if not any(c.n for c in found[1:]):
-        return []
     out = ["**The design notes' claims** (as the report's Claims page decides them: supported or contradicted "
            "where the 95% interval lies on one side of no effect, else not enough data):", "",
            "| claim | verdict | effect [95% interval] | comparisons | coverage |", "| --- | --- | --- | --- | --- |"]

@@ -37,6 +37,22 @@ NOT_APPLICABLE = ["dataset", "sample_size", "model", "why"]
 # The order of the cell-level frames: a cell's split, then its model, then its id (unique).
 CELL_ORDER = "dataset, split_key, sample_size, repeat, fold, seed, model, cell_id"
 
+# Three of the frames, as one query each: ReportData.load reads them with the rest, read_frames alone.
+DATASETS = ("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n_categorical, n_classes, openml_id, "
+            "openml_task_id, has_official_folds FROM datasets ORDER BY dataset")
+ATTENTION = ("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, r.sample_size, r.fold, "
+             f"r.repeat, r.seed, r.n_train FROM attention_maps a JOIN current_results r USING (cell_id) WHERE r.status = {OK} "
+             "ORDER BY a.cell_id")
+CONFIGURED = ("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id) "
+              "WHERE s.cell_id IN (SELECT cell_id FROM compared_cells) ORDER BY s.cell_id")
+
+
+def read_frames(db: str | Path, *queries: str) -> list[pd.DataFrame]:
+    """Some of the frames (``DATASETS``, ``ATTENTION``, ``CONFIGURED``), read as ReportData.load reads them,
+    without the rest: for what needs only these."""
+    with Store(db, create=False).connect(read_only=True, prepare=temporary_views) as con:
+        return [con.execute(sql).df() for sql in queries]
+
 
 @dataclass
 class ReportData:
@@ -100,13 +116,9 @@ class ReportData:
                 runs=q("SELECT r.*, r.finished_at - r.started_at AS wall, "
                        "(SELECT sum(t.seconds) FROM trials t WHERE t.run_id = r.run_id) AS trial_seconds "
                        "FROM runs r ORDER BY r.started_at DESC, r.run_id"),
-                datasets=q("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n_categorical, "
-                           "n_classes, openml_id, openml_task_id, has_official_folds FROM datasets ORDER BY dataset"),
-                attention=q("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, "
-                            "r.sample_size, r.fold, r.repeat, r.seed, r.n_train FROM attention_maps a "
-                            f"JOIN current_results r USING (cell_id) WHERE r.status = {OK} ORDER BY a.cell_id"),
-                configured=q("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id) "
-                             "WHERE s.cell_id IN (SELECT cell_id FROM compared_cells) ORDER BY s.cell_id"),
+                datasets=q(DATASETS),
+                attention=q(ATTENTION),
+                configured=q(CONFIGURED),
                 trials=q("SELECT r.suite, r.dataset, r.split_key, r.model, r.sample_size, r.cell_id, "
                          "count(t.trial_id) AS n_trials, count(DISTINCT t.suggestion) AS n_suggestions, "
                          # configurations a search scored (a trial lost to the infrastructure and run again

@@ -340,8 +340,12 @@ def verdicts(standings: pd.DataFrame, cells: pd.DataFrame, attention: pd.DataFra
     """The five claims in the design notes' order. ``standings``: the ``standings`` view (claim 1's verdicts);
     ``cells``: the cells with score, status, split keys, model_name, best_config, fit_seconds, peak_cpu_mb and
     cell_id; ``attention`` with cell_id."""
-    return [claim_sample_size(standings), claim_cross_cost(cells), claim_se(cells), claim_warmup(cells),
-            claim_attention_maps(attention, cells, datasets)]
+    return [claim_sample_size(standings), *tested_on_cells(cells, attention, datasets)]
+
+
+def tested_on_cells(cells: pd.DataFrame, attention: pd.DataFrame, datasets: pd.DataFrame) -> list[Claim]:
+    """Claims 2-5, those :func:`verdicts` decides from cells and attention maps (claim 1: from the standings)."""
+    return [claim_cross_cost(cells), claim_se(cells), claim_warmup(cells), claim_attention_maps(attention, cells, datasets)]
 
 
 def effect_text(c: Claim) -> str:
