@@ -32,7 +32,8 @@ tools:
 
 # Three workers on the CI machine's two cores, each taking a whole test module at a time, longest first
 # (tests/conftest.py): much of a test is waiting (on a Ray start, a subprocess, a port), which a third
-# worker fills. Measured on 2 cores, one session: 501 s with two workers, 470 s with three.
+# worker fills. Measured on 2 cores, one session: 501 s with two workers, 470 s with three. A fourth gains
+# little: 718 s against 758 s with three (2026-11-29, a fresh clone), the CPU 99% busy through its run.
 test: setup tools lint
 	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
 
