@@ -285,16 +285,17 @@ def claim_one(db: str) -> str:
 
 
 def claims(db: str) -> list[str]:
-    """The design notes' five claims as the Claims page decides them (:func:`pipeline.report.stats.claims.verdicts`,
-    the same call on the same file): a table of verdict, effect and comparisons, then each claim's reason. Empty
+    """The design notes' five claims as the Claims page decides them (:func:`pipeline.report.stats.claims.verdicts`'s
+    two parts, claim 1 and ``tested_on_cells``, on the same file): a table of verdict, effect and comparisons, then each claim's reason. Empty
     where the file tests none of claims 2-5 (no ablation pair, no attention map)."""
     from pipeline.report.data import ATTENTION, CONFIGURED, DATASETS, ReportData, read_frames
     from pipeline.report.stats import claims as claims_mod
 
-    if not any(c.n for c in claims_mod.tested_on_cells(*read_frames(db, CONFIGURED, ATTENTION, DATASETS))):
+    tested = claims_mod.tested_on_cells(*read_frames(db, CONFIGURED, ATTENTION, DATASETS))
+    if not any(c.n for c in tested):
         return []  # (decided on the three frames those claims read, not on the whole report's)
-    data = ReportData.load(db)
-    found = claims_mod.verdicts(data.standings, data.configured, data.attention, data.datasets)
+    # verdicts() is claim 1 on the standings, then these: claim 1 needs the report's standings (legacy kinds)
+    found = [claims_mod.claim_sample_size(ReportData.load(db).standings), *tested]
     out = ["**The design notes' claims** (as the report's Claims page decides them: supported or contradicted "
            "where the 95% interval lies on one side of no effect, else not enough data):", "",
            "| claim | verdict | effect [95% interval] | comparisons | coverage |", "| --- | --- | --- | --- | --- |"]
