@@ -4,17 +4,20 @@ differ from what the command prints for the shipped reference now."""
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 from pipeline.data import references
 from pipeline.data.store import Store
-from pipeline.records import Verdict
+from pipeline.records import VERDICT_MARGIN, Verdict
 from pipeline.report import answer_text
+from pipeline.report.stats.verdicts import ratio
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(answer_text.DOC_BLOCK, re.S)
@@ -114,11 +117,28 @@ def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str, p
     for v in answer_text.ORDER:
         if counts.get(v.value, 0):
             assert f"{v.value} on {counts[v.value]}" in text.splitlines()[1]
-    # Datasets whose repeats are still running are counted apart: their verdicts are interim, not the cap's.
-    short = int((big.n_splits < big.planned).sum())  # 8 of 35 on 2026-11-29, while issue 58's repeats run
+    # Datasets whose repeats are still running are counted apart: their verdicts are interim, not the cap's
+    # (8 of 35 on 2026-11-29 while issue 58's repeats ran, none once they had; the next test reads a shortfall).
+    short = int((big.n_splits < big.planned).sum())
     said = text.splitlines()[1]
     assert (f"; {short} dataset{'s' if short != 1 else ''} short of the splits planned" in said) == (short > 0), said
     assert ("short of the splits planned" in said) == (short > 0), said
+
+
+def test_a_dataset_short_of_its_planned_splits_is_said_interim(study: str):
+    """The shipped study's pairs with one and then two datasets' largest-size splits cut below their plan (as
+    while their repeats run): the summary counts them apart, and with none short it says nothing of it."""
+    p = answer_text.pairs(study).pipe(lambda f: f.assign(planned=f.n_splits))  # every pair at its plan
+    big = answer_text.largest(p)
+    assert "short of the splits planned" not in answer_text.summary(p)
+    for n in (1, 2):
+        cut = p.copy()
+        for i in big.index[:n]:
+            cut.loc[i, "n_splits"] = cut.loc[i, "planned"] - 1
+        said = answer_text.summary(cut)
+        words = "1 dataset short of the splits planned, its verdict" if n == 1 else \
+            "2 datasets short of the splits planned, their verdicts"
+        assert f"; {words} interim until then;" in said, said
 
 
 def test_the_still_undetermined_are_named_with_their_spread(study: str):
@@ -134,10 +154,38 @@ def test_the_still_undetermined_are_named_with_their_spread(study: str):
         assert rows[r.dataset][3] == f"{r.sd:.3f}"
         assert rows[r.dataset][1] == f"{r.n_splits} of {max(r.n_splits, r.planned)}"
     assert set(und.planned) == {15}  # the study's more_repeats: 5 repeats of 3 folds on each undetermined dataset
+    assert all(c[-1] in {v.value for v in Verdict} for c in rows.values())
+    # Every one at its cap (issue 58's repeats ran whole): the verdicts are the study's, and the sentence splits
+    # them by what no number of repeats could change: at the interval's floor (z · sd · √ratio, the corrected
+    # interval with infinitely many splits), a dataset stays undetermined when the 95 % floor holds zero and
+    # the 90 % one (two one-sided tests) reaches past the margin.
+    assert (und.n_splits == und.planned).all()
+    r = ratio(folds=3)
+    floor95, floor90 = (stats.norm.ppf(q) * und.sd * math.sqrt(r) for q in (0.975, 0.95))
+    never = und[(und["diff"].abs() <= floor95) & (und["diff"].abs() + floor90 > VERDICT_MARGIN)]
+    more = und[~und.dataset.isin(never.dataset)]
+    assert lines[0].startswith(f"**Still undetermined: {len(und)} datasets**, each at all the splits its suite plans "
+                               "there (15): decided once there, these are the study's verdicts.")
+    assert f"could decide {len(more)} of them ({', '.join(sorted(more.dataset))}); " in lines[0], lines[0]
+    assert f"could decide the other {len(never)} ({', '.join(sorted(never.dataset))}): " in lines[0], lines[0]
+    assert len(never) > 0
+
+
+def test_while_repeats_run_the_still_undetermined_are_a_forecast(study: str):
+    """With splits still to run on a dataset (its n_splits below the plan, as while issue 58's repeats ran), the
+    sentence forecasts what the planned splits would leave undetermined, naming exactly those whose row says so."""
+    big = answer_text.largest(answer_text.pairs(study))
+    und = big[big.verdict == Verdict.UNDETERMINED.value]
+    running = big.copy()
+    running.loc[und.index[0], "n_splits"] = 8
+    lines = answer_text.still_undetermined(running)
+    assert lines[0].startswith(f"**Still undetermined: {len(und)} datasets** ({len(und) - 1} of them at all the "
+                               "splits their suite plans there: 15).")
+    rows = {c[0]: c for c in ([x.strip() for x in line.strip("|").split("|")] for line in lines[4:])}
+    assert rows[und.dataset.iloc[0]][1] == "8 of 15"
     stays = sorted(d for d, c in rows.items() if c[-1] == Verdict.UNDETERMINED.value)
     assert lines[0].endswith(f"undetermined: {', '.join(stays)}. A spread measured on few splits is itself rough: "
                              "this is a forecast; the verdict at the cap is what counts.")
-    assert all(c[-1] in {v.value for v in Verdict} for c in rows.values())
 
 
 def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str, printed: str):
@@ -167,9 +215,11 @@ def test_the_study_figures_typed_beside_the_blocks_are_the_references(study: str
     reach = dict(q("SELECT sample_size, count(DISTINCT dataset) AS n FROM suite_cells GROUP BY 1").itertuples(
         index=False, name=None))
     n_datasets = int(q("SELECT count(DISTINCT dataset) AS n FROM suite_cells").n[0])
+    repeated = int(q("SELECT count(DISTINCT dataset) AS n FROM suite_cells WHERE repeat > 0").n[0])
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     study_doc = " ".join((REPO / "docs" / "STUDY.md").read_text(encoding="utf-8").split())
     checks = [(readme, r"the shipped study: (\d+) real datasets", n_datasets),
+              (readme, r"15 splits\) on the (\d+) datasets where 3 folds could not decide", repeated),
               (study_doc, r"10,000 rows on the (\d+) that reach it", reach["10000"]),
               (study_doc, r"only (\d+) datasets reach 12,288 training rows", reach["12288"])]
     for text, pattern, want in checks:

@@ -134,6 +134,17 @@ def summary_of(db: str) -> str:
     return summary(pairs(db)) + " " + architectures(db)
 
 
+# "However many repeats run": splits enough that the corrected interval is at its floor (z · spread · √ratio).
+ANY_NUMBER = 10**6
+
+
+def _named(datasets: list[str], *, within: bool = False) -> str:
+    """`: a, b` after a count, or ` (a, b)` where a clause follows (``within``); nothing for none."""
+    if not datasets:
+        return ""
+    return f" ({', '.join(datasets)})" if within else f": {', '.join(datasets)}"
+
+
 def still_undetermined(big: pd.DataFrame) -> list[str]:
     """The datasets undetermined at their largest size, with their fold-to-fold spread (the differences'
     standard deviation over the splits) and what it lets the splits their suite plans there (``planned``: its
@@ -144,29 +155,40 @@ def still_undetermined(big: pd.DataFrame) -> list[str]:
     und = big[(big.verdict == Verdict.UNDETERMINED.value) & (big.n_splits >= 2)]
     if und.empty:
         return []
-    rows, stays = [], []
+    rows, stays, never = [], [], []
     for r in und.itertuples(index=False):
         folds, n = int(r.folds), int(r.n_splits)
         cap = max(n, int(r.planned))
         now = half_width(float(r.sd), n, ratio(folds=folds))
-        at_cap = projected(float(r.diff), float(r.sd), cap, folds=folds,
-                           bound=(bool(r.model_bound), bool(r.versus_bound)))
+        bound = (bool(r.model_bound), bool(r.versus_bound))
+        at_cap = projected(float(r.diff), float(r.sd), cap, folds=folds, bound=bound)
         floor = float(stats.norm.ppf(0.975) * r.sd * math.sqrt(ratio(folds=folds)))
         if at_cap.verdict is Verdict.UNDETERMINED:
             stays.append(str(r.dataset))
+        if projected(float(r.diff), float(r.sd), ANY_NUMBER, folds=folds, bound=bound).verdict is Verdict.UNDETERMINED:
+            never.append(str(r.dataset))
         rows.append(f"| {r.dataset} | {n} of {cap} | {_f(r.diff)} | {_f(float(r.sd), signed=False)} | "
                     f"±{_f(now, signed=False)} | ±{_f(at_cap.high - at_cap.diff, signed=False)} | "
                     f"±{_f(floor, signed=False)} | {at_cap.verdict} |")
     caps = sorted({max(int(n), int(p)) for n, p in zip(und.n_splits, und.planned)})
     reached = int((und.n_splits >= und.planned).sum())
     cap_words = "/".join(map(str, caps))
-    head = (f"**Still undetermined: {len(und)} datasets** ({reached} of them at all the splits their suite plans "
-            f"there: {cap_words}). The fold-to-fold spread (standard deviation of the difference over the splits) sets "
-            f"how wide the corrected interval can get: at the planned splits and, however many repeats run, never "
-            f"narrower than its column at any number. If each difference and spread held, the planned splits would "
-            f"still leave {len(stays)} of them undetermined" + (f": {', '.join(stays)}." if stays else ".")
-            + " A spread measured on few splits is itself rough: this is a forecast; the verdict at the cap is what "
-              "counts.")
+    spread = ("The fold-to-fold spread (standard deviation of the difference over the splits) sets how wide the "
+              "corrected interval can get: at the planned splits and, however many repeats run, never narrower than "
+              "its column at any number.")
+    if reached == len(und):  # every one decided once at its cap: what more repeats could still do
+        more = [d for d in stays if d not in never]
+        head = (f"**Still undetermined: {len(und)} datasets**, each at all the splits its suite plans there "
+                f"({cap_words}): decided once there, these are the study's verdicts. {spread} If each difference and "
+                f"spread held, repeats past the plan could decide {len(more)} of them{_named(more, within=True)}; "
+                f"no number of repeats could decide the other {len(never)}{_named(never, within=True)}: the "
+                f"narrowest interval their spread allows holds zero and reaches past the ±{VERDICT_MARGIN} margin. "
+                "That is a finding about the data, not a want of compute.")
+    else:
+        head = (f"**Still undetermined: {len(und)} datasets** ({reached} of them at all the splits their suite "
+                f"plans there: {cap_words}). {spread} If each difference and spread held, the planned splits would "
+                f"still leave {len(stays)} of them undetermined{_named(stays)}. A spread measured on few splits is "
+                "itself rough: this is a forecast; the verdict at the cap is what counts.")
     return [head, "", "| dataset | splits run of planned | difference | spread | ±95% now | ±95% at the planned splits | "
             "±95% at any number | at the planned splits, if it held |", "| --- | ---: | --- | --- | --- | --- | --- | --- |",
             *rows]
