@@ -11,12 +11,10 @@ OpenML id and rows. Nothing in it depends on when or where it is printed.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
@@ -138,13 +136,6 @@ def summary_of(db: str) -> str:
 ANY_NUMBER = 10**6
 
 
-def _named(datasets: list[str], *, within: bool = False) -> str:
-    """`: a, b` after a count, or ` (a, b)` where a clause follows (``within``); nothing for none."""
-    if not datasets:
-        return ""
-    return f" ({', '.join(datasets)})" if within else f": {', '.join(datasets)}"
-
-
 def still_undetermined(big: pd.DataFrame) -> list[str]:
     """The datasets undetermined at their largest size, with their fold-to-fold spread (the differences'
     standard deviation over the splits) and what it lets the splits their suite plans there (``planned``: its
@@ -162,10 +153,11 @@ def still_undetermined(big: pd.DataFrame) -> list[str]:
         now = half_width(float(r.sd), n, ratio(folds=folds))
         bound = (bool(r.model_bound), bool(r.versus_bound))
         at_cap = projected(float(r.diff), float(r.sd), cap, folds=folds, bound=bound)
-        floor = float(stats.norm.ppf(0.975) * r.sd * math.sqrt(ratio(folds=folds)))
+        limit = projected(float(r.diff), float(r.sd), ANY_NUMBER, folds=folds, bound=bound)
+        floor = limit.high - limit.diff
         if at_cap.verdict is Verdict.UNDETERMINED:
             stays.append(str(r.dataset))
-        if projected(float(r.diff), float(r.sd), ANY_NUMBER, folds=folds, bound=bound).verdict is Verdict.UNDETERMINED:
+        if limit.verdict is Verdict.UNDETERMINED:
             never.append(str(r.dataset))
         rows.append(f"| {r.dataset} | {n} of {cap} | {_f(r.diff)} | {_f(float(r.sd), signed=False)} | "
                     f"±{_f(now, signed=False)} | ±{_f(at_cap.high - at_cap.diff, signed=False)} | "
@@ -180,14 +172,14 @@ def still_undetermined(big: pd.DataFrame) -> list[str]:
         more = [d for d in stays if d not in never]
         head = (f"**Still undetermined: {len(und)} datasets**, each at all the splits its suite plans there "
                 f"({cap_words}): decided once there, these are the study's verdicts. {spread} If each difference and "
-                f"spread held, repeats past the plan could decide {len(more)} of them{_named(more, within=True)}; "
-                f"no number of repeats could decide the other {len(never)}{_named(never, within=True)}: the "
+                f"spread held, repeats past the plan could decide {len(more)} of them ({', '.join(more)}); "
+                f"no number of repeats could decide the other {len(never)} ({', '.join(never)}): the "
                 f"narrowest interval their spread allows holds zero and reaches past the ±{VERDICT_MARGIN} margin. "
                 "That is a finding about the data, not a want of compute.")
     else:
         head = (f"**Still undetermined: {len(und)} datasets** ({reached} of them at all the splits their suite "
                 f"plans there: {cap_words}). {spread} If each difference and spread held, the planned splits would "
-                f"still leave {len(stays)} of them undetermined{_named(stays)}. A spread measured on few splits is "
+                f"still leave {len(stays)} of them undetermined{': ' + ', '.join(stays) if stays else ''}. A spread measured on few splits is "
                 "itself rough: this is a forecast; the verdict at the cap is what counts.")
     return [head, "", "| dataset | splits run of planned | difference | spread | ±95% now | ±95% at the planned splits | "
             "±95% at any number | at the planned splits, if it held |", "| --- | ---: | --- | --- | --- | --- | --- | --- |",
