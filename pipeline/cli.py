@@ -255,6 +255,14 @@ def duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _race(text: str) -> tuple[int, int]:
+    """An argparse type: ``ROWS=K``, a training size and how many entries run there."""
+    rows, _, k = text.partition("=")
+    if not (rows.isdigit() and k.isdigit() and int(k) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: give ROWS=K, e.g. 10000=3")
+    return int(rows), int(k)
+
+
 def count(low: int, what: str) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``low``."""
     def parse(text: str) -> int:
@@ -379,6 +387,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default="ft_transformer", help="the study's entry the pilot also ran (default: ft_transformer)")
     p.add_argument("--extend", type=int, action="append", metavar="ROWS",
                    help="also price this training size the pilot did not run, by each entry's ratio at its largest")
+    p.add_argument("--race", type=_race, action="append", metavar="ROWS=K",
+                   help="at ROWS only K attention entries run (a race's leaders): priced as the K dearest there")
+    p.add_argument("--budget", type=float, metavar="HOURS",
+                   help="cut datasets by the study's stated rule while the plan projects more trial-hours than this")
+    p.add_argument("--cut", type=int, action="append", metavar="ROWS",
+                   help="a size the cut may thin, in the order given (default: the --extend sizes, then the pilot's largest)")
     p.set_defaults(func=cmd_price)
 
     p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")

@@ -108,6 +108,8 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                         continue  # not one of the entry's sizes: no cell
                     if m.repeats is not None and r >= m.repeats:
                         continue  # past the entry's repeats: no cell
+                    if m.datasets_at and label.isdigit() and ds.name not in m.datasets_at.get(int(label), [ds.name]):
+                        continue  # a dataset the entry leaves out at this size: no cell
                     rows = min(n, int(m.fixed.get("context_rows") or n))  # a subsampled context's rows
                     why = (limits[m.key].problem(rows, ds.dataset.features.shape[1], len(ds.dataset.classes or ()),
                                                  m.resources.gpus > 0) if m.key in limits else None)

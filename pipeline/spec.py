@@ -228,7 +228,7 @@ OWN_MODEL_KEYS = {"builder", "learner", "kind", "defaults"}  # the keys that dec
 # Keys added after results existed, left out of an entry's hash at these values so that its cells keep their ids.
 LATER_KEYS = {"clock": "wall"}
 # Keys that choose which of the protocol's cells an entry has, not how a cell runs: never in its hash.
-PLAN_KEYS = {"sample_sizes", "repeats"}
+PLAN_KEYS = {"sample_sizes", "repeats", "datasets_at"}
 Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
 
 
@@ -266,6 +266,9 @@ class ModelSpec(_Strict):
     repeats: int | None = Field(
         default=None, ge=1, description="the first N of the protocol's repeats this entry runs (default: every "
         "one, more_repeats included); 1: its folds once. Which cells exist, not how one runs, as sample_sizes")
+    datasets_at: dict[int, list[str]] | None = Field(
+        default=None, description="at a training size, the datasets this entry runs (default: every one that reaches "
+        "it), e.g. a stated cut's; which cells exist, not how one runs, as sample_sizes")
     compress: list[Literal["prune", "quantize", "pca"]] = Field(
         default_factory=list, description="torch models: also score compressed variants of each trial's model, "
         "each stored as a model of its own (<key>+prune: 30% of each hidden layer's neurons removed; "
@@ -400,6 +403,10 @@ class SuiteSpec(_Strict):
             unknown = sorted(set(more.datasets) - set(labels))
             if unknown:
                 raise ValueError(f"protocol.more_repeats.datasets: {unknown} are not datasets of the suite")
+        for m in self.models:
+            named = sorted({d for ds in (m.datasets_at or {}).values() for d in ds} - set(labels))
+            if named and not any(isinstance(d, OpenMLSuite) for d in self.datasets):
+                raise ValueError(f"model entry {m.key!r}: datasets_at names {named}, not datasets of the suite")
         return self
 
     def entry_sizes_problem(self, given_only: bool = False) -> str | None:
@@ -413,6 +420,9 @@ class SuiteSpec(_Strict):
             if m.sample_sizes is not None and (not m.sample_sizes or set(m.sample_sizes) - sizes):
                 return (f"model entry {m.key!r}: sample_sizes {m.sample_sizes} must be some of the protocol's "
                         f"{self.protocol.sample_sizes}")
+            at = set(m.datasets_at or {}) - {x for x in (m.sample_sizes or sizes) if x != "all"}
+            if at:
+                return f"model entry {m.key!r}: datasets_at {sorted(at)} are not sizes it runs at"
         return None
 
     def model(self, key: str) -> ModelSpec:

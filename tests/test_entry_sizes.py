@@ -80,3 +80,24 @@ def test_a_suite_that_takes_a_references_sizes_is_checked_against_them():
         ref.adopt_protocol(wrong)
     assert "model entry 'xgboost': sample_sizes [999] must be some of the protocol's" in str(err.value)
     assert "(the reference 'study-lite''s)" in str(err.value) and len(str(err.value).splitlines()) == 1
+
+
+def test_an_entry_runs_only_the_datasets_a_cut_keeps_at_a_size_and_keeps_its_cells_ids(tmp_path: Path):
+    """datasets_at: at 64 rows the entry runs wine alone (a stated cut's), every dataset at 32; its cells have
+    the ids they have without the key, so a cut relaxed later adds cells and re-runs none."""
+    store = Store(tmp_path / "r.duckdb")
+    every, _ = cells(BASE, store)
+    models = [{**BASE["models"][0], "datasets_at": {64: ["wine"]}}, *BASE["models"][1:]]
+    cut, _ = cells({**BASE, "models": models}, store)
+    xgb = cut[cut.model == "xgboost"]
+    assert set(xgb[xgb["size"] == "64"].dataset) == {"wine"} and set(xgb[xgb["size"] == "32"].dataset) == {"wine", "breast_cancer"}
+    assert set(cut.cell_id) == set(every.cell_id) - set(every[(every.model == "xgboost") & (every["size"] == "64")
+                                                              & (every.dataset == "breast_cancer")].cell_id)
+
+
+@pytest.mark.parametrize(("at", "says"), [({64: ["iris"]}, "datasets_at names ['iris'], not datasets of the suite"),
+                                          ({128: ["wine"]}, "datasets_at [128] are not sizes it runs at")])
+def test_a_cut_naming_what_the_suite_lacks_is_refused_in_one_line(at: dict, says: str):
+    with pytest.raises(SpecError) as err:
+        parse_suite({**BASE, "models": [{**BASE["models"][0], "datasets_at": at}, *BASE["models"][1:]]})
+    assert says in str(err.value) and len(str(err.value).strip().splitlines()) == 1

@@ -3,11 +3,14 @@ header quotes as its plan and total before the chunks start (:mod:`pipeline.repo
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from pipeline.data.store import Store
+from pipeline.models.kinds import ATTENTION, family_of
 from pipeline.records import Status
-from pipeline.report.stats.price import Price, prices
+from pipeline.report.stats.price import Plan, Price, cut, prices, raced
 
 
 def _hours(x: float) -> str:
@@ -20,7 +23,7 @@ def entries_and_cells(pilot_db: str, study_db: str, base: str) -> tuple[pd.DataF
     ok = Status.OK.value
     held = set(Store(study_db, create=False).query("SELECT DISTINCT model FROM current_results").model)
     pilot = Store(pilot_db, create=False).query(
-        "SELECT dataset, sample_size, repeat, fold, seed, model, search_seconds AS seconds FROM current_results "
+        "SELECT dataset, sample_size, repeat, fold, seed, model, model_kind, search_seconds AS seconds FROM current_results "
         "WHERE status = ? AND regexp_full_match(sample_size, '[0-9]+')", [ok])
     pilot = pilot[(pilot.model == base) | ~pilot.model.isin(held)]
     study = Store(study_db, create=False).query(
@@ -30,14 +33,20 @@ def entries_and_cells(pilot_db: str, study_db: str, base: str) -> tuple[pd.DataF
 
 
 def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, base: str = "ft_transformer",
-             extend: list[int] | None = None) -> str:
+             extend: list[int] | None = None, race: dict[int, int] | None = None, budget: float | None = None,
+             cut_sizes: list[int] | None = None) -> str:
+    """The price table and its total; with ``race`` (size → k) or ``budget``, the plan below it: the race's
+    upper bound at those sizes and the stated cut (:func:`pipeline.report.stats.price.cut`) over ``cut_sizes``."""
     pilot, study = entries_and_cells(pilot_db, study_db, base)
     rows = prices(pilot, study, base, extend)
     if not rows:
         return f"The pilot {pilot_name!r} holds no finished cell of an entry the study {study_name!r} does not run.\n"
     out = [f"<!-- printed by `attnbench price {pilot_name} {study_name}"
            f"{f' --base {base}' if base != 'ft_transformer' else ''}"
-           f"{''.join(f' --extend {n}' for n in sorted(extend or []))}` -->",
+           f"{''.join(f' --extend {n}' for n in sorted(extend or []))}"
+           f"{''.join(f' --race {n}={k}' for n, k in sorted((race or {}).items()))}"
+           f"{f' --budget {budget:g}' if budget is not None else ''}"
+           f"{''.join(f' --cut {n}' for n in (cut_sizes or []))}` -->",
            f"Each entry {study_name} does not run yet, priced on the pilot {pilot_name} against {base} (the study's "
            "own, on the same splits; trial-hours: each cell's whole search), scaled by what the base cost over the "
            "study's first repeat at that size:", "",
@@ -50,7 +59,51 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
         out.append(f"| {p.model} | {p.sample_size:,} | {cells} | {_hours(p.hours)} | {_hours(p.base_hours)} | "
                    f"×{p.ratio:.2f} | {p.study_cells} | {_hours(p.study_base_hours)} | {_hours(p.projected)} |")
     out += ["", totals(rows)]
+    if race or budget is not None:
+        families = {m: family_of(k) for m, k in pilot.drop_duplicates("model")[["model", "model_kind"]].itertuples(index=False)}
+        out += ["", *planned(rows, families, study, race or {}, budget, cut_sizes)]
     return "\n".join(out) + "\n"
+
+
+def planned(rows: list[Price], families: dict[str, str], study: pd.DataFrame, race: dict[int, int],
+            budget: float | None, cut_sizes: list[int] | None) -> list[str]:
+    """The plan in words: which entries are priced at a raced size, the cut the budget took, and the total."""
+    out = []
+    kept = raced(rows, families, race)
+    for size, k in sorted(race.items()):
+        there = [p for p in kept if p.sample_size == size]
+        attention = [p.model for p in there if families.get(p.model) == ATTENTION]
+        others = [p.model for p in there if families.get(p.model) != ATTENTION]
+        out.append(f"At {size:,} rows only the race's {k} leaders among the attention entries run, and every other "
+                   f"new entry ({', '.join(others) or 'none'}): priced as the {k} attention entries that cost most "
+                   f"there ({', '.join(attention) or 'none'}), an upper bound on whichever {k} lead (one the study "
+                   "already runs there, if it leads, costs nothing new).")
+    if not cut_sizes:  # the sizes priced past the pilot, then its largest: the costliest first
+        measured = [p.sample_size for p in rows if p.measured]
+        cut_sizes = sorted({p.sample_size for p in rows if not p.measured} | set(measured[-1:] and [max(measured)]),
+                           reverse=True)
+    plan = cut(kept, study, math.inf if budget is None else budget, cut_sizes)
+    each = ", ".join(f"{s:,} rows {h:.1f}" for s, h in sorted(plan.by_size.items()))
+    if budget is None or all(plan.every[s] == 1 for s in cut_sizes):
+        within = "" if budget is None else f", within the budget of {budget:g} trial-hours: no dataset cut"
+        out.append(f"Planned: {plan.total:.1f} trial-hours ({each}){within}.")
+        return out
+    steps = "; ".join(_kept(plan, s) for s in cut_sizes)
+    verdict = ("" if plan.within else f" The rule cannot bring it within {budget:g}: every size it cuts keeps one "
+               "dataset.")
+    return [*out, f"Over the budget of {budget:g} trial-hours, the stated cut (docs/STUDY.md: fewer datasets, never "
+                  f"an entry, {', then '.join(f'{s:,}' for s in cut_sizes)} rows, each in order of the base's trial-hours "
+                  f"there over the study, cheapest first) keeps {steps}. Planned: {plan.total:.1f} trial-hours ({each}): "
+                  f"on 2 cores, at least {plan.total / 2:.1f} hours of wall time.{verdict}"]
+
+
+def _kept(plan: Plan, size: int) -> str:
+    k, reach = plan.every[size], plan.reach[size]
+    if k == 1:
+        return f"all {len(reach)} datasets at {size:,} rows"
+    kept = plan.kept(size)
+    return (f"at {size:,} rows ranks 1, {1 + k}, {1 + 2 * k}, … of the {len(reach)} that reach it, {len(kept)}: "
+            f"{', '.join(kept)}")
 
 
 def totals(rows: list[Price]) -> str:

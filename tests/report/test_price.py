@@ -11,7 +11,7 @@ import pytest
 import synthetic
 
 from pipeline.report import price_text
-from pipeline.report.stats.price import prices
+from pipeline.report.stats.price import Price, prices
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,3 +79,56 @@ def test_a_base_the_pilot_never_ran_is_one_line(files):
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode != 0 and out.stdout == ""
     assert out.stderr.strip().count("\n") == 0 and "no finished cell of the base entry 'tabm'" in out.stderr
+
+
+def _price(model: str, size: int, ratio: float, base_hours: float) -> Price:
+    return Price(model, size, 1, ratio, 1.0, ratio, size, 3, base_hours, ratio * base_hours)
+
+
+def test_the_cut_thins_the_largest_size_first_keeping_every_kth_by_the_base_cost():
+    import pandas as pd
+
+    from pipeline.report.stats.price import cut
+
+    # at 100 rows five datasets whose base cost 1 to 5 hours, their names out of cost order; at 10 rows three of 1
+    costs = {"e": 1, "b": 2, "d": 3, "a": 4, "c": 5}
+    study = pd.DataFrame([(d, "100", h * 3600.0) for d, h in costs.items()] + [(d, "10", 3600.0) for d in "xyz"],
+                         columns=["dataset", "sample_size", "seconds"])
+    rows = [_price("new", 100, 1.0, 15.0), _price("new", 10, 1.0, 3.0)]
+    plan = cut(rows, study, 100.0, [100, 10])
+    assert plan.within and plan.every == {100: 1, 10: 1} and plan.total == pytest.approx(18.0)
+    assert plan.reach[100] == ["e", "b", "d", "a", "c"]  # cheapest first
+    plan = cut(rows, study, 12.0, [100, 10])  # every second at 100 rows: ranks 1, 3, 5 cost 1 + 3 + 5
+    assert plan.every == {100: 2, 10: 1} and plan.kept(100) == ["e", "d", "c"]
+    assert plan.by_size == pytest.approx({100: 9.0, 10: 3.0})
+    plan = cut(rows, study, 11.5, [100, 10])  # then every second at 10 rows, before every third anywhere
+    assert plan.every == {100: 2, 10: 2} and plan.kept(10) == ["x", "z"] and plan.total == pytest.approx(11.0)
+    plan = cut(rows, study, 8.0, [100, 10])  # every third at 100 rows: ranks 1 and 4
+    assert plan.every == {100: 3, 10: 2} and plan.kept(100) == ["e", "a"] and plan.within
+    plan = cut(rows, study, 0.5, [100, 10])  # no budget it can meet: it stops with one dataset at each size cut
+    assert not plan.within and (plan.kept(100), len(plan.kept(10))) == (["e"], 1)
+    assert cut([_price("new", 100, 2.0, 15.0)], study, 100.0, [100]).total == pytest.approx(30.0)  # ratio × base
+
+
+def test_a_raced_size_prices_the_k_dearest_attention_entries_and_every_other_entry():
+    from pipeline.report.stats.price import raced
+
+    families = {"a": "attention network", "b": "attention network", "c": "attention network",
+                "tabm": "other network"}
+    rows = [_price("a", 10_000, 5.0, 1.0), _price("b", 10_000, 3.0, 1.0), _price("c", 10_000, 1.0, 1.0),
+            _price("tabm", 10_000, 9.0, 1.0), _price("c", 4096, 1.0, 1.0)]
+    kept = raced(rows, families, {10_000: 2})
+    assert {(p.model, p.sample_size) for p in kept} == {("a", 10_000), ("b", 10_000), ("tabm", 10_000), ("c", 4096)}
+
+
+def test_the_command_prints_the_plan_and_the_cut_it_took(files):
+    args = [sys.executable, "-m", "pipeline.cli", "price", *files, "--race", "128=1", "--budget", "0.0001"]
+    out = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "--race 128=1 --budget 0.0001` -->" in out.stdout
+    assert "At 128 rows only the race's 1 leaders among the attention entries run" in out.stdout
+    # the default cut: the pilot's largest size, its two datasets; ranks 1, 3: one kept, and still over
+    assert "at 128 rows ranks 1, 3, 5, … of the 2 that reach it, 1:" in out.stdout
+    assert "The rule cannot bring it within 0.0001" in out.stdout
+    bad = subprocess.run([*args[:5], "--race", "128"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert bad.returncode == 2 and "give ROWS=K" in bad.stderr and bad.stdout == ""

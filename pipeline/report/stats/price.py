@@ -14,9 +14,12 @@ figure the chunks' logs give as trial-hours.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
+
+from pipeline.models.kinds import ATTENTION
 
 SPLIT = ["dataset", "sample_size", "repeat", "fold", "seed"]
 
@@ -80,3 +83,75 @@ def prices(pilot: pd.DataFrame, study: pd.DataFrame, base: str, extend: list[int
             out.append(Price(model, size, 0, math.nan, math.nan, ratio, top.sample_size if top else max(sizes),
                              n, s, ratio * s))
     return out
+
+
+def raced(rows: list[Price], families: Mapping[str, str], race: Mapping[int, int]) -> list[Price]:
+    """``rows`` at each size of ``race`` (size → k) cut to the entries that could run there when the race's k
+    leaders do (docs/STUDY.md): every entry outside the attention family (``families``: entry → family), and
+    the k attention entries that cost most there, an upper bound on whichever k lead. Other sizes unchanged."""
+    out = [p for p in rows if p.sample_size not in race or families.get(p.model) != ATTENTION]
+    for size, k in race.items():
+        at = [p for p in rows if p.sample_size == size and families.get(p.model) == ATTENTION]
+        out += sorted(at, key=lambda p: (-(p.projected if p.projected == p.projected else -math.inf), p.model))[:k]
+    return sorted(out, key=lambda p: (p.model, p.sample_size))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The entries priced per size once a study's cut rule ran, and what that projects."""
+
+    reach: dict[int, list[str]]  # per size cut: every dataset that reaches it, the base's cheapest first
+    every: dict[int, int]  # per size cut: keep ranks 1, 1 + k, 1 + 2k, … of ``reach`` (1: every dataset)
+    by_size: dict[int, float]  # projected trial-hours per size, on the datasets kept
+    budget: float
+
+    def kept(self, size: int) -> list[str]:
+        return self.reach[size][:: self.every[size]]
+
+    @property
+    def total(self) -> float:
+        return sum(self.by_size.values())
+
+    @property
+    def within(self) -> bool:
+        return self.total <= self.budget
+
+
+def cut(rows: list[Price], study: pd.DataFrame, budget: float, sizes: list[int]) -> Plan:
+    """The study's stated cut (docs/STUDY.md, fixed before its entries ran), applied while the projected total
+    passes ``budget`` trial-hours: fewer datasets, never an entry. For k = 2, 3, …, each size of ``sizes`` in
+    turn (the largest first, as given) keeps the datasets that reach it ranked 1, 1 + k, 1 + 2k, … in order of
+    the base's trial-hours there over the study (``study``: its finished cells, ``dataset``, ``sample_size``,
+    ``seconds``; cheapest first, a tie by name), so that cheap and costly datasets both stay; it stops as soon
+    as the total is within the budget, or when every size cut keeps one dataset (not ``within`` then). A cut
+    size's projection is each entry's ratio there times the base's trial-hours on the datasets kept."""
+    hours = study.assign(sample_size=study.sample_size.astype(int)).groupby(["sample_size", "dataset"]).seconds.sum() / 3600
+    reach = {s: sorted(hours.loc[s].index, key=lambda d: (float(hours.loc[(s, d)]), d)) if s in hours.index.levels[0]
+             else [] for s in sizes}
+    ratio: dict[int, float] = {}
+    for p in rows:
+        if p.ratio == p.ratio and p.projected == p.projected:
+            ratio[p.sample_size] = ratio.get(p.sample_size, 0.0) + p.ratio
+
+    def project(every: dict[int, int]) -> dict[int, float]:
+        out = {}
+        for size, r in sorted(ratio.items()):
+            kept = reach[size][:: every[size]] if size in every else list(hours.loc[size].index)
+            out[size] = r * float(hours.loc[[(size, d) for d in kept]].sum()) if kept else 0.0
+        return out
+
+    every = {s: 1 for s in sizes}
+    plan = Plan(reach, dict(every), project(every), budget)
+    k = 2
+    def cuttable(s: int) -> bool:
+        return len(reach[s][:: every[s]]) > 1
+
+    while not plan.within and any(cuttable(s) for s in sizes):
+        for s in sizes:
+            if cuttable(s):
+                every[s] = k
+                plan = Plan(reach, dict(every), project(every), budget)
+                if plan.within:
+                    break
+        k += 1
+    return plan
