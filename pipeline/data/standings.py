@@ -39,8 +39,8 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
     reads the stored kinds.
 
     Two sets of splits, each the fair one for its question. A family's best is picked on the splits every
-    model of the family that ran the task planned (``shared``: a model with fewer folds neither wins nor
-    loses the pick on folds it never ran). A pair's difference is over every split both finished: an entry
+    model of the family that ran the task finished (``shared``: a model with fewer folds, planned or done so
+    far, neither wins nor loses the pick on folds it never ran or has not run yet, nor one that failed a fold). A pair's difference is over every split both finished: an entry
     planned on three folds set against boosting planned on fifteen is compared on its three, and the
     fifteen-split verdict of a model that ran all fifteen stays fifteen splits (compared_cells, which the
     pages' means read, keeps only the splits every model of the task planned)."""
@@ -62,8 +62,10 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
             SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status <> {MISSING})
         ), per_family AS (
             SELECT {TASK}, family, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
-        ), per_split AS (
-            SELECT {SPLIT}, family, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
+        ), per_split AS (  -- the models of the family that finished the split (one still to run or failed there
+            -- leaves it out of the pick: every model is picked on the same splits)
+            SELECT {SPLIT}, family, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model)
+            WHERE e.status = {OK} AND e.score IS NOT NULL GROUP BY ALL
         ), c AS MATERIALIZED (
             SELECT e.dataset, e.split_key, e.sample_size, e.repeat, e.fold, e.model, e.model_kind, e.family, e.score,
                    e.val_score, e.epochs_bound, e.n_train, r.n_valid, s.n = f.n AS shared

@@ -369,7 +369,7 @@ VIEWS: dict[str, str] = {
     # row per (dataset, split_key, sample_size, model, versus). versus names the family picked against: 'best
     # gradient boosting' for every model of another family, and 'best other network' for an attention
     # network; versus_model is the model picked, the family's model with the highest mean validation score on
-    # the task over the splits every model of the family that ran the task planned (means to 12 decimals, as
+    # the task over the splits every model of the family that ran the task finished (means to 12 decimals, as
     # pipeline/report/stats/pick.py compares them; a tie to the first by name; the test set picks nothing).
     # family_best: the model is its own family's pick there. diff: the mean over every split both finished
     # (a fold of a repeat, its subset seeds averaged), not only those every model planned, of model −

@@ -67,7 +67,7 @@ def test_the_t_quantiles_in_sql_are_scipys():
 def recomputed(db: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The view's rows, and from the expected cells the per-split scores (every finished split: a pair is
     compared on the splits both finished) and per-task validation means over the splits every model of the
-    family that ran the task planned (what a family's best is picked on), in pandas."""
+    family that ran the task finished (what a family's best is picked on), in pandas."""
     with Store(db, create=False).connect(read_only=True) as con:
         view = con.execute("SELECT * FROM standings").df()
         cells = con.execute("SELECT * FROM expected_cells").df()
@@ -76,9 +76,9 @@ def recomputed(db: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     ran = cells[cells.status != Status.MISSING].groupby([*TASK, "model"]).size().index
     cells = cells.set_index([*TASK, "model"]).loc[lambda c: c.index.isin(ran)].reset_index()
     models = cells.groupby([*TASK, "family"]).model.nunique().rename("n_family")
-    on_split = cells.groupby([*TASK, "repeat", "fold", "seed", "family"]).model.nunique().rename("n_split")
-    cells = cells.join(models, on=[*TASK, "family"]).join(on_split, on=[*TASK, "repeat", "fold", "seed", "family"])
     ok = cells[(cells.status == Status.OK) & cells.score.notna()]
+    on_split = ok.groupby([*TASK, "repeat", "fold", "seed", "family"]).model.nunique().rename("n_split")
+    ok = ok.join(models, on=[*TASK, "family"]).join(on_split, on=[*TASK, "repeat", "fold", "seed", "family"])
     per_split = ok.groupby([*TASK, "model", "repeat", "fold"]).agg(score=("score", "mean"), bound=("epochs_bound", "any"))
     shared = ok[ok.n_split == ok.n_family]
     means = ok.groupby([*TASK, "model"]).agg(kind=("model_kind", "min"), family=("family", "min"))
