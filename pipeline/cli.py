@@ -391,6 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at ROWS only K attention entries run (a race's leaders): priced as the K dearest there")
     p.add_argument("--budget", type=float, metavar="HOURS",
                    help="cut datasets by the study's stated rule while the plan projects more trial-hours than this")
+    p.add_argument("--entry", action="append", metavar="NAME", dest="entries",
+                   help="price this entry (default: every one of the pilot's the study does not hold yet)")
     p.add_argument("--cut", type=int, action="append", metavar="ROWS",
                    help="a size the cut may thin, in the order given (default: the --extend sizes, then the pilot's largest)")
     p.set_defaults(func=cmd_price)

@@ -266,7 +266,7 @@ class ModelSpec(_Strict):
     repeats: int | None = Field(
         default=None, ge=1, description="the first N of the protocol's repeats this entry runs (default: every "
         "one, more_repeats included); 1: its folds once. Which cells exist, not how one runs, as sample_sizes")
-    datasets_at: dict[int, list[str]] | None = Field(
+    datasets_at: dict[int, Annotated[list[str], Field(min_length=1)]] | None = Field(
         default=None, description="at a training size, the datasets this entry runs (default: every one that reaches "
         "it), e.g. a stated cut's; which cells exist, not how one runs, as sample_sizes")
     compress: list[Literal["prune", "quantize", "pca"]] = Field(

@@ -142,11 +142,12 @@ def test_the_tuned_slice_runs_on_the_studys_own_fold_zero_tasks(shared_data: Pat
     assert tuned["protocol"]["sample_sizes"] == [10000] and 10000 in study["protocol"]["sample_sizes"]
     assert tuned["protocol"]["max_folds"] == 1
     searched = [m for m in tuned["models"] if "label" in m]
-    assert [m for m in tuned["models"] if "label" not in m] == study["models"]  # the defaults, entry for entry
+    eight = [m for m in study["models"] if "repeats" not in m]  # issue 59's entries run the first repeat only
+    assert len(eight) == 8 and [m for m in tuned["models"] if "label" not in m] == eight  # the defaults, entry for entry
     assert {m["name"] for m in searched} == {"ft_transformer", "realmlp", "catboost"}
     # ... so their cells are the study's own cells (done in its file: nothing trains again)
     a, b = load_suite(SUITES / "study-every-dataset.yaml"), load_suite(SUITES / "study-tuned-slice.yaml")
-    for m in study["models"]:
+    for m in eight:
         assert (cell_id(a, "electricity", "k", 0, 0, "10000", 0, m["name"])
                 == cell_id(b, "electricity", "k", 0, 0, "10000", 0, m["name"])), m["name"]
     for m in searched:

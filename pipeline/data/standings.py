@@ -4,7 +4,7 @@ Python (tests/report/test_standings.py checks the two agree on every row of the 
 
 from __future__ import annotations
 
-from pipeline.data.sql_words import MISSING, OK, SPLIT, TASK, quote
+from pipeline.data.sql_words import OK, SPLIT, TASK, quote
 from pipeline.models.kinds import ATTENTION, BOOSTING, KINDS, NETWORK
 from pipeline.records import VERDICT_ALPHA, VERDICT_MARGIN, Verdict
 
@@ -58,8 +58,8 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
             SELECT e0.* EXCLUDE (model_kind), k.model_kind FROM e0 JOIN k USING (model)
         ), e AS MATERIALIZED (
             SELECT e1.*, {FAMILY} AS family FROM e1
-        ), ran AS (
-            SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status <> {MISSING})
+        ), ran AS (  -- the models with a score on the task: one that failed every split there is in no pick
+            SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status = {OK} AND score IS NOT NULL)
         ), per_family AS (
             SELECT {TASK}, family, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
         ), per_split AS (  -- the models of the family that finished the split (one still to run or failed there
@@ -76,12 +76,13 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
             SELECT {TASK}, avg(n_train) AS n_train, avg(n_valid) AS n_valid FROM c GROUP BY ALL
         ), m AS (
             SELECT {TASK}, model, min(model_kind) AS model_kind, min(family) AS family,
-                   avg(val_score) FILTER (WHERE shared) AS val_mean
+                   avg(val_score) FILTER (WHERE shared) AS val_mean, avg(val_score) AS own_val_mean
             FROM c GROUP BY ALL
-        ), picked AS (
-            SELECT m.*,
-                   row_number() OVER (PARTITION BY {TASK}, family ORDER BY round(val_mean, 12) DESC NULLS LAST, model) = 1
-                       AS family_best
+        ), picked AS (  -- no split every model finished (each failed a different fold): each one's own mean
+            SELECT m.* EXCLUDE (own_val_mean),
+                   row_number() OVER (PARTITION BY {TASK}, family ORDER BY round(val_mean, 12) DESC NULLS LAST,
+                                      CASE WHEN val_mean IS NULL THEN round(own_val_mean, 12) END DESC NULLS LAST,
+                                      model) = 1 AS family_best
             FROM m
         ), pairs AS (
             {" UNION ALL ".join(

@@ -17,15 +17,20 @@ def _hours(x: float) -> str:
     return "–" if x != x else f"{x:.2f}"
 
 
-def entries_and_cells(pilot_db: str, study_db: str, base: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The pilot's finished cells of its new entries (the models the study does not hold) and of the base;
-    the base's finished cells of the study's first repeat (the splits new entries run: its 3 folds)."""
+def entries_and_cells(pilot_db: str, study_db: str, base: str,
+                      entries: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The pilot's finished cells of its new entries (``entries``; default: the models the study does not
+    hold, which is all of them before the study runs any) and of the base; the base's finished cells of the
+    study's first repeat (the splits new entries run: its 3 folds)."""
     ok = Status.OK.value
-    held = set(Store(study_db, create=False).query("SELECT DISTINCT model FROM current_results").model)
     pilot = Store(pilot_db, create=False).query(
         "SELECT dataset, sample_size, repeat, fold, seed, model, model_kind, search_seconds AS seconds FROM current_results "
         "WHERE status = ? AND regexp_full_match(sample_size, '[0-9]+')", [ok])
-    pilot = pilot[(pilot.model == base) | ~pilot.model.isin(held)]
+    if entries is None:
+        held = set(Store(study_db, create=False).query("SELECT DISTINCT model FROM current_results").model)
+        pilot = pilot[(pilot.model == base) | ~pilot.model.isin(held)]
+    else:
+        pilot = pilot[pilot.model.isin([base, *entries])]
     study = Store(study_db, create=False).query(
         "SELECT dataset, sample_size, search_seconds AS seconds FROM current_results "
         "WHERE status = ? AND model = ? AND repeat = 0 AND regexp_full_match(sample_size, '[0-9]+')", [ok, base])
@@ -34,10 +39,14 @@ def entries_and_cells(pilot_db: str, study_db: str, base: str) -> tuple[pd.DataF
 
 def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, base: str = "ft_transformer",
              extend: list[int] | None = None, race: dict[int, int] | None = None, budget: float | None = None,
-             cut_sizes: list[int] | None = None) -> str:
+             cut_sizes: list[int] | None = None, entries: list[str] | None = None) -> str:
     """The price table and its total; with ``race`` (size → k) or ``budget``, the plan below it: the race's
-    upper bound at those sizes and the stated cut (:func:`pipeline.report.stats.price.cut`) over ``cut_sizes``."""
-    pilot, study = entries_and_cells(pilot_db, study_db, base)
+    upper bound at those sizes and the stated cut (:func:`pipeline.report.stats.price.cut`) over ``cut_sizes``.
+    ``entries``: the entries to price (default: the pilot's the study does not hold, :func:`entries_and_cells`)."""
+    pilot, study = entries_and_cells(pilot_db, study_db, base, entries)
+    absent = sorted(set(entries or []) - set(pilot.model))
+    if absent:
+        raise ValueError(f"the pilot holds no finished cell of {', '.join(map(repr, absent))}")
     rows = prices(pilot, study, base, extend)
     if not rows:
         return f"The pilot {pilot_name!r} holds no finished cell of an entry the study {study_name!r} does not run.\n"
@@ -46,7 +55,8 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
            f"{''.join(f' --extend {n}' for n in sorted(extend or []))}"
            f"{''.join(f' --race {n}={k}' for n, k in sorted((race or {}).items()))}"
            f"{f' --budget {budget:g}' if budget is not None else ''}"
-           f"{''.join(f' --cut {n}' for n in (cut_sizes or []))}` -->",
+           f"{''.join(f' --cut {n}' for n in (cut_sizes or []))}"
+           f"{''.join(f' --entry {m}' for m in (entries or []))}` -->",
            f"Each entry {study_name} does not run yet, priced on the pilot {pilot_name} against {base} (the study's "
            "own, on the same splits; trial-hours: each cell's whole search), scaled by what the base cost over the "
            "study's first repeat at that size:", "",
@@ -59,6 +69,10 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
         out.append(f"| {p.model} | {p.sample_size:,} | {cells} | {_hours(p.hours)} | {_hours(p.base_hours)} | "
                    f"×{p.ratio:.2f} | {p.study_cells} | {_hours(p.study_base_hours)} | {_hours(p.projected)} |")
     out += ["", totals(rows)]
+    unknown = sorted((set(race or {}) | set(cut_sizes or [])) - {p.sample_size for p in rows})
+    if unknown:
+        raise ValueError(f"--race/--cut at {', '.join(f'{n:,}' for n in unknown)} rows: not a size priced here (the "
+                         "pilot's sizes and those --extend adds)")
     if race or budget is not None:
         families = {m: family_of(k) for m, k in pilot.drop_duplicates("model")[["model", "model_kind"]].itertuples(index=False)}
         out += ["", *planned(rows, families, study, race or {}, budget, cut_sizes)]
@@ -84,13 +98,13 @@ def planned(rows: list[Price], families: dict[str, str], study: pd.DataFrame, ra
                            reverse=True)
     plan = cut(kept, study, math.inf if budget is None else budget, cut_sizes)
     each = ", ".join(f"{s:,} rows {h:.1f}" for s, h in sorted(plan.by_size.items()))
-    if budget is None or all(plan.every[s] == 1 for s in cut_sizes):
+    if budget is None or (plan.within and all(plan.every[s] == 1 for s in cut_sizes)):
         within = "" if budget is None else f", within the budget of {budget:g} trial-hours: no dataset cut"
         out.append(f"Planned: {plan.total:.1f} trial-hours ({each}){within}.")
         return out
     steps = "; ".join(_kept(plan, s) for s in cut_sizes)
-    verdict = ("" if plan.within else f" The rule cannot bring it within {budget:g}: every size it cuts keeps one "
-               "dataset.")
+    verdict = ("" if plan.within else f" The rule cannot bring it within {budget:g}: every size it may cut keeps "
+               "one dataset.")
     return [*out, f"Over the budget of {budget:g} trial-hours, the stated cut (docs/STUDY.md: fewer datasets, never "
                   f"an entry, {', then '.join(f'{s:,}' for s in cut_sizes)} rows, each in order of the base's trial-hours "
                   f"there over the study, cheapest first) keeps {steps}. Planned: {plan.total:.1f} trial-hours ({each}): "
@@ -102,8 +116,8 @@ def _kept(plan: Plan, size: int) -> str:
     if k == 1:
         return f"all {len(reach)} datasets at {size:,} rows"
     kept = plan.kept(size)
-    return (f"at {size:,} rows ranks 1, {1 + k}, {1 + 2 * k}, … of the {len(reach)} that reach it, {len(kept)}: "
-            f"{', '.join(kept)}")
+    ranks = f"ranks 1, {1 + k}, {1 + 2 * k}, …" if len(kept) > 1 else "rank 1 only"
+    return f"at {size:,} rows {ranks} of the {len(reach)} that reach it, {len(kept)}: {', '.join(kept)}"
 
 
 def totals(rows: list[Price]) -> str:

@@ -128,7 +128,23 @@ def test_the_command_prints_the_plan_and_the_cut_it_took(files):
     assert "--race 128=1 --budget 0.0001` -->" in out.stdout
     assert "At 128 rows only the race's 1 leaders among the attention entries run" in out.stdout
     # the default cut: the pilot's largest size, its two datasets; ranks 1, 3: one kept, and still over
-    assert "at 128 rows ranks 1, 3, 5, … of the 2 that reach it, 1:" in out.stdout
+    assert "at 128 rows rank 1 only of the 2 that reach it, 1:" in out.stdout
     assert "The rule cannot bring it within 0.0001" in out.stdout
     bad = subprocess.run([*args[:5], "--race", "128"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert bad.returncode == 2 and "give ROWS=K" in bad.stderr and bad.stdout == ""
+
+
+def test_named_entries_are_priced_after_the_study_holds_them_and_a_size_not_priced_is_refused(files):
+    """Once the study runs an entry, the default prices nothing new; naming it (--entry) prices it as before
+    the study ran it. A --cut or --race size no pilot or --extend priced, and an entry the pilot lacks, are
+    one line each, nothing printed."""
+    pilot, study = files
+    named = price_text.markdown(pilot, pilot, "p", "p", entries=["ft-192"])  # the pilot as its own study holds it
+    assert "| ft-192 | 32 |" in named and named.startswith("<!-- printed by `attnbench price p p --entry ft-192` -->")
+    assert "holds no finished cell of an entry" in price_text.markdown(pilot, pilot, "p", "p")
+    for extra, says in ((["--cut", "999"], "--race/--cut at 999 rows: not a size priced here"),
+                        (["--race", "999=3"], "--race/--cut at 999 rows"),
+                        (["--entry", "tabm"], "the pilot holds no finished cell of 'tabm'")):
+        out = subprocess.run([sys.executable, "-m", "pipeline.cli", "price", pilot, study, *extra],
+                             capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert out.returncode == 2 and says in out.stderr and out.stdout == "" and len(out.stderr.splitlines()) == 1

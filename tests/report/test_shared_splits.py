@@ -287,3 +287,20 @@ def test_a_model_with_folds_still_to_run_is_picked_on_the_splits_it_finished(tmp
     assert len(rows) == 2 * len(s.sizes) and (rows.val_mean == rows.val_score).all()  # fold 0's, both models
     both = ReportData.load(db).cells.query("dataset == 'alpha' and model == 'ft_transformer' and sample_size == 'all'")
     assert alpha.val_mean.iloc[0] == pytest.approx(both.val_score.mean()) and len(both) == 2  # alpha: both folds
+
+
+def test_a_model_that_failed_every_fold_or_another_fold_leaves_the_pick_to_validation(tmp_path: Path):
+    """On beta 'ftz' (validation far above FT-Transformer's) is picked though 'ft-aa' failed every fold there
+    (no score: in no pick, not a reason to pick by name); on alpha FT-Transformer and 'ftz' each failed a
+    different fold, so no split is shared: each one's own mean picks, ftz, never the first by name (which is
+    FT-Transformer's: ftz sorts after it)."""
+    s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")}
+              | {"ft-aa": ("ft_transformer", 0.70, 0.035, 2.0), "ftz": ("ft_transformer", 0.95, 0.0, 2.0)})
+    s.missing = set()
+    s.failed = ({("beta", size, f, "ft-aa") for size in s.sizes for f in s.folds}
+                | {("alpha", size, 0, "ft_transformer") for size in s.sizes} | {("alpha", size, 1, "ftz") for size in s.sizes})
+    db = synthetic.build(tmp_path / "results.duckdb", s)
+    with Store(db, create=False).connect(read_only=True) as con:
+        best = con.execute("SELECT DISTINCT dataset, sample_size, model FROM standings WHERE family_best "
+                           "AND family = 'attention network'").df()
+    assert len(best) == 2 * len(s.sizes) and set(best.model) == {"ftz"}

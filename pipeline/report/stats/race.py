@@ -3,7 +3,7 @@ entries run on at a larger size (issue 59: the three that lead at 4,096 rows go 
 of them ran and read from validation scores only, never test.
 
 Per dataset, each entry's mean validation score over the splits every entry of the family that ran the task
-planned (the ``standings`` view's ``val_mean``) is ranked among the family's entries (1 best; a tie shares the
+finished (the ``standings`` view's ``val_mean``) is ranked among the family's entries (1 best; a tie shares the
 mean of its ranks). An entry's standing is its mean rank over the datasets where every entry has a validation
 score, so that no entry gains by missing a dataset the others found hard. The leaders are the lowest mean ranks;
 a tie goes to the entry validation picked as its family's best on more of those datasets, then to the first by
