@@ -1,7 +1,8 @@
 """Print the shipped results into the docs again: every ``<!-- answer [summary |tuning |claims ]REF -->`` block of
-README.md and docs/*.md (what ``attnbench answer REF`` prints, whole or one part: pipeline.report.answer_text.part)
-and docs/QUERIES.md's table of its first standings query on study-every-dataset, each from the shipped reference
-exported to a temporary file. tests/test_answer.py fails while any of them differs from what this prints.
+README.md and docs/*.md (what ``attnbench answer REF`` prints, whole or one part: pipeline.report.answer_text.part),
+every ``<!-- price ARGS -->`` block (what ``attnbench price ARGS`` prints) and docs/QUERIES.md's table of its first
+standings query on study-every-dataset, each from the shipped references exported to a temporary file.
+tests/test_answer.py fails while any of them differs from what this prints.
 
     .venv/bin/python tools/print_answers.py           # rewrite what differs, naming each file
     .venv/bin/python tools/print_answers.py --check   # change nothing; exit 1 naming what differs
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -44,6 +46,23 @@ def answer_blocks(text: str, exported: Exported) -> str:
                   + m.group(5), text, flags=re.S)
 
 
+PRICE_BLOCK = re.compile(r"(<!-- price (?P<args>[^>]*?) -->\n)(.*?)(<!-- /price -->)", re.S)
+
+
+def price_blocks(text: str, exported: Exported) -> str:
+    """Each ``<!-- price ARGS -->`` block: ``attnbench price ARGS`` on the shipped references it names."""
+    from pipeline.cli import build_parser
+    from pipeline.report import price_text
+
+    def one(m: re.Match[str]) -> str:
+        a = build_parser().parse_args(["price", *shlex.split(m["args"])])
+        out = price_text.markdown(exported(a.pilot), exported(a.study), a.pilot, a.study, base=a.base, extend=a.extend,
+                                  race=dict(a.race or []), budget=a.budget, cut_sizes=a.cut, entries=a.entries)
+        return m.group(1) + out + m.group(4)
+
+    return PRICE_BLOCK.sub(one, text)
+
+
 def standings_counts(text: str, exported: Exported) -> str:
     """docs/QUERIES.md: the table after its first standings query, that query's output on study-every-dataset."""
     start = text.index("### `standings`")
@@ -67,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         exported = Exported(tmp)
         for doc in DOCS:
             text = doc.read_text(encoding="utf-8")
-            new = answer_blocks(text, exported)
+            new = price_blocks(answer_blocks(text, exported), exported)
             if doc.name == "QUERIES.md":
                 new = standings_counts(new, exported)
             if new != text:

@@ -19,6 +19,7 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Status, Verdict
+from pipeline.report.stats import standing
 from pipeline.report.stats.claims import mean_interval
 from pipeline.report.stats.verdicts import half_width, projected, ratio
 
@@ -119,7 +120,17 @@ def architectures(db: str) -> str:
         kept = [str(x) for x in p if x is not None] if isinstance(p, (list, tuple, np.ndarray)) else []
         return f", in {' and '.join(kept)}" if kept else ""
 
-    entries = "; ".join(f"{r.model} ({span(list(r.sizes))}{precision(r.precision)})" for r in held.itertuples(index=False))
+    picked: dict[str, int] = {}
+    if len(held) > 1:  # what each adds: the datasets where validation picks it at their largest size
+        rows = Store(db, create=False).query("SELECT * FROM standings", prepare=temporary_views)
+        picked = standing.standings(rows).attention.value_counts().to_dict()
+
+    def adds(model: str) -> str:
+        n = int(picked.get(model, 0))
+        return f"; the pick on {n} dataset{'s' if n != 1 else ''} at its largest size" if len(held) > 1 else ""
+
+    entries = "; ".join(f"{r.model} ({span(list(r.sizes))}{precision(r.precision)}{adds(r.model)})"
+                        for r in held.itertuples(index=False))
     absent = [m for m in own_of_kind("attention") if m not in set(held.name)]
     one = len(held) == 1
     return (f"The attention {'entry' if one else 'entries'} it holds, among which validation picks the best: "

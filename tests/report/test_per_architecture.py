@@ -12,7 +12,7 @@ from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import Verdict
 from pipeline.report import answer_text
-from pipeline.report.stats import race
+from pipeline.report.stats import race, standing
 
 
 def test_each_attention_entry_reads_its_own_standings(tmp_path: Path):
@@ -118,9 +118,15 @@ def test_the_summary_names_the_attention_entries_it_rests_on_and_those_it_lacks(
     s.models["tab_transformer"] = ("tab_transformer", 0.78, 0.030, 1.50)
     db = str(synthetic.build(tmp_path / "r.duckdb", s))
     text = answer_text.architectures(db)
+    # what each adds: the datasets where validation picks it at their largest size (the summary's verdicts)
+    rows = Store(db, create=False).query("SELECT * FROM standings", prepare=temporary_views)
+    n = standing.standings(rows).attention.value_counts()
+    assert n.sum() == 2  # alpha and beta
+    said = {m: f"the pick on {int(n.get(m, 0))} dataset{'s' if n.get(m, 0) != 1 else ''} at its largest size"
+            for m in ("ft_transformer", "tab_transformer")}
     assert text.startswith("The attention entries it holds, among which validation picks the best: "
-                           "ft_transformer (32 to 128 training rows and all rows); tab_transformer (32 to 128 training rows "
-                           "and all rows). Not in it: ")
+                           f"ft_transformer (32 to 128 training rows and all rows; {said['ft_transformer']}); "
+                           f"tab_transformer (32 to 128 training rows and all rows; {said['tab_transformer']}). Not in it: ")
     others = [m for m in own_of_kind("attention") if m not in ("ft_transformer", "tab_transformer")]
     assert len(others) >= 5 and text.endswith(f"Not in it: {', '.join(others)} (attnbench's other attention architectures).")
     assert answer_text.summary_of(db).endswith(text)
