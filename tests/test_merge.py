@@ -147,3 +147,36 @@ def test_the_same_dataset_name_with_other_rows_is_refused(tmp_path: Path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert "dataset 'mine' holds other rows in" in out.stderr and all(str(f) in out.stderr for f in files)
     assert [digest(f) for f in files] == before and not (tmp_path / "m.duckdb").exists()
+
+
+def test_a_file_holding_fewer_repeats_of_the_same_splits_merges_and_another_fold_is_refused(tmp_path: Path):
+    """Issue 59's pilot ran the study's first repeat of a dataset the study repeats five times: the same split
+    key, fewer of its folds stored. That merges; a fold whose rows differ under one key is refused in one line,
+    naming the fold, and nothing is written."""
+    import duckdb
+
+    path = tmp_path / "rows.csv"
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"x": rng.normal(size=90), "y": np.tile(["a", "b", "c"], 30)}).to_csv(path, index=False)
+    files = []
+    for name, more in (("study", "more_repeats: {repeats: 3, datasets: [mine]}"), ("pilot", "max_folds: 1")):
+        spec = tmp_path / f"{name}.yaml"
+        spec.write_text(f"name: {name}\ndatasets:\n  - {{name: mine, file: {path}, target: y}}\n"
+                        f"protocol: {{folds: 3, {more}}}\nmodels:\n  - {{name: xgboost, trials: 1}}\n")
+        db = tmp_path / f"{name}.duckdb"
+        out = main("fetch", str(spec), "--db", str(db))
+        assert out.returncode == 0, out.stderr
+        files.append(db)
+    counts = [duckdb.connect(str(f), read_only=True).execute("SELECT count(DISTINCT repeat) FROM splits").fetchone()[0]
+              for f in files]
+    assert counts == [3, 1]
+    out = main("merge", *map(str, files), "--db", str(tmp_path / "m.duckdb"))
+    assert out.returncode == 0, out.stderr
+    with duckdb.connect(str(files[1])) as con:  # one row of the pilot's fold 0 in another role
+        con.execute("UPDATE splits SET role = CASE role WHEN 'test' THEN 'train' ELSE 'test' END "
+                    "WHERE row_id = (SELECT min(row_id) FROM splits WHERE fold = 0) AND fold = 0 AND repeat = 0")
+    before = [digest(f) for f in files]
+    out = main("merge", *map(str, files), "--db", str(tmp_path / "m2.duckdb"))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "dataset 'mine' has other splits under key" in out.stderr and "(repeat 0, fold 0)" in out.stderr
+    assert [digest(f) for f in files] == before and not (tmp_path / "m2.duckdb").exists()

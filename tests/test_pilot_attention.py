@@ -30,8 +30,15 @@ def test_the_pilots_reference_cells_are_the_studys(tmp_path: Path):
     mine, theirs = _ids(pilot, store), _ids(same, store)
     ft = {k: v for k, v in mine.items() if k[4] == "ft_transformer"}
     assert len(ft) == 17  # five datasets at 128, 1,024 and 4,096 rows; Mercedes at 128 and 1,024
-    assert all(theirs[k] == v for k, v in ft.items())
     assert {k[4] for k in mine} == {m.key for m in pilot.models} and len(mine) == 17 * len(pilot.models)
+    # every entry the pilot priced is one of the study's, and each of its cells the study plans has the pilot's id
+    # (the study takes them over, `attnbench merge`, and runs none again); the rest are the 4,096-row cells on
+    # the datasets the study's stated cut leaves out
+    assert {m.key for m in pilot.models} <= {m.key for m in study.models}
+    assert all(theirs[k] == v for k, v in mine.items() if k in theirs)
+    left = {k for k in mine if k not in theirs}
+    assert {(k[0], k[3]) for k in left} == {(d, "4096") for d in ("sulfur", "MagicTelescope", "diamonds")}
+    assert {k[4] for k in left} == {m.key for m in pilot.models} - {"ft_transformer"}
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +58,33 @@ def test_its_datasets_are_the_ones_its_rule_picks(study_db: str):
     picked = [at_4096[i - 1] for i in (1, 5, 9, 13, 17)] + [at_1024[-1]]
     pilot = load_suite(REPO / "suites" / "pilot-attention.yaml")
     assert [d.name for d in pilot.datasets] == picked
+
+
+ENTRIES = ["cbam_cnn", "cnn_attention", "cnn_transformer", "cross_attention_se", "ft_transformer-192",
+           "single_head_attention", "tab_transformer", "tabm"]
+
+
+def test_the_studys_new_entries_run_where_the_stated_cut_keeps(study_db: str, tmp_path: Path):
+    """Each new entry's datasets_at in the study is what the stated cut keeps (docs/STUDY.md), computed again here
+    from the shipped pilot and study: TabM and the race's three (priced as the dearest) at 10,000 rows, the
+    budget of 80 trial-hours, 10,000 then 4,096 rows thinned; the suite header quotes the plan's total."""
+    from pipeline.models.kinds import family_of
+    from pipeline.report import price_text
+    from pipeline.report.stats import price
+
+    pilot_db = str(tmp_path / "pilot.duckdb")
+    references.export_file("pilot-attention", pilot_db)
+    cells, study = price_text.entries_and_cells(pilot_db, study_db, "ft_transformer", ENTRIES)
+    rows = price.prices(cells, study, "ft_transformer", extend=[10000])
+    families = {m: family_of(k) for m, k in cells.drop_duplicates("model")[["model", "model_kind"]].itertuples(index=False)}
+    plan = price.cut(price.raced(rows, families, {10000: 3}), study, 80.0, [10000, 4096])
+    assert plan.within and plan.every == {10000: 2, 4096: 2}
+    suite = load_suite(REPO / "suites" / "study-every-dataset.yaml")
+    new = {m.key: m for m in suite.models if m.key in ENTRIES}
+    assert sorted(new) == ENTRIES and all(m.repeats == 1 for m in new.values())
+    for key, m in new.items():
+        assert m.datasets_at is not None and m.datasets_at[4096] == plan.kept(4096), key
+        assert m.sample_sizes == ([128, 1024, 4096, 10000] if key == "tabm" else [128, 1024, 4096]), key
+    assert new["tabm"].datasets_at[10000] == plan.kept(10000)
+    header = (REPO / "suites" / "study-every-dataset.yaml").read_text(encoding="utf-8")
+    assert f"planned {plan.total:.1f} trial-hours" in " ".join(line.lstrip("# ") for line in header.splitlines())

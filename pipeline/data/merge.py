@@ -139,16 +139,20 @@ def _check_datasets(con: Any, aliases: list[str], names: dict[str, str]) -> None
 
 
 def _check_splits(con: Any, aliases: list[str], names: dict[str, str]) -> None:
-    seen: dict[tuple[str, str], tuple[str, str]] = {}
+    """Each fold of a repeat both files hold under one split key must be the same rows in the same roles; a file
+    that holds fewer of them (a suite run on one fold, or without the other's more repeats) merges with it."""
+    seen: dict[tuple[str, str, int, int], tuple[str, str]] = {}
     for a in aliases:
         rows = con.execute(
-            f"SELECT dataset, split_key, md5(string_agg(concat_ws(':', repeat, fold, row_id, role), ',' "
-            f"ORDER BY repeat, fold, row_id, role)) FROM {a}.splits GROUP BY ALL").fetchall()
-        for dataset, key, digest in rows:
-            if (dataset, key) in seen and seen[(dataset, key)][0] != digest:
+            f"SELECT dataset, split_key, repeat, fold, md5(string_agg(concat_ws(':', row_id, role), ',' "
+            f"ORDER BY row_id, role)) FROM {a}.splits GROUP BY ALL").fetchall()
+        for dataset, key, repeat, fold, digest in rows:
+            k = (dataset, key, repeat, fold)
+            if k in seen and seen[k][0] != digest:
                 raise StoreError(f"merge: dataset {dataset!r} has other splits under key {key} in "
-                                 f"{seen[(dataset, key)][1]} than in {names[a]}; these results are not comparable")
-            seen.setdefault((dataset, key), (digest, names[a]))
+                                 f"{seen[k][1]} than in {names[a]} (repeat {repeat}, fold {fold}); these results "
+                                 "are not comparable")
+            seen.setdefault(k, (digest, names[a]))
 
 
 def _check_plans(con: Any, aliases: list[str], names: dict[str, str], have: dict[str, set[str]]) -> None:

@@ -57,7 +57,7 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
            f"{f' --budget {budget:g}' if budget is not None else ''}"
            f"{''.join(f' --cut {n}' for n in (cut_sizes or []))}"
            f"{''.join(f' --entry {m}' for m in (entries or []))}` -->",
-           f"Each entry {study_name} does not run yet, priced on the pilot {pilot_name} against {base} (the study's "
+           f"Each entry new to {study_name}, priced on the pilot {pilot_name} against {base} (the study's "
            "own, on the same splits; trial-hours: each cell's whole search), scaled by what the base cost over the "
            "study's first repeat at that size:", "",
            "| entry | training rows | pilot cells | entry h | base h | ratio | study cells | base h over the study | "
@@ -92,6 +92,7 @@ def planned(rows: list[Price], families: dict[str, str], study: pd.DataFrame, ra
                    f"new entry ({', '.join(others) or 'none'}): priced as the {k} attention entries that cost most "
                    f"there ({', '.join(attention) or 'none'}), an upper bound on whichever {k} lead (one the study "
                    "already runs there, if it leads, costs nothing new).")
+        out.append("")
     if not cut_sizes:  # the sizes priced past the pilot, then its largest: the costliest first
         measured = [p.sample_size for p in rows if p.measured]
         cut_sizes = sorted({p.sample_size for p in rows if not p.measured} | set(measured[-1:] and [max(measured)]),
