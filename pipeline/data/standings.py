@@ -4,7 +4,7 @@ Python (tests/report/test_standings.py checks the two agree on every row of the 
 
 from __future__ import annotations
 
-from pipeline.data.sql_words import OK, SPLIT, TASK, quote
+from pipeline.data.sql_words import MISSING, OK, SPLIT, TASK, quote
 from pipeline.models.kinds import ATTENTION, BOOSTING, KINDS, NETWORK
 from pipeline.records import VERDICT_ALPHA, VERDICT_MARGIN, Verdict
 
@@ -39,8 +39,9 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
     reads the stored kinds.
 
     Two sets of splits, each the fair one for its question. A family's best is picked on the splits every
-    model of the family that ran the task finished (``shared``: a model with fewer folds, planned or done so
-    far, neither wins nor loses the pick on folds it never ran or has not run yet, nor one that failed a fold). A pair's difference is over every split both finished: an entry
+    model of the family that ran the task finished (``shared``: a model planned on fewer folds neither wins nor
+    loses the pick on folds it never ran, nor one that failed a fold); a model with cells of the task still to run
+    (a study in chunks) has not run it yet: it enters the pick, and has verdicts there, once all have an outcome. A pair's difference is over every split both finished: an entry
     planned on three folds set against boosting planned on fifteen is compared on its three, and the
     fifteen-split verdict of a model that ran all fifteen stays fifteen splits (compared_cells, which the
     pages' means read, keeps only the splits every model of the task planned)."""
@@ -58,8 +59,10 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
             SELECT e0.* EXCLUDE (model_kind), k.model_kind FROM e0 JOIN k USING (model)
         ), e AS MATERIALIZED (
             SELECT e1.*, {FAMILY} AS family FROM e1
-        ), ran AS (  -- the models with a score on the task: one that failed every split there is in no pick
-            SELECT {TASK}, model FROM e GROUP BY ALL HAVING bool_or(status = {OK} AND score IS NOT NULL)
+        ), ran AS (  -- the models that ran the task: every cell planned there has an outcome (one with cells still
+            -- to run, a study in chunks, has not run it yet) and one has a score (one that failed every split has none)
+            SELECT {TASK}, model FROM e GROUP BY ALL
+            HAVING bool_and(status <> {MISSING}) AND bool_or(status = {OK} AND score IS NOT NULL)
         ), per_family AS (
             SELECT {TASK}, family, count(DISTINCT model) AS n FROM e JOIN ran USING ({TASK}, model) GROUP BY ALL
         ), per_split AS (  -- the models of the family that finished the split (one still to run or failed there
@@ -69,7 +72,8 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
         ), c AS MATERIALIZED (
             SELECT e.dataset, e.split_key, e.sample_size, e.repeat, e.fold, e.model, e.model_kind, e.family, e.score,
                    e.val_score, e.epochs_bound, e.n_train, r.n_valid, s.n = f.n AS shared
-            FROM e LEFT JOIN (SELECT cell_id, n_valid FROM current_results) r USING (cell_id) JOIN per_family f USING ({TASK}, family)
+            FROM e JOIN ran USING ({TASK}, model) LEFT JOIN (SELECT cell_id, n_valid FROM current_results) r USING (cell_id)
+            JOIN per_family f USING ({TASK}, family)
             JOIN per_split s USING ({SPLIT}, family)
             WHERE e.status = {OK} AND e.score IS NOT NULL
         ), task AS (

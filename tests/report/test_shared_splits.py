@@ -271,22 +271,25 @@ def test_a_pair_is_compared_on_every_split_both_ran_and_a_family_picks_on_its_sh
     assert set(p.model) == {"ft-two"} and (p.planned == 2).all() and (p.n_splits == 2).all()
 
 
-def test_a_model_with_folds_still_to_run_is_picked_on_the_splits_it_finished(tmp_path: Path):
-    """'ft-next' finished fold 0 of beta and has fold 1 still to run (a chunk ended between them): attention's
-    pick there compares it with FT-Transformer on fold 0 alone, never its one fold against the other's two."""
+def test_a_model_with_folds_still_to_run_has_not_run_the_task_yet(tmp_path: Path):
+    """'ft-next' (validation far above FT-Transformer's) finished fold 0 of beta and has fold 1 still to run (a
+    chunk ended between them): it is in no pick and has no verdict on beta until fold 1 has an outcome, so
+    FT-Transformer stands for attention there on both its folds, never a one-fold pick or a one-split verdict;
+    on alpha, which it finished, it is picked."""
     s = Synth(models={k: MODELS[k] for k in ("xgboost", "ft_transformer")}
-              | {"ft-next": ("ft_transformer", 0.745, 0.035, 2.0)})
+              | {"ft-next": ("ft_transformer", 0.95, 0.0, 2.0)})
     s.missing = {("beta", size, 1, "ft-next") for size in s.sizes}
     db = synthetic.build(tmp_path / "results.duckdb", s)
     with Store(db, create=False).connect(read_only=True) as con:
-        rows = con.execute("SELECT s.sample_size, s.model, s.val_mean, v.val_score FROM standings s JOIN expected_cells v "
-                           "USING (dataset, split_key, sample_size, model) WHERE s.dataset = 'beta' AND s.model <> "
-                           "'xgboost' AND s.versus = 'best gradient boosting' AND v.fold = 0").df()
-        alpha = con.execute("SELECT model, val_mean FROM standings WHERE dataset = 'alpha' AND model = 'ft_transformer' "
-                            "AND versus = 'best gradient boosting' AND sample_size = 'all'").df()
-    assert len(rows) == 2 * len(s.sizes) and (rows.val_mean == rows.val_score).all()  # fold 0's, both models
-    both = ReportData.load(db).cells.query("dataset == 'alpha' and model == 'ft_transformer' and sample_size == 'all'")
-    assert alpha.val_mean.iloc[0] == pytest.approx(both.val_score.mean()) and len(both) == 2  # alpha: both folds
+        best = con.execute("SELECT dataset, sample_size, model, n_splits, val_mean FROM standings WHERE family_best "
+                           "AND family = 'attention network' AND versus = 'best gradient boosting'").df()
+        beta = con.execute("SELECT DISTINCT model FROM standings WHERE dataset = 'beta'").df()
+    assert "ft-next" not in set(beta.model)
+    on_beta, on_alpha = best[best.dataset == "beta"], best[best.dataset == "alpha"]
+    assert set(on_beta.model) == {"ft_transformer"} and (on_beta.n_splits == 2).all() and len(on_beta) == len(s.sizes)
+    both = ReportData.load(db).cells.query("dataset == 'beta' and model == 'ft_transformer' and sample_size == 'all'")
+    assert on_beta[on_beta.sample_size == "all"].val_mean.iloc[0] == pytest.approx(both.val_score.mean())
+    assert set(on_alpha.model) == {"ft-next"} and (on_alpha.n_splits == 2).all()
 
 
 def test_a_model_that_failed_every_fold_or_another_fold_leaves_the_pick_to_validation(tmp_path: Path):

@@ -73,8 +73,10 @@ def recomputed(db: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         cells = con.execute("SELECT * FROM expected_cells").df()
     cells["model_kind"] = cells.groupby("model").model_kind.transform("min")  # one kind per model
     cells["family"] = [family_of(k) for k in cells.model_kind]
-    scored = cells[(cells.status == Status.OK) & cells.score.notna()]
-    ran = scored.groupby([*TASK, "model"]).size().index  # a model with no score on the task is in no pick
+    cells["scored"] = (cells.status == Status.OK) & cells.score.notna()
+    cells["waiting"] = cells.status == Status.MISSING
+    g = cells.groupby([*TASK, "model"]).agg(scored=("scored", "any"), waiting=("waiting", "any"))
+    ran = g[g.scored & ~g.waiting].index  # a cell still to run: not run yet; no score: in no pick
     cells = cells.set_index([*TASK, "model"]).loc[lambda c: c.index.isin(ran)].reset_index()
     models = cells.groupby([*TASK, "family"]).model.nunique().rename("n_family")
     ok = cells[(cells.status == Status.OK) & cells.score.notna()]
