@@ -127,7 +127,9 @@ def test_a_trial_that_hangs_is_abandoned_at_the_hard_limit(ray_local, tmp_path: 
     would leave it) is abandoned at the hard limit: recorded as timeout, its worker killed and replaced;
     the cell finished before it is kept."""
     suite = parse_suite({**BASE, "models": [
-        GOOD, {"name": "mlp", "label": "hangs", "trials": 1, "trial_timeout_s": 5,  # busy until stopped
+        # busy until stopped: 20 s, not 5, so that it is still training when the boosting cell ends on a loaded
+        # machine (at 5 it once reached its soft limit first and finished, never stopped)
+        GOOD, {"name": "mlp", "label": "hangs", "trials": 1, "trial_timeout_s": 20,
                "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 64}}]})
     stopped: list[int] = []
     first_cell_done = threading.Event()
