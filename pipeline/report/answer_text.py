@@ -103,12 +103,13 @@ def architectures(db: str) -> str:
     from pipeline.models.registry import own_of_kind
 
     held = Store(db, create=False).query(
-        "SELECT e.model, any_value(e.model_name) AS name, list(DISTINCT e.sample_size) AS sizes, "
-        "list(DISTINCT r.precision ORDER BY r.precision) FILTER (WHERE r.precision IS NOT NULL) AS precision "
+        "SELECT e.model, any_value(e.model_name) AS name, list(DISTINCT e.sample_size) FILTER (WHERE e.status = ?) "
+        "AS sizes, list(DISTINCT r.precision ORDER BY r.precision) FILTER (WHERE r.status = ? AND r.precision IS NOT "
+        "NULL) AS precision, count(*) AS planned, count(*) FILTER (WHERE e.status <> ?) AS ran "
         "FROM expected_cells e LEFT JOIN current_results r USING (cell_id) "
-        "WHERE e.status = ? AND e.model IN (SELECT model FROM standings WHERE family = ?) GROUP BY e.model "
-        "ORDER BY e.model", [Status.OK.value, ATTENTION],
-        prepare=temporary_views)
+        "WHERE e.model IN (SELECT model FROM standings WHERE family = ?) GROUP BY e.model "
+        "HAVING count(*) FILTER (WHERE e.status = ?) > 0 ORDER BY e.model",
+        [Status.OK.value, Status.OK.value, Status.MISSING.value, ATTENTION, Status.OK.value], prepare=temporary_views)
 
     def span(sizes: list[str]) -> str:
         rows = sorted(int(x) for x in sizes if str(x).isdigit())
@@ -129,7 +130,10 @@ def architectures(db: str) -> str:
         n = int(picked.get(model, 0))
         return f"; the pick on {n} dataset{'s' if n != 1 else ''} at its largest size" if len(held) > 1 else ""
 
-    entries = "; ".join(f"{r.model} ({span(list(r.sizes))}{precision(r.precision)}{adds(r.model)})"
+    def so_far(r: Any) -> str:  # an entry still running: how much of its plan the figures rest on
+        return f"; {r.ran:,} of its {r.planned:,} planned cells run so far" if r.ran < r.planned else ""
+
+    entries = "; ".join(f"{r.model} ({span(list(r.sizes))}{precision(r.precision)}{so_far(r)}{adds(r.model)})"
                         for r in held.itertuples(index=False))
     absent = [m for m in own_of_kind("attention") if m not in set(held.name)]
     one = len(held) == 1

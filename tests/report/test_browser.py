@@ -40,7 +40,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory):
     binary = find_chromium()
     if binary is None:
         pytest.fail("chromium not found: the browser tests need Debian's chromium — install it with "
-                    "`apt-get update && apt-get install -y chromium` (or `make browser`), or point "
+                    "`apt-get update && apt-get install -y chromium` (or `make tools`), or point "
                     "$ATTNBENCH_CHROMIUM at a Chromium binary")
     try:
         import websocket  # noqa: F401 - websocket-client, the DevTools connection
