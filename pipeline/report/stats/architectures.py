@@ -9,6 +9,7 @@ entries (:mod:`race`). Every figure is a ``standings`` row, the verdict every pa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -59,8 +60,17 @@ def counts_text(counts: dict[str, int]) -> str:
     return text + (f" (+{nc} not converged)" if nc else "")
 
 
-def leaders(standings: pd.DataFrame, n: int = 3) -> dict[str, list[str]]:
-    """Per numeric training size, the ``n`` attention entries that lead the race there (:func:`race.leaders`)."""
+def leaders(standings: pd.DataFrame, label: Callable[[str], str], n: int = 3) -> str:
+    """Per numeric training size (``label`` names it), the ``n`` attention entries that lead the race there
+    (:func:`race.ranks`), with how many entries it ranked over how many datasets: while entries of a chunked study
+    have not run a size's tasks, the race there is among fewer, and says so."""
     s = standings[(standings.family == ATTENTION) & (standings.versus == AGAINST[0])
                   & (standings.sample_size.astype(str) != "all")]
-    return {str(size): race.leaders(g, n) for size, g in sorted(s.groupby("sample_size"), key=lambda kv: int(kv[0]))}
+    out = []
+    for size, g in sorted(s.groupby("sample_size"), key=lambda kv: int(kv[0])):
+        r = race.ranks(g)
+        if len(r):
+            k, d = len(r), int(r.datasets.iloc[0])
+            out.append(f"{label(str(size))}: {', '.join(r.model.head(n))} (of {k} entr{'y' if k == 1 else 'ies'} "
+                       f"ranked, over {d} dataset{'s' if d != 1 else ''})")
+    return "; ".join(out)
