@@ -153,7 +153,10 @@ def test_the_still_undetermined_are_named_with_their_spread(study: str):
     for r in und.itertuples(index=False):
         assert rows[r.dataset][3] == f"{r.sd:.3f}"
         assert rows[r.dataset][1] == f"{r.n_splits} of {max(r.n_splits, r.planned)}"
-    assert set(und.planned) == {15}  # the study's more_repeats: 5 repeats of 3 folds on each undetermined dataset
+    # the study's more_repeats: 5 repeats of 3 folds on each undetermined dataset; 3 where validation picks one of
+    # issue 59's entries, which run the first repeat only (diabetes-sklearn, cbam_cnn at 128 rows, its largest size)
+    assert 15 in set(und.planned) and set(und.planned) <= {3, 15}
+    caps = "/".join(map(str, sorted(set(und.planned))))
     assert all(c[-1] in {v.value for v in Verdict} for c in rows.values())
     # Every one at its cap (issue 58's repeats ran whole): the verdicts are the study's, and the sentence splits
     # them by what no number of repeats could change: at the interval's floor (z · sd · √ratio, the corrected
@@ -165,7 +168,7 @@ def test_the_still_undetermined_are_named_with_their_spread(study: str):
     never = und[(und["diff"].abs() <= floor95) & (und["diff"].abs() + floor90 > VERDICT_MARGIN)]
     more = und[~und.dataset.isin(never.dataset)]
     assert lines[0].startswith(f"**Still undetermined: {len(und)} datasets**, each at all the splits its suite plans "
-                               "there (15): decided once there, these are the study's verdicts.")
+                               f"there ({caps}): decided once there, these are the study's verdicts.")
     assert f"could decide {len(more)} of them ({', '.join(sorted(more.dataset))}); " in lines[0], lines[0]
     assert f"could decide the other {len(never)} ({', '.join(sorted(never.dataset))}): " in lines[0], lines[0]
     assert len(never) > 0
@@ -177,12 +180,14 @@ def test_while_repeats_run_the_still_undetermined_are_a_forecast(study: str):
     big = answer_text.largest(answer_text.pairs(study))
     und = big[big.verdict == Verdict.UNDETERMINED.value]
     running = big.copy()
-    running.loc[und.index[0], "n_splits"] = 8
+    first = und[und.planned == 15].index[0]
+    running.loc[first, "n_splits"] = 8
     lines = answer_text.still_undetermined(running)
+    caps = "/".join(map(str, sorted(set(und.planned))))
     assert lines[0].startswith(f"**Still undetermined: {len(und)} datasets** ({len(und) - 1} of them at all the "
-                               "splits their suite plans there: 15).")
+                               f"splits their suite plans there: {caps}).")
     rows = {c[0]: c for c in ([x.strip() for x in line.strip("|").split("|")] for line in lines[4:])}
-    assert rows[und.dataset.iloc[0]][1] == "8 of 15"
+    assert rows[und.dataset[first]][1] == "8 of 15"
     stays = sorted(d for d, c in rows.items() if c[-1] == Verdict.UNDETERMINED.value)
     assert lines[0].endswith(f"undetermined: {', '.join(stays)}. A spread measured on few splits is itself rough: "
                              "this is a forecast; the verdict at the cap is what counts.")
