@@ -248,7 +248,7 @@ def per_architecture(db: str) -> list[str]:
                 f"{r['mean_rank']:.2f} of {r['entries']} ({r['rank_datasets']} datasets)")
         out.append(f"| {r['model']} | {int(r['sample_size']):,} | {r['datasets']} | " + " | ".join(cells)
                    + f" | {r['picked']} of {r['picked_of']} | {rank} |")
-    leads = arch.leaders(s, lambda size: f"{int(size):,} rows")
+    leads = arch.leaders_text(s, lambda size: f"{int(size):,} rows")
     return ["**Each attention architecture** (every attention entry of the reference, not only the one validation "
             "picks; counts over datasets at each size, each verdict over that dataset's splits):", "", *out, "",
             "Validation's leaders among the attention entries (the lowest mean ranks of their validation scores, over "

@@ -262,7 +262,7 @@ def architectures_section(p: Page, data: ReportData) -> None:
     p.add(table(["attention entry", "training rows", "datasets", "vs best boosting: ahead–equivalent–behind–undetermined",
                  "mean difference [95% over datasets]", "vs best other network", "mean difference [95% over datasets]",
                  "picked as the best attention network", "mean validation rank"], rows, "table-architectures"))
-    leads = arch_mod.leaders(data.standings, size_label)
+    leads = arch_mod.leaders_text(data.standings, size_label)
     p.add(note("Every attention entry, not only the one validation picks at each (dataset, size): its verdicts over "
                "datasets, each the standings view's over that dataset's splits, and the mean difference over the "
                "datasets compared (those not converged left out). Its mean validation rank among the attention "

@@ -60,9 +60,9 @@ def counts_text(counts: dict[str, int]) -> str:
     return text + (f" (+{nc} not converged)" if nc else "")
 
 
-def leaders(standings: pd.DataFrame, label: Callable[[str], str], n: int = 3) -> str:
+def leaders_text(standings: pd.DataFrame, label: Callable[[str], str], n: int = 3) -> str:
     """Per numeric training size (``label`` names it), the ``n`` attention entries that lead the race there
-    (:func:`race.ranks`), with how many entries it ranked over how many datasets: while entries of a chunked study
+    (:func:`race.leaders`, the rule's one statement), with how many entries it ranked over how many datasets: while entries of a chunked study
     have not run a size's tasks, the race there is among fewer, and says so."""
     s = standings[(standings.family == ATTENTION) & (standings.versus == AGAINST[0])
                   & (standings.sample_size.astype(str) != "all")]
@@ -71,6 +71,6 @@ def leaders(standings: pd.DataFrame, label: Callable[[str], str], n: int = 3) ->
         r = race.ranks(g)
         if len(r):
             k, d = len(r), int(r.datasets.iloc[0])
-            out.append(f"{label(str(size))}: {', '.join(r.model.head(n))} (of {k} entr{'y' if k == 1 else 'ies'} "
+            out.append(f"{label(str(size))}: {', '.join(race.leaders(g, n))} (of {k} entr{'y' if k == 1 else 'ies'} "
                        f"ranked, over {d} dataset{'s' if d != 1 else ''})")
     return "; ".join(out)
