@@ -188,7 +188,9 @@ def test_in_a_copy_of_the_checkout_edits_rerun_exactly_the_edited_models_cells(t
     from pipeline.data.store import Store
 
     co = tmp_path / "checkout"
-    shutil.copytree(versions.PACKAGE, co / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    # Its byte-code too (copy2 keeps the files' times, so each stays valid until its source is edited): the run's
+    # driver and workers would otherwise compile the whole package again.
+    shutil.copytree(versions.PACKAGE, co / "pipeline")
     with pytest.MonkeyPatch.context() as mp:
         user_code(co, mp)
     nets = [{"name": n, "builder": p, "kind": "network", "trials": 1, "fixed": {"max_epochs": 2}}

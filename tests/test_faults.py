@@ -224,7 +224,7 @@ def test_a_kill_by_rays_memory_monitor_is_recorded_as_oom(tmp_path: Path):
     threshold = (vm.total - vm.available + 2 * 2**30) / vm.total
     suite = {**BASE, "models": [
         GOOD, {"name": "mlp", "label": "hog", "trials": 1,
-               "fixed": {"d_block": 8000, "n_blocks": 4, "max_epochs": 3, "batch_size": 512}}]}
+               "fixed": {"d_block": 8000, "n_blocks": 4, "max_epochs": 3, "batch_size": 8}}]}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite))
     env = {**os.environ, "RAY_memory_usage_threshold": f"{threshold:.3f}", "RAY_memory_monitor_refresh_ms": "100",
            "RAY_TMPDIR": f"/tmp/abm-{os.getpid()}"}

@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shipped import exported
 
 from pipeline import plan
-from pipeline.data import ingest, references
+from pipeline.data import ingest
 from pipeline.data.store import Store
 from pipeline.spec import load_suite
 
@@ -43,9 +44,7 @@ def test_the_pilots_reference_cells_are_the_studys(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def study_db(tmp_path_factory) -> str:
-    db = str(tmp_path_factory.mktemp("pilot") / "study.duckdb")
-    references.export_file("study-every-dataset", db)
-    return db
+    return str(exported(tmp_path_factory, "study-every-dataset", tmp_path_factory.mktemp("pilot") / "study.duckdb"))
 
 
 def test_its_datasets_are_the_ones_its_rule_picks(study_db: str):
@@ -64,7 +63,7 @@ ENTRIES = ["cbam_cnn", "cnn_attention", "cnn_transformer", "cross_attention_se",
            "single_head_attention", "tab_transformer", "tabm"]
 
 
-def test_the_studys_new_entries_run_where_the_stated_cut_keeps(study_db: str, tmp_path: Path):
+def test_the_studys_new_entries_run_where_the_stated_cut_keeps(study_db: str, tmp_path: Path, tmp_path_factory):
     """Each new entry's datasets_at in the study is what the stated cut keeps (docs/STUDY.md), computed again here
     from the shipped pilot and study: TabM and the race's three (priced as the dearest) at 10,000 rows, the
     budget of 80 trial-hours, 10,000 then 4,096 rows thinned; the suite header quotes the plan's total."""
@@ -72,8 +71,7 @@ def test_the_studys_new_entries_run_where_the_stated_cut_keeps(study_db: str, tm
     from pipeline.report import price_text
     from pipeline.report.stats import price
 
-    pilot_db = str(tmp_path / "pilot.duckdb")
-    references.export_file("pilot-attention", pilot_db)
+    pilot_db = str(exported(tmp_path_factory, "pilot-attention", tmp_path / "pilot.duckdb"))
     cells, study = price_text.entries_and_cells(pilot_db, study_db, "ft_transformer", ENTRIES)
     rows = price.prices(cells, study, "ft_transformer", extend=[10000])
     families = {m: family_of(k) for m, k in cells.drop_duplicates("model")[["model", "model_kind"]].itertuples(index=False)}

@@ -28,11 +28,11 @@ QUERIES_TABLE = re.compile(r"On study-every-dataset.*?\n\n((?:\|[^\n]*\n)+)", re
 
 
 class Exported:
-    """Each shipped reference exported once, on first use, into a temporary folder."""
+    """Each shipped reference exported once, on first use, into a temporary folder (or a file given for it)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, files: dict[str, str] | None = None) -> None:
         self.root = root
-        self.files: dict[str, str] = {}
+        self.files: dict[str, str] = dict(files or {})
 
     def __call__(self, name: str) -> str:
         if name not in self.files:
@@ -77,13 +77,15 @@ def standings_counts(text: str, exported: Exported) -> str:
     return text[:start] + section[:table.start(1)] + "\n".join(lines) + "\n" + section[table.end(1):]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, files: dict[str, str] | None = None) -> int:
+    """``files``: results files already exported from shipped references (name → path), read instead of
+    exporting those again (the tests' session exports each once)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 naming what differs")
     args = parser.parse_args(argv)
     differ = []
     with tempfile.TemporaryDirectory() as tmp:
-        exported = Exported(tmp)
+        exported = Exported(tmp, files)
         for doc in DOCS:
             text = doc.read_text(encoding="utf-8")
             new = price_blocks(answer_blocks(text, exported), exported)

@@ -208,10 +208,11 @@ def test_an_effect_from_one_comparison_shows_no_interval_rather_than_nan():
     assert claims.effect_text(two) == "-0.020 [-0.030, -0.010]"
 
 
-def test_the_answer_prints_the_claims_as_the_page_decides_them(tmp_path):
+def test_the_answer_prints_the_claims_as_the_page_decides_them(tmp_path, tmp_path_factory):
     """`attnbench answer claims` (the block docs/STUDY.md holds) and the Claims page, built from the same shipped
     reference, give each claim the same verdict, effect and comparisons; a file that tests none of claims 2-5
     (the study's: no ablation pair, no synthetic task) prints no claims table."""
+    from shipped import exported
     from tables import table_rows
 
     from pipeline.data import references
@@ -220,8 +221,7 @@ def test_the_answer_prints_the_claims_as_the_page_decides_them(tmp_path):
     from pipeline.report.pages import write_report
 
     assert "claims" in references.shipped()
-    db = tmp_path / "claims.duckdb"
-    references.export_file("claims", db)
+    db = exported(tmp_path_factory, "claims", tmp_path / "claims.duckdb")
     lines = answer_text.claims(str(db))
     printed = [[c.strip() for c in line.strip("|").split(" | ")] for line in lines if line.startswith("| ")][2:]
     page = (write_report(db, tmp_path / "reports", [claims_page.SPEC]).parent / "claims.html").read_text()
@@ -229,6 +229,5 @@ def test_the_answer_prints_the_claims_as_the_page_decides_them(tmp_path):
     assert len(printed) == len(shown) == 5
     for mine, theirs in zip(printed, shown, strict=True):
         assert mine[1:4] == theirs[2:5], (mine, theirs)  # verdict, effect [95% interval], comparisons
-    study = tmp_path / "study.duckdb"
-    references.export_file("study-tuned-slice", study)
+    study = exported(tmp_path_factory, "study-tuned-slice", tmp_path / "study.duckdb")
     assert answer_text.claims(str(study)) == []

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from shipped import exported
 from tables import table_rows
-from test_standings import shipped_file
 
 from pipeline.data.store import Store
 from pipeline.models.kinds import ATTENTION, BOOSTING
@@ -34,7 +34,7 @@ LEVEL = re.compile(r"\blevel (on|at|with)\b|\bis level\b|\blevel\)|>level<|, lev
 @pytest.fixture(scope="module", params=["study-every-dataset", "study-tuned-slice"])
 def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, pd.DataFrame, dict]:
     root = tmp_path_factory.mktemp("one-verdict")
-    db = shipped_file(root, request.param)
+    db = exported(tmp_path_factory, request.param, root / f"{request.param}.duckdb")
     write_report(db, root / "reports", [spec for spec in ALL_PAGES if spec.file.removesuffix(".html") in PAGES])
     with Store(db, create=False).connect(read_only=True) as con:
         view = con.execute("SELECT * FROM standings").df()

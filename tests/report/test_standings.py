@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import synthetic
 from scipy import stats
+from shipped import exported
 
-from pipeline.data import references
 from pipeline.data.standings import T_TABLE, t_quantile
 from pipeline.data.store import Store
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, family_of
@@ -28,17 +28,10 @@ COLUMNS = ["dataset", "split_key", "sample_size", "n_train", "model", "family", 
            "diff", "lo", "hi", "margin", "n_splits", "verdict"]
 
 
-def shipped_file(root: Path, name: str) -> Path:
-    """A shipped reference exported into a results file of its own, as `attnbench reference export` does."""
-    db = root / f"{name}.duckdb"
-    references.export_file(name, db)
-    return db
-
-
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("standings")
-    out = {name: shipped_file(root, name) for name in SHIPPED}
+    out = {name: exported(tmp_path_factory, name, root / f"{name}.duckdb") for name in SHIPPED}
     out["synthetic"] = synthetic.build(root / "synthetic.duckdb", synthetic.evil())
     out["mixed"] = synthetic.build(root / "mixed.duckdb", mixed())
     return out

@@ -1,0 +1,38 @@
+"""Built once per test session, shared by the xdist workers: a folder a build fills (``built_once``), and each
+shipped reference exported into a results file (``exported``), which a test gets a copy of to read."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pipeline.data import references
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder ``build`` fills once for the whole test session: under pytest-xdist, in the temporary folder its
+    workers share, by whichever worker comes first while the others wait on a lock. Read it; never write into it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / name
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / ".built").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            build(root)
+            (root / ".built").touch()
+    return root
+
+
+def exported(tmp_path_factory: pytest.TempPathFactory, name: str, db: str | Path) -> Path:
+    """The shipped reference ``name`` as `attnbench reference export` writes it, copied to ``db``: exported once per
+    session (an export of study-every-dataset reads all its chunks, seconds each time), each test's copy its own."""
+    root = built_once(tmp_path_factory, f"export-{name}", lambda r: references.export_file(name, r / "ref.duckdb"))
+    shutil.copyfile(root / "ref.duckdb", db)
+    return Path(db)
