@@ -5,9 +5,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from pipeline.defaults import db_option
 from pipeline.errors import AttnbenchError
+
+
+def cost_text(cost: dict[str, Any]) -> str:
+    """A chunk's cost (``chunks.chunk_cost``) in a line: trial-hours in all, then per training size."""
+    def size(name: str, e: dict[str, Any]) -> str:
+        rows = f"{int(name):,} rows" if name.isdigit() else f"{name} rows"
+        bad = ", ".join(f"{n} {status}" for status, n in e["not_ok"].items())
+        return f"{rows}: {e['cells']:,} cells{f' ({bad})' if bad else ''}, {e['trial_hours']:.2f} h"
+    parts = [size(name, e) for name, e in cost["sizes"].items()]
+    if cost["searching_trial_hours"]:
+        parts.append(f"searches not finished: {cost['searching_trial_hours']:.2f} h")
+    return f"cost: {cost['trial_hours']:.2f} trial-hours" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def cmd_reference(args: argparse.Namespace) -> int:
@@ -32,6 +45,7 @@ def cmd_reference(args: argparse.Namespace) -> int:
               f"{f', curves and maps to {added.digits} significant digits' if added.digits else ''}{left})")
         if added.meta_changes:
             print(f"  reference.json, for every chunk it holds now: {'; '.join(added.meta_changes)}")
+        print(f"  {cost_text(added.cost)} (its chunk.json's cost)")
         return 0
     if args.reference_command == "export":
         return _export_reference(args.name, args.db)

@@ -135,6 +135,15 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
     assert added.chunk == "chunk-0002" and added.cells == 8 and not added.predictions  # fold 1's cells only
     assert added.meta_changes == ["protocol.max_folds 1 → 2", "its description"]
     assert digest(root / "grow" / "chunk-0001") == first
+    # What the chunk cost, as its trials measured it: fold 1's cells per training size and their trials' hours.
+    cost = json.loads((root / "grow" / "chunk-0002" / "chunk.json").read_text())["cost"]
+    spent = Store(bigger).query("SELECT r.sample_size, count(DISTINCT r.cell_id) AS cells, sum(t.seconds) / 3600 AS h "
+                                "FROM results r JOIN trials t USING (cell_id) WHERE r.fold = 1 GROUP BY ALL")
+    assert {size: (e["cells"], e["trial_hours"]) for size, e in cost["sizes"].items()} == {
+        r.sample_size: (r.cells, round(r.h, 4)) for r in spent.itertuples()}
+    assert list(cost["sizes"]) == ["64", "all"] and cost == added.cost
+    assert cost["trial_hours"] == pytest.approx(spent.h.sum(), abs=1e-4) and spent.h.sum() > 0
+    assert cost["searching_trial_hours"] == 0
     # reference.json says what the suite says now (two folds), and nothing else in it moves
     assert json.loads((root / "grow" / "reference.json").read_text()) == {
         **meta, "description": "now on two folds", "protocol": {**meta["protocol"], "max_folds": 2}}
@@ -158,6 +167,25 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
     # A results file is a reference too.
     direct = references.load(str(bigger))
     assert direct.df("SELECT count(*) AS n FROM ref_results").n[0] == 16 and direct.suite == "tinyref"
+
+
+def test_a_chunks_cost_counts_every_trial_once_under_its_cells_size_and_says_what_failed():
+    """Sizes in their order (128 before 1,024, 'all' last), failed cells said by status, a cell's every trial
+    counted, and a search not finished yet (trials, no result) apart; the line `reference add` prints."""
+    from pipeline.reference_commands import cost_text
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE out_results AS SELECT * FROM (VALUES ('a', '1024', 'ok'), ('b', '128', 'ok'), "
+                "('c', '128', 'oom'), ('d', 'all', 'ok'), ('e', '1024', 'error')) v(cell_id, sample_size, status)")
+    con.execute("CREATE TABLE out_trials AS SELECT * FROM (VALUES ('a', 3600.0), ('a', 1800.0), ('b', 360.0), "
+                "('c', 36.0), ('d', 720.0), ('e', NULL), ('s', 900.0)) v(cell_id, seconds)")
+    cost = chunks.chunk_cost(con)
+    assert cost == {"trial_hours": 2.06, "searching_trial_hours": 0.25, "sizes": {
+        "128": {"cells": 2, "not_ok": {"oom": 1}, "trial_hours": 0.11},
+        "1024": {"cells": 2, "not_ok": {"error": 1}, "trial_hours": 1.5},
+        "all": {"cells": 1, "not_ok": {}, "trial_hours": 0.2}}}
+    assert cost_text(cost) == ("cost: 2.06 trial-hours (128 rows: 2 cells (1 oom), 0.11 h; 1,024 rows: 2 cells "
+                               "(1 error), 1.50 h; all rows: 1 cells, 0.20 h; searches not finished: 0.25 h)")
 
 
 def test_reference_json_keeps_the_largest_caps_any_chunk_ran_and_refuses_other_cells(tmp_path: Path):
@@ -550,14 +578,13 @@ def test_reference_list_says_how_much_of_each_plan_ran():
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 2 * len(references.shipped()) >= 2
-    for code, name in zip(lines[1::2], references.shipped()):
-        n_models = len(references.load(name).code_versions())
+    for line, code, name in zip(lines[::2], lines[1::2], references.shipped()):
+        ref = references.load(name)  # (study-every-dataset's chunks take seconds to read: once each)
+        n_models = len(ref.code_versions())
         assert code == f"  code: version 1 of every attnbench file its {n_models} models read (pipeline/models/versions.py)"
-    for line, name in zip(lines[::2], references.shipped()):
         m = re.match(rf"{re.escape(name)}: suite '[^']+', ([\d,]+) of ([\d,]+) planned cells, \d+ datasets?, \d+ models?", line)
         done, planned = (int(g.replace(",", "")) for g in (m[1], m[2])) if m else (0, 0)
         assert m and 0 < done <= planned, line
-        ref = references.load(name)
         assert done == len(ref.df("SELECT * FROM ref_results"))
         assert planned == len(ref.df("SELECT * FROM ref_suite_cells"))
 

@@ -43,6 +43,31 @@ class Added:
     ended: list[str] | None = None  # runs an earlier chunk holds as running, shipped again now that they have ended
     searching: int = 0  # trials of searches whose cell has not finished yet (a run that finished no cell ships these)
     meta_changes: list[str] = field(default_factory=list)  # what this chunk changed in reference.json
+    cost: dict[str, Any] = field(default_factory=dict)  # chunk_cost: what its trials cost, per training size
+
+
+def chunk_cost(con: Any, table: str = "out") -> dict[str, Any]:
+    """What a chunk's cells cost, as their trials measured it (``trials.seconds``, the same figure for every
+    model): trial-hours in all, and per training size its cells, those not ``ok`` by status, and their
+    trials' hours; trials of a search whose cell has not finished yet are ``searching``."""
+    sizes: dict[str, Any] = {}
+    for size, status, n in con.execute(
+            f"SELECT sample_size, status, count(*) FROM {table}_results GROUP BY sample_size, status "
+            "ORDER BY try_cast(sample_size AS INTEGER) NULLS LAST, sample_size, status").fetchall():
+        entry = sizes.setdefault(size, {"cells": 0, "not_ok": {}, "trial_hours": 0.0})
+        entry["cells"] += n
+        if status != "ok":
+            entry["not_ok"][status] = n
+    searching = total = 0.0
+    for size, seconds in con.execute(
+            f"SELECT r.sample_size, coalesce(sum(t.seconds), 0)::DOUBLE FROM {table}_trials t "
+            f"LEFT JOIN {table}_results r USING (cell_id) GROUP BY ALL").fetchall():
+        total += seconds
+        if size is None:
+            searching = seconds
+        else:
+            sizes[size]["trial_hours"] = round(seconds / 3600, 4)
+    return {"trial_hours": round(total / 3600, 4), "searching_trial_hours": round(searching / 3600, 4), "sizes": sizes}
 
 
 def thin_curve(curve: list[dict[str, Any]], points: int, best: int | None = None) -> list[dict[str, Any]]:
@@ -167,6 +192,7 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         cost = con.execute("SELECT min(started_at), max(finished_at), sum(epoch(finished_at - started_at)) "
                            "FROM out_runs").fetchall()[0]
         hw = [json.loads(h) for (h,) in con.execute("SELECT DISTINCT hardware FROM out_runs").fetchall() if h]
+        spent = chunk_cost(con)
         (out / "chunk.json").write_text(json.dumps({
             "chunk": chunk, "cells": int(n), "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "runs": [r[0] for r in con.execute("SELECT run_id FROM out_runs ORDER BY started_at").fetchall()],
@@ -174,10 +200,10 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "last_finished": str(cost[1]) if cost[1] else None, "hardware": hw,
             "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
             "maps_left_out": maps_left_out, "digits": digits, "ended_runs": ended, "searching_trials": int(searching),
-            "note": note}, indent=2) + "\n")
+            "cost": spent, "note": note}, indent=2) + "\n")
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits),
-                     digits, ended, int(searching), meta_changes)
+                     digits, ended, int(searching), meta_changes, spent)
     finally:
         con.close()
 
