@@ -121,30 +121,35 @@ def architectures(db: str) -> str:
         kept = [str(x) for x in p if x is not None] if isinstance(p, (list, tuple, np.ndarray)) else []
         return f", in {' and '.join(kept)}" if kept else ""
 
-    picked: dict[str, int] = {}
-    if len(held) > 1:  # what each adds: the datasets where validation picks it at their largest size
-        rows = Store(db, create=False).query("SELECT * FROM standings", prepare=temporary_views)
-        picked = standing.standings(rows).attention.value_counts().to_dict()
-
-    def adds(model: str) -> str:
-        n = int(picked.get(model, 0))
-        return f"; the pick on {n} dataset{'s' if n != 1 else ''} at its largest size" if len(held) > 1 else ""
-
-    def so_far(r: Any) -> str:  # an entry still running: how much of its plan the figures rest on
-        return f"; {r.ran:,} of its {r.planned:,} planned cells run so far" if r.ran < r.planned else ""
-
-    entries = "; ".join(f"{r.model} ({span(list(r.sizes))}{precision(r.precision)}{so_far(r)}{adds(r.model)})"
-                        for r in held.itertuples(index=False))
     absent = [m for m in own_of_kind("attention") if m not in set(held.name)]
-    one = len(held) == 1
-    return (f"The attention {'entry' if one else 'entries'} it holds, among which validation picks the best: "
-            f"{entries or 'none'}" + (f". Not in it: {', '.join(absent)} (attnbench's other attention architectures)"
-                                      if absent else "") + ".")
+    lacks = (f"Not in it: {', '.join(absent)} (attnbench's other attention architectures)." if absent else "")
+    if len(held) <= 1:  # one entry or none: a sentence
+        entries = "; ".join(f"{r.model} ({span(list(r.sizes))}{precision(r.precision)})" for r in held.itertuples())
+        return f"The attention entry it holds: {entries or 'none'}." + (f" {lacks}" if lacks else "")
+    # What each adds: the datasets where validation picks it at their largest size (the summary's verdicts); and
+    # for an entry still running, how much of its plan the figures rest on.
+    rows = Store(db, create=False).query("SELECT * FROM standings", prepare=temporary_views)
+    picked = standing.standings(rows).attention.value_counts().to_dict()
+    lines = ["| attention entry | training rows | precision | cells run of planned | the pick at the largest size |",
+             "| --- | --- | --- | --- | ---: |"]
+    for r in held.itertuples(index=False):
+        n = int(picked.get(r.model, 0))
+        sizes = span(list(r.sizes)).replace(" training rows", "")
+        ran = f"{r.ran:,} of {r.planned:,}" + (", running" if r.ran < r.planned else "")
+        lines.append(f"| {r.model} | {sizes} | {precision(r.precision).removeprefix(', in ') or '–'} | {ran} | "
+                     f"{n} dataset{'s' if n != 1 else ''} |")
+    return ("The attention entries it holds, among which validation picks the best (the pick: on how many datasets "
+            "validation picks it, at each one's largest size):\n\n" + "\n".join(lines) + (f"\n\n{lacks}" if lacks else ""))
+
+
+def joined(text: str) -> str:
+    """``architectures``' text after the summary: a sentence goes on its paragraph, a table after a blank line."""
+    return ("\n\n" if "\n" in text else " ") + text
 
 
 def summary_of(db: str) -> str:
     """The summary the README quotes: :func:`summary`, then which attention entries it rests on."""
-    return summary(pairs(db)) + " " + architectures(db)
+    return summary(pairs(db)) + joined(architectures(db))
 
 
 # "However many repeats run": splits enough that the corrected interval is at its floor (z · spread · √ratio).
@@ -428,7 +433,7 @@ def markdown(db: str, name: str) -> str:
         return f"The reference {name!r} holds no attention network beside a gradient-boosting model.\n"
     big = largest(p)
     out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->",
-           summary(p) + " " + architectures(db), "",
+           summary(p) + joined(architectures(db)), "",
            holdings(db, name), "", claim_one(db), "",
            "| training rows | datasets | ahead | equivalent | behind | undetermined | not converged | "
            "mean difference [95% CI over datasets] |",

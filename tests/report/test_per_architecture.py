@@ -112,8 +112,10 @@ def test_the_race_ranks_validation_over_the_datasets_every_entry_ran():
 
 
 def test_the_summary_names_the_attention_entries_it_rests_on_and_those_it_lacks(tmp_path: Path):
-    """The synthetic file holds FT-Transformer and TabTransformer at 32, 128 and all rows: the sentence names
-    both with their sizes, and lists every other attention architecture of attnbench's registry as not in it."""
+    """The synthetic file holds FT-Transformer and TabTransformer at 32, 128 and all rows: a table names both with
+    their sizes, how much of each one's plan ran and where validation picks it, and the sentence after it lists
+    every other attention architecture of attnbench's registry as not in it; a file of one entry says it in a
+    sentence."""
     from pipeline.models.registry import own_of_kind
 
     s = synthetic.Synth()
@@ -124,14 +126,19 @@ def test_the_summary_names_the_attention_entries_it_rests_on_and_those_it_lacks(
     rows = Store(db, create=False).query("SELECT * FROM standings", prepare=temporary_views)
     n = standing.standings(rows).attention.value_counts()
     assert n.sum() == 2  # alpha and beta
-    said = {m: f"the pick on {int(n.get(m, 0))} dataset{'s' if n.get(m, 0) != 1 else ''} at its largest size"
-            for m in ("ft_transformer", "tab_transformer")}
-    assert text.startswith("The attention entries it holds, among which validation picks the best: "
-                           f"ft_transformer (32 to 128 training rows and all rows; {said['ft_transformer']}); "
-                           f"tab_transformer (32 to 128 training rows and all rows; {said['tab_transformer']}). Not in it: ")
+    planned = len(s.datasets) * len(s.sizes) * len(s.folds)
+    said = {m: f"{int(n.get(m, 0))} dataset{'s' if n.get(m, 0) != 1 else ''}" for m in ("ft_transformer", "tab_transformer")}
+    assert text.startswith("The attention entries it holds, among which validation picks the best")
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert table[2:] == [f"| {m} | 32 to 128 and all rows | – | {planned} of {planned} | {said[m]} |"
+                         for m in ("ft_transformer", "tab_transformer")]
     others = [m for m in own_of_kind("attention") if m not in ("ft_transformer", "tab_transformer")]
-    assert len(others) >= 5 and text.endswith(f"Not in it: {', '.join(others)} (attnbench's other attention architectures).")
-    assert answer_text.summary_of(db).endswith(text)
+    assert len(others) >= 5 and text.endswith(f"\n\nNot in it: {', '.join(others)} (attnbench's other attention architectures).")
+    assert answer_text.summary_of(db).endswith("\n\n" + text)  # the table after the summary's paragraph
+    # One attention entry: a sentence on the summary's paragraph.
+    alone = synthetic.Synth()
+    one = answer_text.architectures(str(synthetic.build(tmp_path / "one.duckdb", alone)))
+    assert one.startswith("The attention entry it holds: ft_transformer (32 to 128 training rows and all rows). Not in it: ")
     # A race with an entry still to run a task ranks over the datasets every entry ran, and says how many.
     s.missing |= {("alpha", "128", 1, "tab_transformer")}
     lines = answer_text.per_architecture(str(synthetic.build(tmp_path / "racing.duckdb", s)))
@@ -139,12 +146,12 @@ def test_the_summary_names_the_attention_entries_it_rests_on_and_those_it_lacks(
     # An entry still running (a chunked study) says how much of its plan the figures rest on; a whole one does not.
     s.missing |= {("alpha", "all", 1, "tab_transformer")}
     partial = answer_text.architectures(str(synthetic.build(tmp_path / "partial.duckdb", s)))
-    planned = len(s.datasets) * len(s.sizes) * len(s.folds)
     ran = planned - sum(1 for cell in s.missing if cell[3] == "tab_transformer")
     assert ran == planned - 2  # the two above
-    assert f"tab_transformer (32 to 128 training rows and all rows; {ran} of its {planned} planned cells run so " \
-           "far; the pick on " in partial, partial
-    assert "ft_transformer (32 to 128 training rows and all rows; the pick on " in partial, partial
+    rows_of = {line.split(" | ")[0].removeprefix("| "): line.split(" | ")[3] for line in partial.splitlines()
+               if line.startswith("| ") and "---" not in line}
+    assert rows_of["tab_transformer"] == f"{ran} of {planned}, running", partial
+    assert rows_of["ft_transformer"] == f"{planned} of {planned}", partial
 
 
 def test_the_sample_size_page_shows_the_answers_table(tmp_path: Path):
