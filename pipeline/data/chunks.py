@@ -16,6 +16,7 @@ import pandas as pd
 from pipeline.data import characteristics
 from pipeline.data.reference_tables import SPLIT_KEYS, TABLES, Held, export_tables, one, suite_yaml
 from pipeline.data.references import ReferenceError, load, shipped_root, shown
+from pipeline.records import Status
 
 MAX_FILE_MB = 4.5  # no file of a chunk above this: git keeps them whole, and the project keeps files < 5 MB
 # A shipped trial's learning curve keeps at most this many points (add_chunk's curve_points): a boosting
@@ -56,7 +57,7 @@ def chunk_cost(con: Any, table: str = "out") -> dict[str, Any]:
             "ORDER BY try_cast(sample_size AS INTEGER) NULLS LAST, sample_size, status").fetchall():
         entry = sizes.setdefault(size, {"cells": 0, "not_ok": {}, "trial_hours": 0.0})
         entry["cells"] += n
-        if status != "ok":
+        if status != Status.OK:
             entry["not_ok"][status] = n
     searching = total = 0.0
     for size, seconds in con.execute(
