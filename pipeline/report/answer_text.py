@@ -111,10 +111,10 @@ def architectures(db: str) -> str:
         "HAVING count(*) FILTER (WHERE e.status = ?) > 0 ORDER BY e.model",
         [Status.OK.value, Status.OK.value, Status.MISSING.value, ATTENTION, Status.OK.value], prepare=temporary_views)
 
-    def span(sizes: list[str]) -> str:
+    def span(sizes: list[str], unit: str = " training rows") -> str:
         rows = sorted(int(x) for x in sizes if str(x).isdigit())
         words = ([f"{rows[0]:,}" if len(rows) == 1 else f"{rows[0]:,} to {rows[-1]:,}"] if rows else [])
-        words = [f"{words[0]} training rows"] if words else []
+        words = [f"{words[0]}{unit}"] if words else []
         return " and ".join(words + (["all rows"] if "all" in sizes else []))
 
     def precision(p: Any) -> str:
@@ -134,7 +134,7 @@ def architectures(db: str) -> str:
              "| --- | --- | --- | --- | ---: |"]
     for r in held.itertuples(index=False):
         n = int(picked.get(r.model, 0))
-        sizes = span(list(r.sizes)).replace(" training rows", "")
+        sizes = span(list(r.sizes), unit="")  # the column says training rows
         ran = f"{r.ran:,} of {r.planned:,}" + (", running" if r.ran < r.planned else "")
         lines.append(f"| {r.model} | {sizes} | {precision(r.precision).removeprefix(', in ') or '–'} | {ran} | "
                      f"{n} dataset{'s' if n != 1 else ''} |")
