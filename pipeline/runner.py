@@ -32,7 +32,7 @@ from pipeline.data.preprocess import FoldData, build_fold
 from pipeline.data.references import Reference
 from pipeline.data.store import Store
 from pipeline.data.views import install as install_views
-from pipeline.errors import AttnbenchError, ClusterLost
+from pipeline.errors import AttnbenchError, ClusterLost, SpecError
 from pipeline.interrupts import keep_sigterm_handler, sigterm_as_interrupt
 from pipeline.plan import Cell, expand, legacy_cell_id, model_kinds, plan_notes, plan_rows
 from pipeline.provenance import git_revision, hardware, versions
@@ -67,8 +67,11 @@ def _cells(store: Store, suite: SuiteSpec, progress: Callable[[str], None]
            ) -> tuple[list[ingest_mod.Prepared], list[tuple[Cell, ingest_mod.Prepared]], list[dict[str, Any]]]:
     """Each dataset loaded and checked (nothing written yet), the suite's cells, and those left out as
     not applicable; a suite with no cell at all is refused."""
+    specs = sources.expand(suite.datasets)
+    if problem := suite.names_problem([dataset_label(s) for s in specs]):  # an OpenML suite's, now known
+        raise SpecError(f"{suite.source_path or suite.name}: invalid suite: {problem}")
     prepared = []
-    for spec in sources.expand(suite.datasets):
+    for spec in specs:
         progress(f"  dataset {dataset_label(spec)}: loading")
         prepared.append(ingest_mod.prepare(store, spec, suite.protocol, suite.seed))
     for m in suite.models:  # a local edit of attnbench's code: those cells are not the pinned code's

@@ -398,16 +398,21 @@ class SuiteSpec(_Strict):
         problem = self.entry_sizes_problem(given_only=True)
         if problem:
             raise ValueError(problem)
-        more = self.protocol.more_repeats
-        if more and not any(isinstance(d, OpenMLSuite) for d in self.datasets):
-            unknown = sorted(set(more.datasets) - set(labels))
-            if unknown:
-                raise ValueError(f"protocol.more_repeats.datasets: {unknown} are not datasets of the suite")
-        for m in self.models:
-            named = sorted({d for ds in (m.datasets_at or {}).values() for d in ds} - set(labels))
-            if named and not any(isinstance(d, OpenMLSuite) for d in self.datasets):
-                raise ValueError(f"model entry {m.key!r}: datasets_at names {named}, not datasets of the suite")
+        # An OpenML suite's datasets are known once it is asked for its tasks: the run checks them then.
+        if not any(isinstance(d, OpenMLSuite) for d in self.datasets) and (problem := self.names_problem(labels)):
+            raise ValueError(problem)
         return self
+
+    def names_problem(self, labels: list[str]) -> str | None:
+        """The first dataset name the suite gives (``protocol.more_repeats``, an entry's ``datasets_at``) that
+        is not one of ``labels``, its datasets' names, in one line; None if none."""
+        more = self.protocol.more_repeats
+        if more and (unknown := sorted(set(more.datasets) - set(labels))):
+            return f"protocol.more_repeats.datasets: {unknown} are not datasets of the suite"
+        for m in self.models:
+            if named := sorted({d for ds in (m.datasets_at or {}).values() for d in ds} - set(labels)):
+                return f"model entry {m.key!r}: datasets_at names {named}, not datasets of the suite"
+        return None
 
     def entry_sizes_problem(self, given_only: bool = False) -> str | None:
         """The first model entry whose ``sample_sizes`` are not some of the protocol's, in one line; None if

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pipeline.data import ingest, sources
 from pipeline.data.store import Store
@@ -140,3 +141,34 @@ def test_suites_check_says_a_missing_file_comes_from_openml(tmp_path: Path, caps
     out, _ = capsys.readouterr()
     assert "gone.parquet is not there; a run takes its rows from OpenML dataset 31 and refuses any but checksum " \
            "8a98795436e34ab7" in out
+
+
+def test_an_openml_suites_dataset_names_are_checked_once_it_lists_its_tasks(openml_cache: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    """The names an entry's ``datasets_at`` and ``protocol.more_repeats`` give cannot be checked against an
+    OpenML suite until OpenML lists its tasks; the run checks them then, and refuses a name that is none of
+    them in one line, before anything is written. (The recorded cache holds tasks, not suites: here the
+    suite's listing is task 1882, anneal, which the cache holds; the rest is the real client and runner.)"""
+    from pipeline import runner
+    from pipeline.errors import SpecError
+    from pipeline.spec import load_suite, parse_suite
+
+    monkeypatch.setattr(sources, "openml_suite_tasks", lambda suite_id: [1882])
+
+    def suite(at: str, more: str) -> dict:
+        return {"name": "tasks-of-99", "datasets": [{"openml_suite": 99}],
+                "protocol": {"sample_sizes": [128, "all"], "more_repeats": {"repeats": 2, "datasets": [more]}},
+                "models": [{"name": "xgboost", "trials": 1, "datasets_at": {128: [at]}}]}
+
+    task = "openml-task-1882"  # the name a task of a suite gets
+    assert parse_suite(suite(task, task)).names_problem([task]) is None
+    for at, more, words in (("anneal", task, "model entry 'xgboost': datasets_at names ['anneal'], not datasets of "
+                                              "the suite"),
+                            (task, "anneal", "protocol.more_repeats.datasets: ['anneal'] are not datasets of the "
+                                             "suite")):
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump(suite(at, more)))
+        loaded = load_suite(tmp_path / "s.yaml")  # accepted as written: the suite's tasks are not known yet
+        with pytest.raises(SpecError) as err:
+            runner.run(loaded, tmp_path / "r.duckdb", progress=lambda _: None)
+        assert str(err.value) == f"{tmp_path / 's.yaml'}: invalid suite: {words}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["openml-cache", "s.yaml"]  # no results file, nothing else
