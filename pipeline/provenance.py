@@ -17,11 +17,12 @@ HARNESS_PACKAGES = ("attnbench", "ray", "scikit-learn", "duckdb", "openml", "num
 def versions(suite: SuiteSpec | None = None) -> dict[str, str]:
     """The harness's packages' versions, and those of the libraries the suite's models' Learners name
     (torch, xgboost, a user model's own package...)."""
-    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+    from importlib.metadata import PackageNotFoundError, version
 
-    dists = packages_distributions()
+    from pipeline.models.import_paths import distributions_of
+
     libraries = sorted({lib for m in (suite.models if suite else []) for lib in m.model_info().capabilities.libraries})
-    packages = [*HARNESS_PACKAGES, *(d for lib in libraries for d in dists.get(lib.split(".")[0], [lib]))]
+    packages = [*HARNESS_PACKAGES, *(d for lib in libraries for d in distributions_of(lib.split(".")[0]) or [lib])]
     out = {"python": platform.python_version()}
     for pkg in dict.fromkeys(packages):
         try:

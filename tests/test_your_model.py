@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import tomllib
 import yaml
 from test_bad_input import snapshot
 
@@ -123,6 +124,15 @@ def test_your_models_run_beside_ours_and_keep_their_kind(installed: Path, tmp_pa
     assert "my model broke at step 3" in error
     versions = json.loads(con.execute("SELECT versions FROM runs").fetchone()[0])
     assert {"torch", "xgboost", "scikit-learn"} <= set(versions)  # the libraries the models' Learners name
+    # The code behind each model of one's own: the installed package's carries its distribution's version,
+    # for both doors to it; a module of the working directory has none.
+    code = json.loads(con.execute("SELECT model_code FROM runs").fetchone()[0])
+    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]
+    for model, path in (("gated_attention", "attnbench_gated.gated:GatedAttentionNet"),
+                        ("gated_by_path", "attnbench_gated.gated:GatedAttentionNet"),
+                        ("neighbours", "attnbench_gated.neighbours:NeighboursLearner")):
+        assert code[model][path]["versions"] == {project["name"]: project["version"]}, (model, code[model])
+    assert code["raising"]["mynets:Raising"]["versions"] == {}
     con.close()
 
     # The report, rebuilt here, where the package is not installed and the suite's own models are unknown.

@@ -11,6 +11,7 @@ import inspect
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,20 @@ def load_path(path: str) -> Any:
         return functools.reduce(getattr, attr.split("."), mod)
     except AttributeError:
         raise ImportPathError(f"module {module!r} has no {attr!r}") from None
+
+
+def distributions_of(top: str) -> list[str]:
+    """The installed distributions that provide the top-level module ``top`` (importlib.metadata's map of
+    them, built once per ``sys.path``: it reads every installed package's file list, about a second each
+    time, and a run asks once per model of its own and once for its provenance)."""
+    return list(_distribution_map(tuple(sys.path)).get(top, []))
+
+
+@functools.lru_cache(maxsize=4)
+def _distribution_map(search_path: tuple[str, ...]) -> Mapping[str, list[str]]:
+    from importlib.metadata import packages_distributions
+
+    return packages_distributions()
 
 
 def checked_class(role: str, path: str) -> Any:
@@ -122,7 +137,7 @@ def code_digest(path: str) -> dict[str, Any]:
     modules of attnbench it imports are returned too (``attnbench``): their versions are the model's.
     Read from disk, so that an edit counts even in a process that imported the old code."""
     import hashlib
-    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+    from importlib.metadata import PackageNotFoundError, version
 
     module = path.partition(":")[0]
     load_path(path)  # imports it (and puts the working directory on the path, as a run does)
@@ -143,7 +158,7 @@ def code_digest(path: str) -> dict[str, Any]:
         for m in sorted(found):
             if m and (g := _own_file(m, top, libraries)) is not None and g not in files:
                 todo.append((g, m))
-    dists = packages_distributions().get(top, [])
+    dists = distributions_of(top)
     versions = {}
     for d in dists:
         with contextlib.suppress(PackageNotFoundError):
