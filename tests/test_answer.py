@@ -122,6 +122,11 @@ def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str, p
     said = text.splitlines()[1]
     assert (f"; {short} dataset{'s' if short != 1 else ''} short of the splits planned" in said) == (short > 0), said
     assert ("short of the splits planned" in said) == (short > 0), said
+    # The sizes where attention is surely behind on average, written apart: "4,096 and 10,000", never
+    # "4,096, 10,000", which reads as one list of numbers (the two of 2026-11-30).
+    below = [f"{r['size']:,}" for r in answer_text.by_size(p) if r["hi"] < 0]
+    words = " and ".join(filter(None, [", ".join(below[:-1]), *below[-1:]]))
+    assert (f"behind on average at {words} training rows" if below else "never surely behind on average") in said, said
 
 
 def test_a_dataset_short_of_its_planned_splits_is_said_interim(study: str):

@@ -70,6 +70,11 @@ def largest(p: pd.DataFrame) -> pd.DataFrame:
     return p.sort_values("n_train").groupby("dataset", sort=True).tail(1).sort_values("dataset")
 
 
+def listed(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: sizes written with thousands separators read apart only so."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
 def summary(p: pd.DataFrame) -> str:
     """The answer in two sentences: the per-dataset verdicts at each one's largest size, and the sizes at which
     the mean difference over datasets is surely below (or above) zero."""
@@ -86,8 +91,8 @@ def summary(p: pd.DataFrame) -> str:
     sizes = by_size(p)
     below = [f"{r['size']:,}" for r in sizes if r["hi"] < 0]
     above = [f"{r['size']:,}" for r in sizes if r["lo"] > 0]
-    trend = (f"behind on average at {', '.join(below)} training rows" if below else "never surely behind on average")
-    trend += f" and ahead on average at {', '.join(above)}" if above else ", never surely ahead on average"
+    trend = (f"behind on average at {listed(below)} training rows" if below else "never surely behind on average")
+    trend += f" and ahead on average at {listed(above)}" if above else ", never surely ahead on average"
     return (f"Per dataset at its largest size, the best attention network against the best gradient-boosting model "
             f"(each picked by validation) is {words} of {len(big)} datasets ({'/'.join(map(str, splits))} "
             f"split{'' if splits == [1] else 's'} of "
