@@ -76,7 +76,7 @@ def suite_problems(suite: SuiteSpec) -> list[str]:
     """What a valid suite file would still fail on at run time: a dataset file that is not there, a
     model whose fixed architecture cannot be built."""
     from pipeline.learners.resolve import build_problem, resolve
-    from pipeline.spec import LocalFile
+    from pipeline.suite_datasets import LocalFile
 
     out = [f"dataset file {d.file} does not exist" for d in suite.datasets
            if isinstance(d, LocalFile) and not Path(d.file).is_file() and d.openml_id is None]
@@ -86,7 +86,8 @@ def suite_problems(suite: SuiteSpec) -> list[str]:
 
 def cmd_suites(args: argparse.Namespace) -> int:
     from pipeline.errors import SpecError
-    from pipeline.spec import LocalFile, default_suite_path, load_suite
+    from pipeline.spec import default_suite_path, load_suite
+    from pipeline.suite_datasets import LocalFile
 
     if args.files:
         paths = list(args.files)

@@ -17,7 +17,8 @@ import pandas as pd
 import yaml
 
 from pipeline.errors import DataError
-from pipeline.spec import OpenMLTask, SuiteSpec
+from pipeline.spec import SuiteSpec
+from pipeline.suite_datasets import OpenMLTask
 
 # What a pinned suite runs, full and lite (``--lite``).
 MODELS: dict[bool, list[dict[str, Any]]] = {
@@ -194,7 +195,8 @@ def pin_checksums(path: str | Path) -> list[tuple[str, str]]:
     checked against the rows the suite was written for. The file's text is kept as it is around each
     insertion (comments, order, flow or block style). Returns (dataset, checksum) of each written."""
     from pipeline.data.sources import load_file
-    from pipeline.spec import LocalFile, dataset_label, load_suite
+    from pipeline.spec import load_suite
+    from pipeline.suite_datasets import LocalFile, dataset_label
 
     p = Path(path)
     suite = load_suite(p)

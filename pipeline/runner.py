@@ -37,7 +37,8 @@ from pipeline.interrupts import keep_sigterm_handler, sigterm_as_interrupt
 from pipeline.plan import Cell, expand, legacy_cell_id, model_kinds, plan_notes, plan_rows
 from pipeline.provenance import git_revision, hardware, versions
 from pipeline.records import MODEL_FAILURES, CellResult, RunRecord, RunStatus, Status
-from pipeline.spec import SuiteSpec, dataset_label
+from pipeline.spec import SuiteSpec
+from pipeline.suite_datasets import dataset_label
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
     Field,
-    Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -26,141 +22,15 @@ from pydantic import (
 )
 
 from pipeline.errors import SpecError
+from pipeline.suite_datasets import DatasetSpec, LocalFile, OpenMLSuite, Strict, dataset_label
 from pipeline.suite_text import read_suite_file, validation_problems
 
 if TYPE_CHECKING:
     from pipeline.models.registry import ModelInfo
     from pipeline.models.versions import CodeVersion
 
-SKLEARN_DATASETS = ("breast_cancer", "wine", "digits", "iris", "diabetes")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-# ----------------------------------------------------------------------------------------- datasets
-class OpenMLTask(_Strict):
-    """One OpenML task; its own folds are used."""
-
-    openml_task: int = Field(gt=0)
-    name: str | None = None
-
-
-class OpenMLSuite(_Strict):
-    """Every task of an OpenML benchmark suite, resolved through the openml client at fetch time.
-
-    Pin the task list with ``attnbench suites pin`` for reproducible runs.
-    """
-
-    openml_suite: int | str
-    name: str | None = None
-
-
-class LocalFile(_Strict):
-    """A parquet, csv or arff file with a target column.
-
-    ``drop`` removes columns before anything else reads the file (an id, free text): they are not
-    features, and a name that is not a column is refused. ``categorical`` names columns to treat as
-    categorical on top of those whose values are text or booleans, which are always categorical
-    (a listed numeric column becomes categorical; an unlisted text column stays categorical: leave it
-    out with ``drop``)."""
-
-    file: str
-    target: str
-    name: str | None = None
-    task_type: Literal["binary", "multiclass", "regression"] | None = None
-    categorical: list[str] | None = None  # None: infer from the column types
-    drop: list[str] | None = Field(default=None, description="columns to remove before anything else (ids, "
-                                   "free text)")
-    openml_id: int | None = Field(default=None, description="the OpenML dataset the file is a copy of: where "
-                                  "its rows come from when the file is not there")
-    openml_task: int | None = None
-    checksum: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$", description="the rows' checksum "
-                                 "(attnbench's, 16 hex digits): another file or download under this entry is refused")
-
-    @model_validator(mode="after")
-    def _drop(self) -> LocalFile:
-        drop = self.drop or []
-        twice = sorted({c for c in drop if drop.count(c) > 1})
-        if twice:
-            raise ValueError(f"drop lists {twice} twice")
-        if self.target in drop:
-            raise ValueError(f"drop lists the target {self.target!r}; a target cannot be dropped")
-        both = sorted(set(drop) & set(self.categorical or []))
-        if both:
-            raise ValueError(f"{both} are both in drop and in categorical; keep them in one")
-        return self
-
-
-class SklearnDataset(_Strict):
-    """A real dataset bundled with scikit-learn (no network needed)."""
-
-    sklearn: Literal["breast_cancer", "wine", "digits", "iris", "diabetes"]
-    name: str | None = None
-
-
-class SyntheticDataset(_Strict):
-    """A seeded binary task whose informative features are known (pipeline/data/synthetic.py): an
-    interaction of two numeric features, of a numeric and a categorical one, or the additive control."""
-
-    synthetic: Literal["interaction", "num_cat_interaction", "additive"]
-    n_rows: int = Field(default=2000, ge=50, le=10_000_000)
-    n_noise: int = Field(default=6, ge=0, le=10_000, description="uninformative numeric features")
-    n_cat_noise: int = Field(default=0, ge=0, le=10_000, description="uninformative categorical features (4 levels)")
-    seed: int = Field(default=0, ge=0)
-    name: str | None = None
-
-
-def _dataset_kind(v: Any) -> str | None:
-    if isinstance(v, BaseModel):
-        return type(v).__name__
-    if isinstance(v, dict):
-        for key, tag in (("openml_task", "OpenMLTask"), ("openml_suite", "OpenMLSuite"),
-                         ("file", "LocalFile"), ("sklearn", "SklearnDataset"), ("synthetic", "SyntheticDataset")):
-            if key in v and not (key == "openml_task" and "file" in v):
-                return tag
-    return None
-
-
-DatasetSpec = Annotated[
-    Annotated[OpenMLTask, Tag("OpenMLTask")]
-    | Annotated[OpenMLSuite, Tag("OpenMLSuite")]
-    | Annotated[LocalFile, Tag("LocalFile")]
-    | Annotated[SklearnDataset, Tag("SklearnDataset")]
-    | Annotated[SyntheticDataset, Tag("SyntheticDataset")],
-    Discriminator(
-        _dataset_kind,
-        custom_error_type="dataset_kind",
-        custom_error_message="a dataset needs one of the keys openml_task, openml_suite, file (+ target), sklearn "
-                             "or synthetic",
-    ),
-]
-
-
-def dataset_label(d: DatasetSpec) -> str:
-    """The dataset's key in the database: its given name, else one derived from its source."""
-    if d.name:
-        return d.name
-    if isinstance(d, OpenMLTask):
-        return f"openml-task-{d.openml_task}"
-    if isinstance(d, OpenMLSuite):
-        return f"openml-suite-{d.openml_suite}"
-    if isinstance(d, LocalFile):
-        return Path(d.file).stem
-    if isinstance(d, SyntheticDataset):  # e.g. interaction-2000r-6n-s0, num_cat_interaction-2000r-6n-2c-s0
-        return f"{d.synthetic}-{d.n_rows}r-{d.n_noise}n" + (f"-{d.n_cat_noise}c" if d.n_cat_noise else "") + f"-s{d.seed}"
-    return d.sklearn
-
-
-def synthetic_source(d: SyntheticDataset) -> str:
-    """A synthetic entry's source: its kind and every parameter that decides its rows."""
-    return (f"synthetic:{d.synthetic}?n_rows={d.n_rows}&n_noise={d.n_noise}&n_cat_noise={d.n_cat_noise}"
-            f"&seed={d.seed}")
-
-
 # ----------------------------------------------------------------------------------------- protocol
-class Preprocessing(_Strict):
+class Preprocessing(Strict):
     numeric: Literal["standard", "quantile"] = "standard"
     max_categories: int = Field(default=256, ge=2, description="rarer levels share one 'other' code")
 
@@ -168,7 +38,7 @@ class Preprocessing(_Strict):
 SampleSize = int | Literal["all"]
 
 
-class MoreRepeats(_Strict):
+class MoreRepeats(Strict):
     """Repeated cross-validation where one repeat cannot decide: more seeded repeats of the k-fold (the
     first repeat's splits stay as they are; each repeat is seeded on its own) for the datasets named, at
     each one's largest training size only, for every model of the suite (so that every model is compared on
@@ -179,7 +49,7 @@ class MoreRepeats(_Strict):
     datasets: list[str] = Field(min_length=1, description="the datasets (their names in the suite) to repeat")
 
 
-class Protocol(_Strict):
+class Protocol(Strict):
     """How data is split. Official OpenML folds are used when the task has them."""
 
     folds: int = Field(default=5, ge=2, description="k of the seeded stratified k-fold without official folds")
@@ -211,7 +81,7 @@ class Protocol(_Strict):
 
 
 # ------------------------------------------------------------------------------------------- models
-class Resources(_Strict):
+class Resources(Strict):
     """What one trial asks of the cluster."""
 
     cpus: float = Field(default=1, gt=0)
@@ -232,7 +102,7 @@ PLAN_KEYS = {"sample_sizes", "repeats", "datasets_at"}
 Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
 
 
-class ModelSpec(_Strict):
+class ModelSpec(Strict):
     name: str
     builder: str | None = Field(
         default=None, description="your own model: a torch nn.Module class by import path (package.module:Class) "
@@ -376,7 +246,7 @@ class ModelSpec(_Strict):
         return self
 
 
-class SuiteSpec(_Strict):
+class SuiteSpec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
     description: str = ""
     seed: int = 0

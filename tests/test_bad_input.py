@@ -59,7 +59,8 @@ def name_taken(db: Path) -> None:
     """A database in which the name 'd' (the default name of d.csv) already holds scikit-learn's wine."""
     from pipeline.data.ingest import ingest
     from pipeline.data.store import Store
-    from pipeline.spec import Protocol, SklearnDataset
+    from pipeline.spec import Protocol
+    from pipeline.suite_datasets import SklearnDataset
 
     ingest(Store(db), SklearnDataset(sklearn="wine", name="d"), Protocol(folds=3), 0)
 
@@ -72,7 +73,8 @@ def stored_with_label(db: Path) -> None:
     """The suite's d.csv stored with target 'label'; the suite then names another target."""
     from pipeline.data.ingest import ingest
     from pipeline.data.store import Store
-    from pipeline.spec import LocalFile, Protocol
+    from pipeline.spec import Protocol
+    from pipeline.suite_datasets import LocalFile
 
     ingest(Store(db), LocalFile(file=str(db.parent / "d.csv"), target="label", name="d"), Protocol(folds=3), 0)
 

@@ -14,7 +14,8 @@ from pipeline.data.preprocess import Preprocessor
 from pipeline.data.raw import RawDataset
 from pipeline.data.store import Store
 from pipeline.errors import DataError, StoreError
-from pipeline.spec import LocalFile, Protocol, SklearnDataset
+from pipeline.spec import Protocol
+from pipeline.suite_datasets import LocalFile, SklearnDataset
 
 
 @pytest.fixture
@@ -218,7 +219,7 @@ def test_synthetic_tasks_have_the_structure_they_claim(kind):
 
 
 def test_a_synthetic_task_is_stored_like_any_dataset(tmp_path: Path):
-    from pipeline.spec import SyntheticDataset
+    from pipeline.suite_datasets import SyntheticDataset
 
     store = Store(tmp_path / "r.duckdb")
     spec = SyntheticDataset(synthetic="num_cat_interaction", n_rows=300, n_noise=3, n_cat_noise=1, seed=1)
@@ -238,7 +239,7 @@ def test_an_exported_openml_task_renamed_for_a_clash_is_checked_against_its_own_
     'credit-g-task31' beside another dataset called 'credit-g' is checked against its own checksum: the
     reference's rows pass, other rows are refused, and re-ingesting drops the characteristics of the rows
     it replaces."""
-    from pipeline.spec import OpenMLTask
+    from pipeline.suite_datasets import OpenMLTask
 
     def raw(source: str, task: int | None, seed: int) -> RawDataset:
         r = np.random.default_rng(seed)

@@ -9,7 +9,8 @@ import pytest
 
 from pipeline import runner
 from pipeline.data.store import Store
-from pipeline.spec import LocalFile, load_suite
+from pipeline.spec import load_suite
+from pipeline.suite_datasets import LocalFile
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pipeline import spec
+from pipeline import spec, suite_datasets
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -62,7 +62,8 @@ def test_every_suite_key_is_in_the_suites_guide():
     section = text.split("## Every key", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"^\| `([^`]+)`(?:, `([^`]+)`)?", section, re.M))
     named_keys = {k for pair in named for k in pair if k}
-    datasets = (spec.OpenMLTask, spec.OpenMLSuite, spec.LocalFile, spec.SklearnDataset, spec.SyntheticDataset)
+    datasets = (suite_datasets.OpenMLTask, suite_datasets.OpenMLSuite, suite_datasets.LocalFile,
+                suite_datasets.SklearnDataset, suite_datasets.SyntheticDataset)
     top = {k for k, f in spec.SuiteSpec.model_fields.items() if not f.exclude}  # name, datasets, protocol, …
     every = top | keys(spec.Protocol) | keys(spec.ModelSpec) | set().union(*(keys(d) for d in datasets))
     synthetic = {"n_rows", "n_noise", "n_cat_noise"}  # in the `synthetic` row, with their defaults

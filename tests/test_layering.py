@@ -28,7 +28,7 @@ LAYERS = [
     ["pipeline.errors", "pipeline.metrics", "pipeline.cost", "pipeline.address", "pipeline.interrupts", "pipeline.records",
      "pipeline.predictions", "pipeline.clock"],
     ["pipeline.models"],
-    ["pipeline.spec", "pipeline.suite_text"],
+    ["pipeline.spec", "pipeline.suite_datasets", "pipeline.suite_text"],
     ["pipeline.data"],
     ["pipeline.train", "pipeline.evaluation", "pipeline.ensemble"],
     ["pipeline.learners"],

@@ -10,7 +10,8 @@ import yaml
 from pipeline.data import ingest, sources
 from pipeline.data.store import Store
 from pipeline.errors import DataError
-from pipeline.spec import OpenMLTask, Protocol
+from pipeline.spec import Protocol
+from pipeline.suite_datasets import OpenMLTask
 
 
 def test_task_1882_folds_land_in_duckdb(openml_cache: Path, tmp_path: Path):
@@ -77,7 +78,7 @@ def test_a_file_entry_whose_file_is_not_there_takes_its_openml_dataset_and_check
                                                                                           tmp_path: Path):
     """The study's suites read ../shared; a user with the repository alone gets the same rows from OpenML
     (here the recorded cache: dataset 2, anneal), refused when they are not the rows the suite names."""
-    from pipeline.spec import LocalFile
+    from pipeline.suite_datasets import LocalFile
 
     entry = {"name": "anneal", "file": str(tmp_path / "not-here.parquet"), "target": "class", "openml_id": 2}
     raw = sources.load(LocalFile(**entry))
@@ -93,7 +94,7 @@ def test_a_file_entry_whose_file_is_not_there_takes_its_openml_dataset_and_check
 def test_offline_a_missing_file_says_where_its_rows_come_from(tmp_path: Path):
     import openml
 
-    from pipeline.spec import LocalFile
+    from pipeline.suite_datasets import LocalFile
 
     old_cache, old_server = openml.config._root_cache_directory, openml.config.server
     try:
@@ -114,7 +115,8 @@ def test_offline_a_missing_file_says_where_its_rows_come_from(tmp_path: Path):
 
 def test_every_shipped_suite_entry_that_reads_shared_names_its_openml_dataset_and_rows(shared_data: Path):
     """So that a user who cloned only the repository gets the same rows, or a refusal naming them."""
-    from pipeline.spec import LocalFile, load_suite
+    from pipeline.spec import load_suite
+    from pipeline.suite_datasets import LocalFile
 
     suites = Path(__file__).resolve().parents[1] / "suites"
     checked = 0

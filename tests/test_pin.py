@@ -12,7 +12,8 @@ import yaml
 
 from pipeline.errors import DataError
 from pipeline.pin import pin_suite
-from pipeline.spec import OpenMLTask, load_suite
+from pipeline.spec import load_suite
+from pipeline.suite_datasets import OpenMLTask
 
 OML = 'xmlns:oml="http://openml.org/openml"'
 

@@ -18,7 +18,8 @@ from test_bad_input import in_process
 from pipeline.data import ingest, sources
 from pipeline.data.store import Store
 from pipeline.errors import DataError, SpecError
-from pipeline.spec import LocalFile, Protocol, load_suite, parse_suite
+from pipeline.spec import Protocol, load_suite, parse_suite
+from pipeline.suite_datasets import LocalFile
 from pipeline.suite_text import SuiteLoader
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import SpecError
-from pipeline.spec import LocalFile, SklearnDataset, load_suite, parse_suite
+from pipeline.spec import load_suite, parse_suite
+from pipeline.suite_datasets import LocalFile, SklearnDataset
 
 GOOD = {
     "name": "t",

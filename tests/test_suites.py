@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from pipeline.plan import cell_id
-from pipeline.spec import LocalFile, OpenMLTask, load_suite
+from pipeline.spec import load_suite
+from pipeline.suite_datasets import LocalFile, OpenMLTask
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 FILES = sorted(SUITES.glob("*.yaml"))
@@ -86,7 +87,7 @@ def test_shipped_suites_give_each_name_one_source():
     (the dev, zoo and claims suites use OpenML's names for local copies and say to keep them in a
     database of their own)."""
     from pipeline.data.sources import source_of
-    from pipeline.spec import dataset_label
+    from pipeline.suite_datasets import dataset_label
 
     seen: dict[str, tuple[str, str]] = {}
     for path in FILES:

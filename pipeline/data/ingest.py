@@ -21,7 +21,8 @@ from pipeline.data.raw import RawDataset, high_cardinality
 from pipeline.data.schema import table_name
 from pipeline.data.store import Store
 from pipeline.errors import DataError
-from pipeline.spec import DatasetSpec, LocalFile, OpenMLTask, Protocol, dataset_label
+from pipeline.spec import Protocol
+from pipeline.suite_datasets import DatasetSpec, LocalFile, OpenMLTask, dataset_label
 
 log = logging.getLogger(__name__)
 TARGET = "__target__"

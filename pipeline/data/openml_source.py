@@ -15,7 +15,7 @@ import pandas as pd
 
 from pipeline.data.raw import RawDataset, source_of, validate
 from pipeline.errors import DataError
-from pipeline.spec import OpenMLTask
+from pipeline.suite_datasets import OpenMLTask
 
 
 def configure_openml(cache_dir: str | None = None, server: str | None = None) -> None:

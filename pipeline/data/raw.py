@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.errors import DataError
-from pipeline.spec import (
+from pipeline.suite_datasets import (
     DatasetSpec,
     LocalFile,
     OpenMLTask,

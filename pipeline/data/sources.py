@@ -20,7 +20,7 @@ import pandas as pd
 from pipeline.data.openml_source import load_openml_task, network_timeout, openml_suite_tasks
 from pipeline.data.raw import RawDataset, TaskType, source_of, validate
 from pipeline.errors import DataError
-from pipeline.spec import (
+from pipeline.suite_datasets import (
     DatasetSpec,
     LocalFile,
     OpenMLSuite,
