@@ -395,6 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="price this entry (default: every one of the pilot's the study does not hold yet)")
     p.add_argument("--cut", type=int, action="append", metavar="ROWS",
                    help="a size the cut may thin, in the order given (default: the --extend sizes, then the pilot's largest)")
+    p.add_argument("--so-far", action="store_true",
+                   help="instead: what the study's cells of these entries cost so far against that price, and the rest")
     p.set_defaults(func=cmd_price)
 
     p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")

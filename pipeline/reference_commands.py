@@ -108,7 +108,8 @@ def cmd_price(args: argparse.Namespace) -> int:
         pilot, study = _results_file(args.pilot, tmp, "pilot-"), _results_file(args.study, tmp, "study-")
         try:
             print(markdown(pilot, study, args.pilot, args.study, base=args.base, extend=args.extend,
-                           race=dict(args.race or []), budget=args.budget, cut_sizes=args.cut, entries=args.entries),
+                           race=dict(args.race or []), budget=args.budget, cut_sizes=args.cut, entries=args.entries,
+                           so_far=args.so_far),
                   end="")
         except ValueError as e:
             raise AttnbenchError(str(e)) from None

@@ -10,7 +10,7 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.models.kinds import ATTENTION, family_of
 from pipeline.records import Status
-from pipeline.report.stats.price import Plan, Price, cut, prices, raced
+from pipeline.report.stats.price import SPLIT, Plan, Price, Spent, cut, prices, race_bound, raced, spent
 
 
 def _hours(x: float) -> str:
@@ -39,10 +39,11 @@ def entries_and_cells(pilot_db: str, study_db: str, base: str,
 
 def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, base: str = "ft_transformer",
              extend: list[int] | None = None, race: dict[int, int] | None = None, budget: float | None = None,
-             cut_sizes: list[int] | None = None, entries: list[str] | None = None) -> str:
+             cut_sizes: list[int] | None = None, entries: list[str] | None = None, so_far: bool = False) -> str:
     """The price table and its total; with ``race`` (size → k) or ``budget``, the plan below it: the race's
     upper bound at those sizes and the stated cut (:func:`pipeline.report.stats.price.cut`) over ``cut_sizes``.
-    ``entries``: the entries to price (default: the pilot's the study does not hold, :func:`entries_and_cells`)."""
+    ``entries``: the entries to price (default: the pilot's the study does not hold, :func:`entries_and_cells`).
+    ``so_far``: instead, what the study's cells of those entries cost so far against that price (:func:`so_far`)."""
     pilot, study = entries_and_cells(pilot_db, study_db, base, entries)
     absent = sorted(set(entries or []) - set(pilot.model))
     if absent:
@@ -56,8 +57,11 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
            f"{''.join(f' --race {n}={k}' for n, k in sorted((race or {}).items()))}"
            f"{f' --budget {budget:g}' if budget is not None else ''}"
            f"{''.join(f' --cut {n}' for n in (cut_sizes or []))}"
-           f"{''.join(f' --entry {m}' for m in (entries or []))}` -->",
-           f"Each entry new to {study_name}, priced on the pilot {pilot_name} against {base} (the study's "
+           f"{''.join(f' --entry {m}' for m in (entries or []))}{' --so-far' if so_far else ''}` -->"]
+    families = {m: family_of(k) for m, k in pilot.drop_duplicates("model")[["model", "model_kind"]].itertuples(index=False)}
+    if so_far:
+        return "\n".join([*out, *so_far_lines(study_db, pilot_name, study_name, base, rows, families, race or {})]) + "\n"
+    out += [f"Each entry new to {study_name}, priced on the pilot {pilot_name} against {base} (the study's "
            "own, on the same splits; trial-hours: each cell's whole search), scaled by what the base cost over the "
            "study's first repeat at that size:", "",
            "| entry | training rows | pilot cells | entry h | base h | ratio | study cells | base h over the study | "
@@ -74,7 +78,6 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
         raise ValueError(f"--race/--cut at {', '.join(f'{n:,}' for n in unknown)} rows: not a size priced here (the "
                          "pilot's sizes and those --extend adds)")
     if race or budget is not None:
-        families = {m: family_of(k) for m, k in pilot.drop_duplicates("model")[["model", "model_kind"]].itertuples(index=False)}
         out += ["", *planned(rows, families, study, race or {}, budget, cut_sizes)]
     return "\n".join(out) + "\n"
 
@@ -138,3 +141,69 @@ def totals(rows: list[Price]) -> str:
                 f"{', '.join(missing)}; the total leaves them out." if missing else "")
     return (f"Projected: {total:.1f} trial-hours, every entry at every size listed ({each}){said}: on 2 cores, at "
             f"least {total / 2:.1f} hours of wall time.{unpriced}")
+
+
+def so_far_lines(study_db: str, pilot_name: str, study_name: str, base: str, rows: list[Price],
+                 families: dict[str, str], race: dict[int, int]) -> list[str]:
+    """Part way through the study: per priced entry and size, what its cells cost so far against the plan's price
+    of the same cells, and the price of those still to run, as priced and at the spent ÷ price so far
+    (:func:`pipeline.report.stats.price.spent`); a race whose leaders the study does not plan yet, priced as its
+    k dearest attention entries on the splits it plans there."""
+    models = sorted({p.model for p in rows})
+    store = Store(study_db, create=False)
+    numeric = "regexp_full_match(e.sample_size, '[0-9]+')"
+    cells = store.query(
+        f"SELECT e.dataset, e.sample_size, e.repeat, e.fold, e.seed, e.model, e.status <> ? AS run, "
+        f"r.search_seconds AS seconds FROM expected_cells e LEFT JOIN current_results r USING (cell_id) "
+        f"WHERE {numeric} AND list_contains(?, e.model)", [Status.MISSING.value, models])
+    base_cells = store.query(
+        f"SELECT {', '.join(SPLIT)}, search_seconds AS seconds FROM current_results e "
+        f"WHERE status = ? AND model = ? AND {numeric}", [Status.OK.value, base])
+    got = spent(rows, cells, base_cells)
+    out = [f"Each entry priced on the pilot {pilot_name}, part way through {study_name}: the trial-hours its cells "
+           f"took so far against the plan's price of the same cells (its ratio to {base} on the pilot times what "
+           f"{base} took on each cell's split), and the plan's price of its cells still to run, as priced and at the "
+           "entry's spent ÷ price so far at that size:", "",
+           "| entry | training rows | cells run of planned | spent h | the plan's price h | spent ÷ price | "
+           "still to run: price h | at spent ÷ price h |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for x in got:
+        factor = "–" if x.factor != x.factor else f"×{x.factor:.2f}"
+        out.append(f"| {x.model} | {x.sample_size:,} | {x.run:,} of {x.planned:,} | {_hours(x.hours)} | "
+                   f"{_hours(x.priced)} | {factor} | {_hours(x.rest)} | {_hours(_at_factor(x))} |")
+    return [*out, "", _so_far_total(got), *_race_lines(rows, families, race, cells, base_cells)]
+
+
+def _at_factor(x: Spent) -> float:
+    return x.rest * (1.0 if x.factor != x.factor else x.factor)
+
+
+def _so_far_total(got: list[Spent]) -> str:
+    run, planned = sum(x.run for x in got), sum(x.planned for x in got)
+    hours, priced, matched = sum(x.hours for x in got), sum(x.priced for x in got), sum(x.matched for x in got)
+    rest, at = sum(x.rest for x in got), sum(_at_factor(x) for x in got)
+    unpriced = sum(x.unpriced for x in got)
+    ratio = f"; spent ÷ price ×{matched / priced:.2f}" if priced > 0 else ""
+    left = (f" ({unpriced:,} of them on a split the base did not finish: not priced, left out of both)"
+            if unpriced else "")
+    return (f"So far: {hours:.1f} trial-hours on {run:,} of {planned:,} cells (the plan priced them at {priced:.1f}"
+            f"{ratio}). Still to run: {planned - run:,} cells{left}, priced at {rest:.1f} trial-hours, {at:.1f} at each "
+            f"entry's spent ÷ price at its size (as priced where none of its cells there ran yet): on 2 cores, at "
+            f"least {at / 2:.1f} hours of wall time.")
+
+
+def _race_lines(rows: list[Price], families: dict[str, str], race: dict[int, int], cells: pd.DataFrame,
+                base_cells: pd.DataFrame) -> list[str]:
+    """A raced size whose leaders the study does not plan yet: at most what its k dearest attention entries
+    would cost on the splits the study plans there for the priced entries."""
+    out = []
+    for size, k in sorted(race.items()):
+        there = cells[cells.sample_size.astype(int) == size]
+        if there.empty or there.model.map(families).eq(ATTENTION).any():
+            continue  # nothing planned there, or the race was decided and its leaders planned
+        names, hours = race_bound(rows, families, there, base_cells, size, k)
+        n = len(there[SPLIT].drop_duplicates())
+        out += ["", f"Not planned yet: the race's {k} leaders at {size:,} rows, decided by validation at the size "
+                    f"below once every cell there has run; on the {n} splits the study plans there, at most "
+                    f"{hours:.1f} trial-hours as priced (the {k} attention entries that cost most there: "
+                    f"{', '.join(names)})."]
+    return out

@@ -148,3 +148,75 @@ def test_named_entries_are_priced_after_the_study_holds_them_and_a_size_not_pric
         out = subprocess.run([sys.executable, "-m", "pipeline.cli", "price", pilot, study, *extra],
                              capture_output=True, text=True, cwd=REPO, timeout=120)
         assert out.returncode == 2 and says in out.stderr and out.stdout == "" and len(out.stderr.splitlines()) == 1
+
+
+def test_so_far_sets_each_cell_against_the_plans_price_of_it_on_the_same_split():
+    """A cell that ran is set against its price (the entry's ratio times the base's time on its split) only
+    where both have a figure; a failed cell with no time counts as run, costing nothing; a cell still to run
+    on a split the base did not finish has no price, and is counted, never priced at zero."""
+    import math
+
+    import pandas as pd
+
+    from pipeline.report.stats.price import spent
+
+    split = ["dataset", "sample_size", "repeat", "fold", "seed"]
+    cells = pd.DataFrame([("d", "32", 0, 0, 0, "new", True, 100.0), ("d", "32", 0, 1, 0, "new", True, math.nan),
+                          ("d", "32", 0, 2, 0, "new", False, math.nan), ("e", "32", 0, 0, 0, "new", False, math.nan),
+                          ("d", "32", 0, 0, 0, "unpriced", True, 50.0)],
+                         columns=[*split, "model", "run", "seconds"])
+    base = pd.DataFrame([("d", "32", 0, f, 0, s) for f, s in ((0, 20.0), (1, 30.0), (2, 40.0))],
+                        columns=[*split, "seconds"])
+    [x] = spent([_price("new", 32, 2.0, 1.0)], cells, base)  # "unpriced" is no entry of the price: left out
+    assert (x.model, x.sample_size, x.planned, x.run, x.unpriced) == ("new", 32, 4, 2, 1)
+    assert x.hours == pytest.approx(100 / 3600) and x.matched == pytest.approx(100 / 3600)
+    assert x.priced == pytest.approx(2 * 20 / 3600) and x.factor == pytest.approx(2.5)
+    assert x.rest == pytest.approx(2 * 40 / 3600)
+
+
+def test_a_race_not_planned_yet_is_bounded_by_its_k_dearest_attention_entries():
+    import pandas as pd
+
+    from pipeline.models.kinds import ATTENTION, NETWORK
+    from pipeline.report.stats.price import race_bound
+
+    split = ["dataset", "sample_size", "repeat", "fold", "seed"]
+    rows = [_price(m, 10000, r, 1.0) for m, r in (("a", 1.0), ("b", 2.0), ("c", 3.0), ("net", 10.0))]
+    families = {"a": ATTENTION, "b": ATTENTION, "c": ATTENTION, "net": NETWORK}
+    splits = pd.DataFrame([("d", "10000", 0, f, 0) for f in (0, 1)], columns=split)
+    base = pd.DataFrame([("d", "10000", 0, 0, 0, 3600.0), ("d", "10000", 0, 1, 0, 7200.0),
+                         ("d", "10000", 0, 2, 0, 99999.0)], columns=[*split, "seconds"])  # fold 2: not planned
+    assert race_bound(rows, families, splits, base, 10000, 2) == (["c", "b"], pytest.approx(9.0 + 6.0))
+    # In words, on the splits the study plans there (TabM's alone: the race undecided); none once it is decided.
+    planned = splits.assign(model="net")
+    [_, line] = price_text._race_lines(rows, families, {10000: 2}, planned, base)
+    assert line == ("Not planned yet: the race's 2 leaders at 10,000 rows, decided by validation at the size below "
+                    "once every cell there has run; on the 2 splits the study plans there, at most 15.0 trial-hours as priced (the 2 attention entries that "
+                    "cost most there: c, b).")
+    decided = pd.concat([planned, splits.assign(model="c")])
+    assert price_text._race_lines(rows, families, {10000: 2}, decided, base) == []
+
+
+def test_the_command_prints_the_plan_against_its_cost_so_far(files, tmp_path_factory: pytest.TempPathFactory):
+    """The study part way through 'ft-192', which costs 1.5 times what the pilot priced it at (×4.5 FT-Transformer
+    there, ×3 on the pilot): three of its twelve cells still to run, one failed with no trial time."""
+    pilot = files[0]
+    study = synthetic.Synth(models={k: synthetic.MODELS[k] for k in ("xgboost", "ft_transformer")}
+                            | {"ft-192": ("ft_transformer", 0.76, 0.035, 9.0)}, sizes=("32", "128"), folds=(0, 1, 2))
+    study.missing = {("alpha", "128", 1, "ft-192"), ("alpha", "128", 2, "ft-192"), ("beta", "32", 0, "ft-192")}
+    study.failed = {("beta", "128", 0, "ft-192")}
+    path = str(synthetic.build(tmp_path_factory.mktemp("so-far") / "study.duckdb", study))
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "price", pilot, path, "--entry", "ft-192",
+                          "--race", "128=1", "--so-far"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == price_text.markdown(pilot, path, pilot, path, race={128: 1}, entries=["ft-192"], so_far=True)
+    assert out.stdout.splitlines()[0].endswith("--race 128=1 --entry ft-192 --so-far` -->")
+    # 32 rows: 5 ran, 3 × 9 s each against the plan's 3 × (3 × 2 s); the rest, beta's fold 0, priced 3 × 6 s.
+    # 128 rows: 4 ran (one failed: no time), 3 × 36 s against 3 × (3 × 8 s); the rest, two cells, 3 × 24 s each.
+    h = 1 / 3600
+    for line in (f"| ft-192 | 32 | 5 of 6 | {135 * h:.2f} | {90 * h:.2f} | ×1.50 | {18 * h:.2f} | {27 * h:.2f} |",
+                 f"| ft-192 | 128 | 4 of 6 | {324 * h:.2f} | {216 * h:.2f} | ×1.50 | {144 * h:.2f} | {216 * h:.2f} |"):
+        assert line in out.stdout, out.stdout
+    assert (f"So far: {459 * h:.1f} trial-hours on 9 of 12 cells (the plan priced them at {306 * h:.1f}; spent ÷ price "
+            f"×1.50). Still to run: 3 cells, priced at {162 * h:.1f} trial-hours, {243 * h:.1f} at each") in out.stdout
+    assert "Not planned yet" not in out.stdout  # the race at 128 rows: its attention entry is planned there

@@ -155,3 +155,59 @@ def cut(rows: list[Price], study: pd.DataFrame, budget: float, sizes: list[int])
                     break
         k += 1
     return plan
+
+
+@dataclass(frozen=True)
+class Spent:
+    """One priced entry at one training size, part way through the study: what the cells that ran cost against
+    the plan's price of the same cells, and the plan's price of the cells still to run."""
+
+    model: str
+    sample_size: int
+    planned: int  # the study's cells of the entry at this size
+    run: int  # those with an outcome (finished or failed)
+    hours: float  # their trial-hours (a cell that failed before its trials recorded time: none)
+    priced: float  # the plan's price of the run cells whose split the base finished: ratio × the base's hours there
+    matched: float  # the entry's own trial-hours on those same cells
+    rest: float  # the plan's price of the cells still to run whose split the base finished
+    unpriced: int  # cells still to run on a split the base did not finish: no price
+
+    @property
+    def factor(self) -> float:
+        """Spent ÷ price, on the cells both have a figure for; NaN before any such cell ran."""
+        return self.matched / self.priced if self.priced > 0 else math.nan
+
+
+def spent(rows: list[Price], cells: pd.DataFrame, base: pd.DataFrame) -> list[Spent]:
+    """Per entry and size of ``rows`` that the study plans. ``cells``: the study's planned cells of the priced
+    entries (:data:`SPLIT`, ``model``, ``run``: whether it has an outcome, ``seconds``: its trial time, NaN for
+    none); ``base``: the base's finished cells of the study (:data:`SPLIT`, ``seconds``). Each cell is priced
+    as the plan priced it: the entry's ratio at that size (:func:`prices`) times the base's trial time on the
+    same split."""
+    ratio = {(p.model, p.sample_size): p.ratio for p in rows}
+    base_s = base.assign(sample_size=base.sample_size.astype(int)).groupby(SPLIT).seconds.sum().rename("base")
+    cells = cells.assign(sample_size=cells.sample_size.astype(int)).join(base_s, on=SPLIT)
+    out = []
+    for (model, size), g in cells.groupby(["model", "sample_size"], sort=True):
+        r = ratio.get((model, int(size)))
+        if r is None:
+            continue
+        ran, rest = g[g.run], g[~g.run]
+        both = ran[ran.base.notna() & ran.seconds.notna()]
+        out.append(Spent(model, int(size), len(g), len(ran), float(ran.seconds.fillna(0).sum()) / 3600,
+                         r * float(both.base.sum()) / 3600, float(both.seconds.sum()) / 3600,
+                         r * float(rest.base.sum()) / 3600, int(rest.base.isna().sum())))
+    return out
+
+
+def race_bound(rows: list[Price], families: Mapping[str, str], splits: pd.DataFrame, base: pd.DataFrame,
+               size: int, k: int) -> tuple[list[str], float]:
+    """The race's ``k`` leaders at ``size``, before they are known: the price of each attention entry on
+    ``splits`` (:data:`SPLIT`: the splits the study plans there for the priced entries) at its ratio, and the
+    ``k`` dearest with their sum, an upper bound on whichever ``k`` lead."""
+    at = base.assign(sample_size=base.sample_size.astype(int))
+    on = splits.assign(sample_size=splits.sample_size.astype(int))[SPLIT].drop_duplicates()
+    hours = float(on.merge(at[[*SPLIT, "seconds"]], on=SPLIT).seconds.sum()) / 3600
+    priced = sorted(((p.ratio * hours, p.model) for p in rows if p.sample_size == size
+                     and families.get(p.model) == ATTENTION and p.ratio == p.ratio), key=lambda x: (-x[0], x[1]))[:k]
+    return [m for _, m in priced], sum(h for h, _ in priced)
