@@ -43,7 +43,7 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
     """The price table and its total; with ``race`` (size → k) or ``budget``, the plan below it: the race's
     upper bound at those sizes and the stated cut (:func:`pipeline.report.stats.price.cut`) over ``cut_sizes``.
     ``entries``: the entries to price (default: the pilot's the study does not hold, :func:`entries_and_cells`).
-    ``so_far``: instead, what the study's cells of those entries cost so far against that price (:func:`so_far`)."""
+    ``so_far``: instead, what the study's cells of those entries cost so far against that price (:func:`so_far_lines`)."""
     pilot, study = entries_and_cells(pilot_db, study_db, base, entries)
     absent = sorted(set(entries or []) - set(pilot.model))
     if absent:
@@ -51,6 +51,10 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
     rows = prices(pilot, study, base, extend)
     if not rows:
         return f"The pilot {pilot_name!r} holds no finished cell of an entry the study {study_name!r} does not run.\n"
+    unknown = sorted((set(race or {}) | set(cut_sizes or [])) - {p.sample_size for p in rows})
+    if unknown:
+        raise ValueError(f"--race/--cut at {', '.join(f'{n:,}' for n in unknown)} rows: not a size priced here (the "
+                         "pilot's sizes and those --extend adds)")
     out = [f"<!-- printed by `attnbench price {pilot_name} {study_name}"
            f"{f' --base {base}' if base != 'ft_transformer' else ''}"
            f"{''.join(f' --extend {n}' for n in sorted(extend or []))}"
@@ -73,10 +77,6 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
         out.append(f"| {p.model} | {p.sample_size:,} | {cells} | {_hours(p.hours)} | {_hours(p.base_hours)} | "
                    f"×{p.ratio:.2f} | {p.study_cells} | {_hours(p.study_base_hours)} | {_hours(p.projected)} |")
     out += ["", totals(rows)]
-    unknown = sorted((set(race or {}) | set(cut_sizes or [])) - {p.sample_size for p in rows})
-    if unknown:
-        raise ValueError(f"--race/--cut at {', '.join(f'{n:,}' for n in unknown)} rows: not a size priced here (the "
-                         "pilot's sizes and those --extend adds)")
     if race or budget is not None:
         out += ["", *planned(rows, families, study, race or {}, budget, cut_sizes)]
     return "\n".join(out) + "\n"

@@ -144,6 +144,7 @@ def test_named_entries_are_priced_after_the_study_holds_them_and_a_size_not_pric
     assert "holds no finished cell of an entry" in price_text.markdown(pilot, pilot, "p", "p")
     for extra, says in ((["--cut", "999"], "--race/--cut at 999 rows: not a size priced here"),
                         (["--race", "999=3"], "--race/--cut at 999 rows"),
+                        (["--race", "999=3", "--so-far"], "--race/--cut at 999 rows"),
                         (["--entry", "tabm"], "the pilot holds no finished cell of 'tabm'")):
         out = subprocess.run([sys.executable, "-m", "pipeline.cli", "price", pilot, study, *extra],
                              capture_output=True, text=True, cwd=REPO, timeout=120)
