@@ -775,3 +775,42 @@ def test_a_figure_is_the_same_made_inside_the_reports_template_and_outside():
     assert inside.to_plotly_json() == outside.to_plotly_json()
     assert outside.layout.template.layout.plot_bgcolor == "white"  # the report's template, not plotly's own
     assert pio.templates.default == before != figs.TEMPLATE
+
+
+def test_a_crossover_cell_with_no_verdict_says_why(synth_db: Path, tmp_path: Path):
+    """The Sample-size page's dataset × model matrix: where a model has no crossover on a dataset, the cell says
+    why as the accuracy page's table does (its cells not run yet, grey; all failed, red; never planned there),
+    never a blank a reader takes for a gap in the page."""
+    import shutil
+
+    import duckdb
+
+    from pipeline.report.data import ReportData
+    from pipeline.report.pages.sample_size import page_sample_size
+
+    db = tmp_path / "partial.duckdb"
+    shutil.copy(synth_db, db)
+    with duckdb.connect(str(db)) as con:
+        gone = "SELECT cell_id FROM results WHERE model = 'mlp' AND dataset = 'beta'"  # planned, none run yet
+        for table_ in ("predictions", "targets", "trials", "attention_maps"):
+            con.execute(f"DELETE FROM {table_} WHERE cell_id IN ({gone})")
+        con.execute(f"DELETE FROM results WHERE cell_id IN ({gone})")
+        con.execute("UPDATE results SET status = 'error' WHERE model = 'ft_transformer' AND dataset = 'alpha'")
+        n_mlp = con.execute("SELECT count(*) FROM suite_cells WHERE model = 'mlp' AND dataset = 'beta'").fetchone()[0]
+        n_ft = con.execute("SELECT count(*) FROM results WHERE model = 'ft_transformer' AND dataset = 'alpha'").fetchone()[0]
+    page = "".join(page_sample_size(ReportData.load(db)).parts)
+    matrix = page[page.index('id="table-crossover"'):]
+    matrix = matrix[:matrix.index("</table>")]
+    rows = {d: next(r for r in re.findall(r"<tr>(.*?)</tr>", matrix, re.S) if f"</span>{d}</td>" in r)
+            for d in ("alpha", "beta")}
+    assert n_mlp > 0 and n_ft > 0
+    assert (f'<td class="notrun" title="0 ok, 0 failed, {n_mlp} not run yet of {n_mlp} cells">not run yet '
+            f'({n_mlp}/{n_mlp})</td>') in rows["beta"], rows["beta"]
+    assert (f'<td class="missing" title="0 ok, {n_ft} failed, 0 not run yet of {n_ft} cells">failed '
+            f'({n_ft}/{n_ft})</td>') in rows["alpha"], rows["alpha"]
+    assert "<td></td>" not in matrix and '<td class="notrun"></td>' not in matrix
+    with duckdb.connect(str(db)) as con:  # no suite planned the MLP on beta: not run, and not a loss
+        con.execute("DELETE FROM suite_cells WHERE model = 'mlp' AND dataset = 'beta'")
+    page = "".join(page_sample_size(ReportData.load(db)).parts)
+    assert ('<td class="notrun" title="no suite planned this model on this dataset: no crossover, not a loss">'
+            'not run</td>') in page

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, families
+from pipeline.records import Status
 from pipeline.report import curve_figures as curve_figs
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, dataset_anchor, size_label
-from pipeline.report.markup import Page, cell, coverage_class, esc, note, raw, table, verdict_cell
+from pipeline.report.markup import Cell, Page, cell, coverage_class, esc, note, raw, table, verdict_cell
 from pipeline.report.parts import VERDICT_CLASS, VERDICT_NOTE, bound_text
 from pipeline.report.site import PageSpec
 from pipeline.report.stats import aggregate as agg
@@ -81,7 +82,9 @@ def page_sample_size(data: ReportData) -> Page:
                    "best boosting model at that size and at every larger size run (green: ahead from the smallest "
                    "size); else the verdict at the largest size compared (red: behind there, 'never'; amber: not "
                    "converged, the one behind still improving when its epochs, rounds or time ran out; grey: one "
-                   "size, not measured). Hover a cell for the verdict it rests on, with its difference and interval. "
+                   "size, not measured). A cell with no verdict says why: its cells not run yet (grey: a study in "
+                   "chunks), all failed (red), or not run (no suite planned the model on that dataset). Hover a cell for the "
+                   "verdict it rests on, with its difference and interval. "
                    "Under it, where the crossover of the mean curves (ahead by more than "
                    f"{crossover_mod.LEVEL}) falls when the folds are resampled with replacement "
                    f"{crossover_mod.N_BOOT} times ('never up to N rows' where a resample has the model not ahead at "
@@ -350,6 +353,9 @@ def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame,
     cell's data, its figures as its title), its interval under it."""
     models = [m for m in order if m in set(cross.model)]
     by = cross.set_index(["dataset", "split_key", "model"])
+    status = data.cells.status
+    counts = data.cells.assign(ok=status == Status.OK.value, missing=status == Status.MISSING.value).groupby(
+        ["dataset", "split_key", "model"])[["ok", "missing"]].agg(["size", "sum"])
     one_split = bool((cross.n_splits <= 1).all())  # then said once, under the table, not in every cell
     rows = []
     for dataset, split_key in sorted(set(zip(cross.dataset, cross.split_key))):
@@ -357,7 +363,7 @@ def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame,
         for m in models:
             key = (dataset, split_key, m)
             if key not in by.index:
-                row.append(cell("", "notrun"))
+                row.append(no_crossover(counts, key))
                 continue
             r = by.loc[key]
             r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
@@ -381,3 +387,21 @@ def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame,
     said = note("Every verdict here rests on one fold (one split): no interval, so each is undetermined, and a "
                 "crossover that may move with other folds.") if one_split else ""
     return table(heads, rows, "table-crossover") + said
+
+
+def no_crossover(counts: pd.DataFrame, key: tuple[str, str, str]) -> Cell:
+    """A dataset × model cell with no crossover, and why, worded as the accuracy page's table words a task: not
+    planned there (a model run on fewer datasets), its cells not run yet (a study in chunks, grey), failed (red),
+    or some finished but at no size the best boosting model finished too. ``counts``: per (dataset, split key,
+    model), its planned cells' count (``ok``, ``size``) and how many are ok or still to run (``sum``)."""
+    if key not in counts.index:
+        return cell("not run", "notrun", "no suite planned this model on this dataset: no crossover, not a loss")
+    n, ok, missing = int(counts.at[key, ("ok", "size")]), int(counts.at[key, ("ok", "sum")]), int(
+        counts.at[key, ("missing", "sum")])
+    failed = n - ok - missing
+    title = f"{ok} ok, {failed} failed, {missing} not run yet of {n} cells"
+    if ok == 0:
+        said = f"failed ({failed}/{n})" if failed else f"not run yet ({missing}/{n})"
+        return cell(said, coverage_class(0, n, failed), title)
+    return cell(f"no verdict yet ({ok}/{n} ok)", "partial", title + ": at no size both it and the best boosting model "
+                "finished a split")
