@@ -35,7 +35,7 @@ class OpenMLSuite(Strict):
 
 
 class LocalFile(Strict):
-    """A parquet, csv or arff file with a target column.
+    """A parquet, csv, tsv or arff file with a target column.
 
     ``drop`` removes columns before anything else reads the file (an id, free text): they are not
     features, and a name that is not a column is refused. ``categorical`` names columns to treat as
