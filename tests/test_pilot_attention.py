@@ -80,9 +80,53 @@ def test_the_studys_new_entries_run_where_the_stated_cut_keeps(study_db: str, tm
     suite = load_suite(REPO / "suites" / "study-every-dataset.yaml")
     new = {m.key: m for m in suite.models if m.key in ENTRIES}
     assert sorted(new) == ENTRIES and all(m.repeats == 1 for m in new.values())
+    leaders = race_leaders(study_db)
     for key, m in new.items():
         assert m.datasets_at is not None and m.datasets_at[4096] == plan.kept(4096), key
-        assert m.sample_sizes == ([128, 1024, 4096, 10000] if key == "tabm" else [128, 1024, 4096]), key
-    assert new["tabm"].datasets_at[10000] == plan.kept(10000)
+        # at 10,000 rows: TabM, and the race's leaders once it is decided (none of them before)
+        on = key == "tabm" or key in (leaders or [])
+        assert m.sample_sizes == [128, 1024, 4096, *([10000] if on else [])], (key, leaders)
+        assert not on or m.datasets_at[10000] == plan.kept(10000), key
     header = (REPO / "suites" / "study-every-dataset.yaml").read_text(encoding="utf-8")
     assert f"planned {plan.total:.1f} trial-hours" in " ".join(line.lstrip("# ") for line in header.splitlines())
+
+
+def attention_entries(store: Store) -> list[str]:
+    """The file's planned entries of the attention family, by their stored kind."""
+    from pipeline.models.kinds import ATTENTION, family_of
+
+    kinds = store.query("SELECT DISTINCT model, model_kind FROM expected_cells")
+    return sorted(m for m, k in kinds.itertuples(index=False) if family_of(k) == ATTENTION)
+
+
+def waiting_at_4096(store: Store, entries: list[str]) -> int:
+    from pipeline.records import Status
+
+    return int(store.query("SELECT count(*) AS n FROM expected_cells WHERE sample_size = '4096' AND status = ? "
+                           "AND list_contains(?, model)", [Status.MISSING.value, entries]).n[0])
+
+
+def race_leaders(study_db: str) -> list[str] | None:
+    """The race's three leaders at 4,096 rows (docs/STUDY.md, pipeline/report/stats/race.py), read as the answer
+    reads them, once every planned 4,096-row cell of the attention entries has an outcome; None before."""
+    from pipeline.data.views import temporary_views
+    from pipeline.models.kinds import ATTENTION
+    from pipeline.report.stats import architectures, race
+
+    store = Store(study_db, create=False)
+    if waiting_at_4096(store, attention_entries(store)):
+        return None
+    s = store.query("SELECT * FROM standings WHERE sample_size = '4096'", prepare=temporary_views)
+    return race.leaders(s[(s.family == ATTENTION) & (s.versus == architectures.AGAINST[0])], 3)
+
+
+def test_the_race_is_decided_only_once_every_4096_row_attention_cell_ran(study_db: str):
+    """While any planned 4,096-row cell of an attention entry is still to run, the race has no leaders (the
+    suite then plans none of them at 10,000 rows: the test above); once every one has, three of them lead."""
+    store = Store(study_db, create=False)
+    attention = attention_entries(store)
+    assert {"ft_transformer", "ft_transformer-192", "tab_transformer"} <= set(attention) and "tabm" not in attention
+    assert len(attention) == 8
+    leaders = race_leaders(study_db)
+    assert (leaders is None) == (waiting_at_4096(store, attention) > 0), leaders
+    assert leaders is None or (len(leaders) == 3 and set(leaders) <= set(attention))
