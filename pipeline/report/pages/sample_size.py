@@ -355,7 +355,7 @@ def crossover_matrix(data: ReportData, cross: pd.DataFrame, spans: pd.DataFrame,
     by = cross.set_index(["dataset", "split_key", "model"])
     status = data.cells.status
     counts = data.cells.assign(ok=status == Status.OK.value, missing=status == Status.MISSING.value).groupby(
-        ["dataset", "split_key", "model"])[["ok", "missing"]].agg(["size", "sum"])
+        ["dataset", "split_key", "model"]).agg(cells=("ok", "size"), ok=("ok", "sum"), missing=("missing", "sum"))
     one_split = bool((cross.n_splits <= 1).all())  # then said once, under the table, not in every cell
     rows = []
     for dataset, split_key in sorted(set(zip(cross.dataset, cross.split_key))):
@@ -393,11 +393,10 @@ def no_crossover(counts: pd.DataFrame, key: tuple[str, str, str]) -> Cell:
     """A dataset × model cell with no crossover, and why, worded as the accuracy page's table words a task: not
     planned there (a model run on fewer datasets), its cells not run yet (a study in chunks, grey), failed (red),
     or some finished but at no size the best boosting model finished too. ``counts``: per (dataset, split key,
-    model), its planned cells' count (``ok``, ``size``) and how many are ok or still to run (``sum``)."""
+    model), its planned ``cells``, how many are ``ok`` and how many still to run (``missing``)."""
     if key not in counts.index:
         return cell("not run", "notrun", "no suite planned this model on this dataset: no crossover, not a loss")
-    n, ok, missing = int(counts.at[key, ("ok", "size")]), int(counts.at[key, ("ok", "sum")]), int(
-        counts.at[key, ("missing", "sum")])
+    n, ok, missing = (int(x) for x in counts.loc[key, ["cells", "ok", "missing"]])
     failed = n - ok - missing
     title = f"{ok} ok, {failed} failed, {missing} not run yet of {n} cells"
     if ok == 0:
