@@ -19,6 +19,10 @@ from pipeline.suite_datasets import OpenMLTask
 
 
 def configure_openml(cache_dir: str | None = None, server: str | None = None) -> None:
+    """Point the openml client at a cache folder or another server; with neither, nothing to do (and the client,
+    about a second to import, is imported only by a run that reads OpenML)."""
+    if not cache_dir and not server:
+        return
     import openml
 
     if cache_dir:
