@@ -94,6 +94,13 @@ def coverage_class(n_ok: int, n_cells: int, n_failed: int) -> str:
     return "partial"
 
 
+def unscored(n_cells: int, n_failed: int, n_missing: int) -> tuple[str, str]:
+    """A model's cells on a task, none ok, in words and their colour (:func:`coverage_class`): failed (red) where
+    any failed, else not run yet (grey: a study in chunks)."""
+    said = f"failed ({n_failed}/{n_cells})" if n_failed else f"not run yet ({n_missing}/{n_cells})"
+    return said, coverage_class(0, n_cells, n_failed)
+
+
 def cell(value: Any, cls: str = "", title: str = "") -> Cell:
     """A table cell showing ``value`` as text; numbers are right-aligned."""
     if looks_numeric(value):

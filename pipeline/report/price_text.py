@@ -13,6 +13,11 @@ from pipeline.records import Status
 from pipeline.report.stats.price import SPLIT, Plan, Price, Spent, cut, prices, race_bound, raced, spent
 
 
+def on_two_cores(hours: float) -> str:
+    """Trial-hours as the least wall time they take on 2 cores (two trials at once)."""
+    return f"on 2 cores, at least {hours / 2:.1f} hours of wall time"
+
+
 def _hours(x: float) -> str:
     return "–" if x != x else f"{x:.2f}"
 
@@ -112,7 +117,7 @@ def planned(rows: list[Price], families: dict[str, str], study: pd.DataFrame, ra
     return [*out, f"Over the budget of {budget:g} trial-hours, the stated cut (docs/STUDY.md: fewer datasets, never "
                   f"an entry, {', then '.join(f'{s:,}' for s in cut_sizes)} rows, each in order of the base's trial-hours "
                   f"there over the study, cheapest first) keeps {steps}. Planned: {plan.total:.1f} trial-hours ({each}): "
-                  f"on 2 cores, at least {plan.total / 2:.1f} hours of wall time.{verdict}"]
+                  f"{on_two_cores(plan.total)}.{verdict}"]
 
 
 def _kept(plan: Plan, size: int) -> str:
@@ -139,8 +144,8 @@ def totals(rows: list[Price]) -> str:
     missing = [f"{p.model} at {p.sample_size:,}" for p in rows if p.projected != p.projected]
     unpriced = (f" Not priced (no pilot cell both finished, or no cell of the base in the study at that size): "
                 f"{', '.join(missing)}; the total leaves them out." if missing else "")
-    return (f"Projected: {total:.1f} trial-hours, every entry at every size listed ({each}){said}: on 2 cores, at "
-            f"least {total / 2:.1f} hours of wall time.{unpriced}")
+    return (f"Projected: {total:.1f} trial-hours, every entry at every size listed ({each}){said}: "
+            f"{on_two_cores(total)}.{unpriced}")
 
 
 def so_far_lines(study_db: str, pilot_name: str, study_name: str, base: str, rows: list[Price],
@@ -187,8 +192,7 @@ def _so_far_total(got: list[Spent]) -> str:
             if unpriced else "")
     return (f"So far: {hours:.1f} trial-hours on {run:,} of {planned:,} cells (the plan priced them at {priced:.1f}"
             f"{ratio}). Still to run: {planned - run:,} cells{left}, priced at {rest:.1f} trial-hours, {at:.1f} at each "
-            f"entry's spent ÷ price at its size (as priced where none of its cells there ran yet): on 2 cores, at "
-            f"least {at / 2:.1f} hours of wall time.")
+            f"entry's spent ÷ price at its size (as priced where none of its cells there ran yet): {on_two_cores(at)}.")
 
 
 def _race_lines(rows: list[Price], families: dict[str, str], race: dict[int, int], cells: pd.DataFrame,

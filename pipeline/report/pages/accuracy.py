@@ -9,7 +9,7 @@ import pandas as pd
 from pipeline.records import Status
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, size_label
-from pipeline.report.markup import Page, cell, coverage_class, esc, note, num, table
+from pipeline.report.markup import Page, cell, esc, note, num, table, unscored
 from pipeline.report.parts import bound_text, elo_figure, summary_table
 from pipeline.report.site import PageSpec
 from pipeline.report.stats import aggregate as agg
@@ -60,9 +60,8 @@ def per_dataset_table(data: ReportData, size: str, table_id: str) -> str:
                 continue
             r = by.loc[m]
             if r.n_ok == 0:  # red where cells failed; grey where none has run yet (a study in chunks)
-                said = (f"failed ({int(r.n_failed)}/{int(r.n_cells)})" if r.n_failed
-                        else f"not run yet ({int(r.n_missing)}/{int(r.n_cells)})")
-                row.append(cell(said, coverage_class(0, int(r.n_cells), int(r.n_failed)) + " num",
+                said, cls = unscored(int(r.n_cells), int(r.n_failed), int(r.n_missing))
+                row.append(cell(said, cls + " num",
                                 f"{int(r.n_failed)} failed, {int(r.n_missing)} not run yet of {int(r.n_cells)} cells"))
                 continue
             std = f" ± {num(r.score_std)}" if not pd.isna(r.score_std) else ""

@@ -14,7 +14,18 @@ from pipeline.records import Status
 from pipeline.report import curve_figures as curve_figs
 from pipeline.report import figures as figs
 from pipeline.report.data import ReportData, dataset_anchor, size_label
-from pipeline.report.markup import Cell, Page, cell, coverage_class, esc, note, raw, table, verdict_cell
+from pipeline.report.markup import (
+    Cell,
+    Page,
+    cell,
+    coverage_class,
+    esc,
+    note,
+    raw,
+    table,
+    unscored,
+    verdict_cell,
+)
 from pipeline.report.parts import VERDICT_CLASS, VERDICT_NOTE, bound_text
 from pipeline.report.site import PageSpec
 from pipeline.report.stats import aggregate as agg
@@ -400,7 +411,6 @@ def no_crossover(counts: pd.DataFrame, key: tuple[str, str, str]) -> Cell:
     failed = n - ok - missing
     title = f"{ok} ok, {failed} failed, {missing} not run yet of {n} cells"
     if ok == 0:
-        said = f"failed ({failed}/{n})" if failed else f"not run yet ({missing}/{n})"
-        return cell(said, coverage_class(0, n, failed), title)
+        return cell(*unscored(n, failed, missing), title)
     return cell(f"no verdict yet ({ok}/{n} ok)", "partial", title + ": at no size both it and the best boosting model "
                 "finished a split")

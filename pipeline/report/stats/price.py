@@ -13,6 +13,7 @@ figure the chunks' logs give as trial-hours.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,8 +93,13 @@ def raced(rows: list[Price], families: Mapping[str, str], race: Mapping[int, int
     out = [p for p in rows if p.sample_size not in race or families.get(p.model) != ATTENTION]
     for size, k in race.items():
         at = [p for p in rows if p.sample_size == size and families.get(p.model) == ATTENTION]
-        out += sorted(at, key=lambda p: (-(p.projected if p.projected == p.projected else -math.inf), p.model))[:k]
+        out += dearest(at, k)
     return sorted(out, key=lambda p: (p.model, p.sample_size))
+
+
+def dearest(rows: list[Price], k: int) -> list[Price]:
+    """The ``k`` rows that project the most trial-hours, dearest first (one not priced last, a tie by name)."""
+    return sorted(rows, key=lambda p: (-(p.projected if p.projected == p.projected else -math.inf), p.model))[:k]
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,6 @@ def race_bound(rows: list[Price], families: Mapping[str, str], splits: pd.DataFr
     at = base.assign(sample_size=base.sample_size.astype(int))
     on = splits.assign(sample_size=splits.sample_size.astype(int))[SPLIT].drop_duplicates()
     hours = float(on.merge(at[[*SPLIT, "seconds"]], on=SPLIT).seconds.sum()) / 3600
-    priced = sorted(((p.ratio * hours, p.model) for p in rows if p.sample_size == size
-                     and families.get(p.model) == ATTENTION and p.ratio == p.ratio), key=lambda x: (-x[0], x[1]))[:k]
-    return [m for _, m in priced], sum(h for h, _ in priced)
+    top = dearest([dataclasses.replace(p, projected=p.ratio * hours) for p in rows if p.sample_size == size
+                   and families.get(p.model) == ATTENTION and p.ratio == p.ratio], k)
+    return [p.model for p in top], sum(p.projected for p in top)
