@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Iterable
@@ -327,6 +328,11 @@ _WIDE = {"n_params": "BIGINT"}
 
 def sql_columns(cls: type) -> list[tuple[str, str]]:
     """``(name, DuckDB type)`` for each stored field of a record dataclass, in field order."""
+    return list(_sql_columns(cls))
+
+
+@functools.cache  # read for every record stored; type hints are slow to evaluate
+def _sql_columns(cls: type) -> tuple[tuple[str, str], ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -339,7 +345,7 @@ def sql_columns(cls: type) -> list[tuple[str, str]]:
         if isinstance(base, type) and issubclass(base, State):
             base = str
         out.append((f.name, f.metadata.get("sql") or _WIDE.get(f.name) or _SQL[base]))
-    return out
+    return tuple(out)
 
 
 def stored(record: Any) -> dict[str, Any]:
