@@ -14,11 +14,15 @@ import pytest
 from pipeline.data import references
 
 
-def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
-    """A folder ``build`` fills once for the whole test session: under pytest-xdist, in the temporary folder its
-    workers share, by whichever worker comes first while the others wait on a lock. Read it; never write into it."""
+def session_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder of the whole test session: under pytest-xdist, the one its workers share."""
     base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once(shared: Path, name: str, build: Callable[[Path], None]) -> Path:
+    """``shared / name``, a folder ``build`` fills once: by whichever process comes first, while the others wait
+    on a lock. Read it; never write into it."""
     root = shared / name
     with (shared / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -28,6 +32,11 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
             build(root)
             (root / ".built").touch()
     return root
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder ``build`` fills once for the whole test session, shared by the xdist workers."""
+    return once(session_folder(tmp_path_factory), name, build)
 
 
 def exported(tmp_path_factory: pytest.TempPathFactory, name: str, db: str | Path) -> Path:

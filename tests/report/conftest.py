@@ -6,9 +6,17 @@ from pathlib import Path
 
 import pytest
 import synthetic
-from shipped import built_once
+from shipped import built_once, session_folder
 
 from pipeline.report.pages import write_report
+
+
+@pytest.fixture(scope="session", autouse=True)
+def synthetic_builds_once(tmp_path_factory: pytest.TempPathFactory):
+    """Each synthetic data set built once for the session, copied to each test that builds it (``synthetic.SESSION``)."""
+    synthetic.SESSION = session_folder(tmp_path_factory)
+    yield
+    synthetic.SESSION = None
 
 
 @pytest.fixture(scope="session")

@@ -10,12 +10,17 @@ FT-Transformer cell is budget-bound (best epoch = last, best trial = last); no o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import json
 import math
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from shipped import once
 
 from pipeline.data.store import Store
 from pipeline.data.views import install
@@ -109,8 +114,23 @@ class _InMemory(Store):
         self._con.close()
 
 
+# Where builds are kept for the test session (set by tests/report/conftest.py): the same data is built once
+# and copied to each test's path (the default data is built by a dozen tests, seconds each).
+SESSION: Path | None = None
+
+
 def build(path: Path, synth: Synth | None = None) -> Path:
     s = synth or Synth()
+    if SESSION is None:
+        return _build(path, s)
+    # Sets in a fixed order: the key is the same in every xdist worker (each hashes strings its own way).
+    key = hashlib.sha256(json.dumps(dataclasses.asdict(s), sort_keys=True, default=sorted).encode()).hexdigest()[:16]
+    made = once(SESSION, f"synth-{key}", lambda root: _build(root / "results.duckdb", s))
+    shutil.copyfile(made / "results.duckdb", path)
+    return path
+
+
+def _build(path: Path, s: Synth) -> Path:
     store = _InMemory(path)
     try:
         _fill(store, s)
