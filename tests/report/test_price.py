@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import synthetic
+from processes import in_process
 
 from pipeline.report import price_text
 from pipeline.report.stats.price import Price, prices
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +44,8 @@ def test_an_entry_is_priced_by_its_ratio_on_the_cells_both_finished(files):
     assert not rows[512].measured and rows[512].priced_at == 128 and rows[512].study_cells == 0
 
 
-def test_the_command_prints_the_table_and_its_total(files):
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "price", *files, "--extend", "512"],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
+def test_the_command_prints_the_table_and_its_total(files, capsys: pytest.CaptureFixture[str]):
+    out = in_process(["price", *files, "--extend", "512"], capsys)
     assert out.returncode == 0, out.stderr
     assert out.stdout == price_text.markdown(*files, files[0], files[1], extend=[512])
     total = sum(p.projected for p in prices(*price_text.entries_and_cells(*files, "ft_transformer"), "ft_transformer"))
@@ -74,9 +71,8 @@ def test_a_size_no_pilot_cell_of_an_entry_finished_is_named_not_zero():
         prices(pilot, study.iloc[:0], "base")
 
 
-def test_a_base_the_pilot_never_ran_is_one_line(files):
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "price", *files, "--base", "tabm"],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
+def test_a_base_the_pilot_never_ran_is_one_line(files, capsys: pytest.CaptureFixture[str]):
+    out = in_process(["price", *files, "--base", "tabm"], capsys)
     assert out.returncode != 0 and out.stdout == ""
     assert out.stderr.strip().count("\n") == 0 and "no finished cell of the base entry 'tabm'" in out.stderr
 
@@ -121,20 +117,22 @@ def test_a_raced_size_prices_the_k_dearest_attention_entries_and_every_other_ent
     assert {(p.model, p.sample_size) for p in kept} == {("a", 10_000), ("b", 10_000), ("tabm", 10_000), ("c", 4096)}
 
 
-def test_the_command_prints_the_plan_and_the_cut_it_took(files):
-    args = [sys.executable, "-m", "pipeline.cli", "price", *files, "--race", "128=1", "--budget", "0.0001"]
-    out = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=120)
+def test_the_command_prints_the_plan_and_the_cut_it_took(files, capsys: pytest.CaptureFixture[str]):
+    args = ["price", *files, "--race", "128=1", "--budget", "0.0001"]
+    out = in_process(args, capsys)
     assert out.returncode == 0, out.stderr
     assert "--race 128=1 --budget 0.0001` -->" in out.stdout
     assert "At 128 rows only the race's 1 leaders among the attention entries run" in out.stdout
     # the default cut: the pilot's largest size, its two datasets; ranks 1, 3: one kept, and still over
     assert "at 128 rows rank 1 only of the 2 that reach it, 1:" in out.stdout
     assert "The rule cannot bring it within 0.0001" in out.stdout
-    bad = subprocess.run([*args[:5], "--race", "128"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    # argparse's refusal, as the command's own process ends with it (exit 2)
+    bad = subprocess.run([sys.executable, "-m", "pipeline.cli", *args[:3], "--race", "128"], capture_output=True,
+                         text=True, timeout=120)
     assert bad.returncode == 2 and "give ROWS=K" in bad.stderr and bad.stdout == ""
 
 
-def test_named_entries_are_priced_after_the_study_holds_them_and_a_size_not_priced_is_refused(files):
+def test_named_entries_are_priced_after_the_study_holds_them_and_a_size_not_priced_is_refused(files, capsys: pytest.CaptureFixture[str]):
     """Once the study runs an entry, the default prices nothing new; naming it (--entry) prices it as before
     the study ran it. A --cut or --race size no pilot or --extend priced, and an entry the pilot lacks, are
     one line each, nothing printed."""
@@ -146,8 +144,7 @@ def test_named_entries_are_priced_after_the_study_holds_them_and_a_size_not_pric
                         (["--race", "999=3"], "--race/--cut at 999 rows"),
                         (["--race", "999=3", "--so-far"], "--race/--cut at 999 rows"),
                         (["--entry", "tabm"], "the pilot holds no finished cell of 'tabm'")):
-        out = subprocess.run([sys.executable, "-m", "pipeline.cli", "price", pilot, study, *extra],
-                             capture_output=True, text=True, cwd=REPO, timeout=120)
+        out = in_process(["price", pilot, study, *extra], capsys)
         assert out.returncode == 2 and says in out.stderr and out.stdout == "" and len(out.stderr.splitlines()) == 1
 
 
@@ -198,7 +195,8 @@ def test_a_race_not_planned_yet_is_bounded_by_its_k_dearest_attention_entries():
     assert price_text._race_lines(rows, families, {10000: 2}, decided, base) == []
 
 
-def test_the_command_prints_the_plan_against_its_cost_so_far(files, tmp_path_factory: pytest.TempPathFactory):
+def test_the_command_prints_the_plan_against_its_cost_so_far(files, tmp_path_factory: pytest.TempPathFactory,
+                                                             capsys: pytest.CaptureFixture[str]):
     """The study part way through 'ft-192', which costs 1.5 times what the pilot priced it at (×4.5 FT-Transformer
     there, ×3 on the pilot): three of its twelve cells still to run, one failed with no trial time."""
     pilot = files[0]
@@ -207,8 +205,7 @@ def test_the_command_prints_the_plan_against_its_cost_so_far(files, tmp_path_fac
     study.missing = {("alpha", "128", 1, "ft-192"), ("alpha", "128", 2, "ft-192"), ("beta", "32", 0, "ft-192")}
     study.failed = {("beta", "128", 0, "ft-192")}
     path = str(synthetic.build(tmp_path_factory.mktemp("so-far") / "study.duckdb", study))
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "price", pilot, path, "--entry", "ft-192",
-                          "--race", "128=1", "--so-far"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = in_process(["price", pilot, path, "--entry", "ft-192", "--race", "128=1", "--so-far"], capsys)
     assert out.returncode == 0, out.stderr
     assert out.stdout == price_text.markdown(pilot, path, pilot, path, race={128: 1}, entries=["ft-192"], so_far=True)
     assert out.stdout.splitlines()[0].endswith("--race 128=1 --entry ft-192 --so-far` -->")
