@@ -491,6 +491,17 @@ def test_views_are_the_reports_installed_once_and_made_per_connection(tmp_path):
     with store.connect() as con:
         names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert names == set(VIEWS)
+    # A read goes through the file's own views when they are this version's, and makes its own otherwise.
+    def made(db_file) -> int:
+        with Store(db_file, create=False).connect(read_only=True, prepare=temporary_views) as con:
+            return con.execute("SELECT count(*) FROM duckdb_views() WHERE temporary AND NOT internal").fetchone()[0]
+
+    assert made(db) == 0
+    with store.connect() as con:
+        con.execute("UPDATE attnbench_meta SET value = 'an-older-one' WHERE key = 'views'")
+        con.execute("CREATE OR REPLACE VIEW leaderboard AS SELECT 1 AS stale")
+    assert made(db) == len(VIEWS)
+    assert len(store.query("SELECT * FROM leaderboard", prepare=temporary_views).columns) > 5  # not the stale one
 
 
 def table_html(html: str, table_id: str) -> str:
