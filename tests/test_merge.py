@@ -26,7 +26,8 @@ SUITE = {
     "seed": 3,
     "datasets": [{"sklearn": "wine"}],
     "protocol": {"folds": 3, "max_folds": 1, "sample_sizes": ["all"]},
-    "models": [{"name": "xgboost", "trials": 2, "fixed": {"n_estimators": 40, "early_stopping_rounds": 10}}],
+    # One trial a cell: a run of one cell then starts one worker, not two (a trial's rows merge as a search's would)
+    "models": [{"name": "xgboost", "trials": 1, "fixed": {"n_estimators": 40, "early_stopping_rounds": 10}}],
 }
 
 
