@@ -85,21 +85,25 @@ def significance(cells: pd.DataFrame) -> pd.DataFrame:
         best = bests[0]
         needed = needed_splits(len(m) - len(bests))
         tested, pvals, wide = [], [], by_split(g)
+        # :func:`paired` on arrays: the best's column against each model's, on the splits both finished
+        scores = {c: wide[c].to_numpy(dtype=float) for c in wide.columns}
+        none = np.full(len(wide), np.nan)
+        top_scores = scores.get(best, none)
         for x in models:
             row = {**dict(zip(TASK, task)), "model": x, "best": ", ".join(bests), "needed": needed, "p": np.nan,
                    "p_holm": np.nan}
+            both = ~np.isnan(top_scores) & ~np.isnan(scores.get(x, none))
             if x in bests:
-                rows.append({**row, "verdict": "best", "n_pairs": len(paired(g, best, x, wide))})
+                rows.append({**row, "verdict": "best", "n_pairs": int(both.sum())})
                 continue
             if x not in m.index:
                 rows.append({**row, "verdict": "no score", "n_pairs": 0})
                 continue
-            pair = paired(g, best, x, wide)
-            row["n_pairs"] = len(pair)
-            if len(pair) < needed:
+            row["n_pairs"] = int(both.sum())
+            if row["n_pairs"] < needed:
                 rows.append({**row, "verdict": "too few splits"})
                 continue
-            row["p"] = wilcoxon_p((pair[best] - pair[x]).to_numpy())
+            row["p"] = wilcoxon_p(top_scores[both] - scores.get(x, none)[both])
             tested.append(len(rows))
             pvals.append(row["p"])
             rows.append(row)
