@@ -4,9 +4,12 @@ the store's columns derived from them, failure classification, progress lines.""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from datetime import datetime, timedelta
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from pipeline.data.store import Store
@@ -138,6 +141,22 @@ def test_a_record_and_its_result_round_trip_through_one_commit(tmp_path):
     row = store.query("SELECT * FROM trials").iloc[0]
     assert row.accuracy == 0.75 and row.node == "n" and '"lr"' in row.config
     assert store.query("SELECT best_trial FROM results").best_trial.tolist() == ["c1-t0"]
+    # The same cell committed again: its rows replaced, each value as the record held it. A NaN or an infinity
+    # is NULL, a numpy scalar its number, a state its word, a time to the microsecond, a dict JSON.
+    at = datetime(2026, 11, 30, 5, 6, 7, 123456)
+    t2 = dataclasses.replace(t, status=Status.DIVERGED, val_score=math.nan, log_loss=math.inf, accuracy=np.float32(0.5),
+                             n_params=np.int64(3_000_000_000), epochs=np.int64(7), started_at=at, config={"d": [1, 2]})
+    store.commit([t2], [(dataclasses.replace(res, status=Status.DIVERGED, accuracy=None, val_score=math.nan), None)])
+    got = store.query("SELECT status, val_score, log_loss, accuracy, n_params, epochs, started_at, config::VARCHAR AS "
+                      "config, typeof(status) AS kind FROM trials")
+    assert len(got) == 1
+    row = got.iloc[0]
+    assert row.status == "diverged" and row.kind == "VARCHAR" and pd.isna(row.val_score) and pd.isna(row.log_loss)
+    assert store.query("SELECT count(*) AS n FROM trials WHERE val_score IS NULL AND log_loss IS NULL").n[0] == 1
+    assert row.accuracy == 0.5 and row.n_params == 3_000_000_000 and row.epochs == 7
+    assert row.started_at == at and json.loads(row.config) == {"d": [1, 2]}
+    results = store.query("SELECT status, accuracy, val_score FROM results WHERE val_score IS NULL AND accuracy IS NULL")
+    assert results.status.tolist() == ["diverged"]
 
 
 def test_failures_are_classified_by_what_they_say():
