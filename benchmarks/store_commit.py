@@ -20,6 +20,7 @@ from pathlib import Path
 from _common import table
 
 from pipeline.data import store as store_mod
+from pipeline.data.rows import sql_value
 from pipeline.data.store import Store
 from pipeline.records import CellResult, Status, TrialRecord, stored
 
@@ -40,7 +41,7 @@ def cell(i: int, n_trials: int) -> tuple[list[TrialRecord], CellResult]:
 
 def per_row(con, table_name: str, records: list) -> None:
     """The reference: a statement per row."""
-    rows = [[store_mod._jsonable(v) for v in stored(r).values()] for r in records]
+    rows = [[sql_value(v) for v in stored(r).values()] for r in records]
     cols = list(stored(records[0]))
     con.executemany(f"INSERT OR REPLACE INTO {table_name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                     rows)
@@ -49,16 +50,16 @@ def per_row(con, table_name: str, records: list) -> None:
 def commit_all(path: Path, cells: list, reference: bool) -> float:
     """Seconds per cell: each cell committed on its own, into a fresh file."""
     store = Store(path)
-    saved = store_mod._insert_records
+    saved = store_mod.insert_records
     if reference:
-        store_mod._insert_records = lambda con, name, cls, records: per_row(con, name, records)  # type: ignore[assignment]
+        store_mod.insert_records = lambda con, name, cls, records: per_row(con, name, records)  # type: ignore[assignment]
     try:
         t0 = time.perf_counter()
         for trials, result in cells:
             store.commit(trials, [(result, None)])
         return (time.perf_counter() - t0) / len(cells)
     finally:
-        store_mod._insert_records = saved
+        store_mod.insert_records = saved
 
 
 def main() -> None:

@@ -335,12 +335,12 @@ def test_a_compressed_variants_record_reads_back_as_it_was_stored():
     same records by a resumed run; a file from before the record (a dict by method) reads too."""
     import json
 
-    from pipeline.data.store import _jsonable
+    from pipeline.data.rows import sql_value
     from pipeline.records import VariantRecord
 
     kept = [VariantRecord(method="prune", accuracy=0.9, n_params=10, fit_seconds=1.5, details={"neurons_removed": 3}),
             VariantRecord(method="pca", retrained=True, error="PCA needs numeric features")]
-    assert VariantRecord.from_stored(json.loads(_jsonable(kept))) == kept
+    assert VariantRecord.from_stored(json.loads(sql_value(kept))) == kept
     assert VariantRecord.from_stored({"prune": {"accuracy": 0.9, "bytes": 5}}) == [VariantRecord(method="prune",
                                                                                                  accuracy=0.9)]
     assert VariantRecord.from_stored(None) == []

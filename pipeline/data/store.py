@@ -10,7 +10,6 @@ retry briefly when they meet a write in progress.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
@@ -22,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline.data.rows import clean, insert_records, put_run
 from pipeline.data.schema import (
     ADDED_COLUMNS,
     APP,
@@ -35,7 +35,7 @@ from pipeline.data.schema import (
 )
 from pipeline.errors import StoreError
 from pipeline.predictions import put_predictions
-from pipeline.records import RunRecord, RunStatus, Status, sql_columns, stored
+from pipeline.records import RunRecord, RunStatus, Status, sql_columns
 
 # The on-disk format new results files are written in: the one the DuckDB CLI 1.5 line (`pip install
 # duckdb-cli`, `duckdb -readonly results.duckdb`) reads, rather than the Python package's newest.
@@ -357,7 +357,7 @@ class Store:
 
         with self.transaction() as con:
             if trials:
-                _insert_records(con, "trials", TrialRecord, trials)
+                insert_records(con, "trials", TrialRecord, trials)
                 put_predictions(con, trials)
             if cells:
                 # Set-based, one statement per table for the whole batch: a statement per cell scanned
@@ -368,15 +368,15 @@ class Store:
                             "AND coalesce(trials.cell_attempt, 0) < done_df.attempts")
                 con.execute("DELETE FROM predictions WHERE cell_id IN (SELECT cell_id FROM done_df) AND trial_id NOT IN "
                             "(SELECT trial_id FROM trials WHERE cell_id IN (SELECT cell_id FROM done_df))")
-                _insert_records(con, "results", CellResult, [res for res, _ in cells])
+                insert_records(con, "results", CellResult, [res for res, _ in cells])
                 con.execute("DELETE FROM attention_maps WHERE cell_id IN (SELECT cell_id FROM done_df)")
-                maps = [[res.cell_id, res.dataset, res.model, json.dumps(a["features"]), json.dumps(_clean(a["map"]))]
+                maps = [[res.cell_id, res.dataset, res.model, json.dumps(a["features"]), json.dumps(clean(a["map"]))]
                         for res, a in cells if a is not None]
                 if maps:
                     con.executemany("INSERT INTO attention_maps VALUES (?, ?, ?, ?, ?)", maps)
                 con.unregister("done_df")
             if run:
-                _put_run(con, run)
+                put_run(con, run)
 
     def adopt(self, ids: dict[str, tuple[str, str]]) -> None:
         """Give cells their new ids (old id → (new id, split key)) in every table that holds a cell's
@@ -404,11 +404,11 @@ class Store:
             con.execute(f"INSERT INTO suite_cells ({', '.join(PLAN_COLUMNS)}) SELECT * FROM plan_df")
             con.register("reference_df", reference[REFERENCE_COLUMNS])
             con.execute(f"INSERT INTO reference_scores ({', '.join(REFERENCE_COLUMNS)}) SELECT * FROM reference_df")
-            _put_run(con, run)
+            put_run(con, run)
 
     def upsert_run(self, run: RunRecord | dict[str, Any]) -> None:
         with self.connect() as con:
-            _put_run(con, run)
+            put_run(con, run)
 
     def close_dead_runs(self, run_id: str) -> pd.DataFrame:
         """Mark 'killed' every run but ``run_id`` still 'running': ``run_id`` holds the run lock, so they ended
@@ -422,71 +422,8 @@ class Store:
                 "RETURNING run_id, started_at, finished_at, n_done, n_failed", [run_id]).df()
 
 
-def _insert_records(con: Any, table: str, cls: type, records: list[Any]) -> None:
-    """Insert or replace records of ``cls`` (their stored fields) as one statement over an Arrow table of
-    the columns' own types: ``executemany`` ran a statement per row, about 3 ms each, the most of a commit."""
-    import pyarrow as pa
-
-    arrow = {"VARCHAR": pa.string(), "JSON": pa.string(), "INTEGER": pa.int64(), "BIGINT": pa.int64(),
-             "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}
-    rows = [stored(r) for r in records]
-    columns = {}
-    for name, sql in sql_columns(cls):
-        values = [_jsonable(row[name]) for row in rows]
-        if arrow[sql] == pa.string():  # a state is its word (str() of a State member is its value)
-            values = [v if v is None or type(v) is str else str(v) for v in values]
-        columns[name] = pa.array(values, type=arrow[sql])
-    con.register("records_arrow", pa.table(columns))
-    try:
-        con.execute(f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) SELECT * FROM records_arrow")
-    finally:
-        con.unregister("records_arrow")
-
-
-def _put_run(con: Any, run: RunRecord | dict[str, Any]) -> None:
-    """Insert or replace a run's row (a dict's keys are the columns it gives)."""
-    run = run if isinstance(run, dict) else stored(run)
-    cols = list(run)
-    con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                [_jsonable(run[c]) for c in cols])
-
-
 def _missing(v: Any) -> bool:
     try:
         return bool(pd.isna(v))
     except (TypeError, ValueError):  # lists and dicts
         return False
-
-
-def _clean(v: Any) -> Any:
-    """NaN and infinities become null: JSON has no spelling for them (a diverged curve has them). A record
-    (a compressed variant's) is stored as its fields."""
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return _clean(dataclasses.asdict(v))
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_clean(x) for x in v]
-    if hasattr(v, "item") and not isinstance(v, str | bytes):
-        v = v.item()
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-        return None
-    return v
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict | list):
-        return json.dumps(_clean(v), default=_default, allow_nan=False)
-    if hasattr(v, "item") and not isinstance(v, str | bytes):  # numpy scalars
-        return v.item()
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):  # → NULL
-        return None
-    return v
-
-
-def _default(o: Any) -> Any:
-    if hasattr(o, "item"):
-        return o.item()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    return str(o)
