@@ -39,6 +39,8 @@ def cmd_reference(args: argparse.Namespace) -> int:
         traits += f" and the ended runs {', '.join(added.ended)} (shipped while running)" if added.ended else ""
         traits += (f" and {added.searching} trial{'s' if added.searching != 1 else ''} of searches not finished yet"
                    if added.searching else "")
+        traits += (f" and {added.unplanned:,} cell{'s' if added.unplanned != 1 else ''} its plan no longer holds "
+                   "(planned by an earlier chunk)" if added.unplanned else "")
         print(f"reference {args.name}: {added.chunk} with {added.cells} cell{'s' if added.cells != 1 else ''}{traits} → {added.folder} ({total:.1f} MB"
               f"{'' if added.predictions else ', no predictions'}"
               f"{f', learning curves of at most {added.curve_points} points' if added.curve_points else ''}"

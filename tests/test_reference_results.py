@@ -648,3 +648,47 @@ def test_the_retry_line_after_an_against_run_keeps_the_reference():
     assert retry_command(args) == "attnbench run mine.yaml --db m.duckdb --against study-lite --retry-failed"
     plain = build_parser().parse_args(["run", "mine.yaml"])
     assert retry_command(plain) == "attnbench run mine.yaml --retry-failed"
+
+
+def test_a_plan_cut_after_a_chunk_shipped_is_the_references_plan_and_its_cells_results_are_history(
+        reference, tmp_path: Path):
+    """A study whose plan is cut part way (a stated cut re-applied, an entry narrowed to fewer datasets): the next
+    chunk says which planned cells the suite plans no more, and the reference's plan is the suite's as it is now,
+    so that a cell it dropped is neither waiting to run nor, where it ran, scored beside the rest (its result stays
+    in the chunks as history). Planned again later, it is planned again, with its result."""
+    db, _ = reference
+    root = tmp_path / "references"
+    assert chunks.add_chunk(db, "cut", root=root).cells == 8
+    cut = copy.deepcopy(REF_SUITE)
+    cut["models"][1]["datasets_at"] = {64: ["wine"]}  # lightgbm at 64 rows: wine only, breast_cancer's cell dropped
+    narrowed = tmp_path / "narrowed.duckdb"
+    narrowed.write_bytes(db.read_bytes())
+    assert runner.run(parse_suite(copy.deepcopy(cut)), narrowed, progress=lambda _: None).n_cells == 7
+    dropped = Store(narrowed).query("SELECT cell_id FROM results WHERE model = 'lightgbm' AND dataset = 'breast_cancer' "
+                                    "AND sample_size = '64'").cell_id.tolist()
+    assert len(dropped) == 1
+    added = chunks.add_chunk(narrowed, "cut", root=root)  # no new cell: a chunk of the cut alone
+    assert (added.chunk, added.cells, added.unplanned) == ("chunk-0002", 0, 1)
+    assert json.loads((root / "cut" / "chunk-0002" / "chunk.json").read_text())["unplanned"] == 1
+    ref = references.load(str(root / "cut"))
+    assert ref.df("SELECT count(*) AS n FROM ref_suite_cells").n[0] == 7
+    assert dropped[0] not in set(ref.df("SELECT cell_id FROM ref_suite_cells").cell_id)
+    assert dropped[0] in set(ref.df("SELECT cell_id FROM ref_results").cell_id)  # history, in its chunk
+    exported = tmp_path / "exported.duckdb"
+    assert references.export_file(str(root / "cut"), exported) == 7
+    with duckdb.connect(str(exported), read_only=True) as con:
+        expected = con.execute("SELECT count(*), count(*) FILTER (WHERE status = 'ok') FROM expected_cells").fetchone()
+        lightgbm = con.execute("SELECT count(*) FROM cells WHERE model = 'lightgbm'").fetchone()[0]
+    assert expected == (7, 7) and lightgbm == 3
+    # the held plan is the cut one: nothing shipped twice, and the cell planned again is shipped as planned
+    again = tmp_path / "again.duckdb"
+    again.write_bytes(narrowed.read_bytes())
+    assert runner.run(parse_suite(copy.deepcopy(REF_SUITE)), again, progress=lambda _: None).n_cells == 8
+    back = chunks.add_chunk(again, "cut", root=root)
+    assert (back.chunk, back.cells, back.unplanned) == ("chunk-0003", 0, 0)
+    ref = references.load(str(root / "cut"))
+    plan = ref.df("SELECT cell_id, count(*) AS n FROM ref_suite_cells GROUP BY 1")
+    assert len(plan) == 8 and (plan.n == 1).all() and dropped[0] in set(plan.cell_id)
+    assert references.export_file(str(root / "cut"), tmp_path / "whole.duckdb") == 8
+    with pytest.raises(references.ReferenceError, match="nothing new"):
+        chunks.add_chunk(again, "cut", root=root)

@@ -45,6 +45,7 @@ class Added:
     searching: int = 0  # trials of searches whose cell has not finished yet (a run that finished no cell ships these)
     meta_changes: list[str] = field(default_factory=list)  # what this chunk changed in reference.json
     cost: dict[str, Any] = field(default_factory=dict)  # chunk_cost: what its trials cost, per training size
+    unplanned: int = 0  # cells an earlier chunk planned that the suite plans no more (its plan cut, an entry changed)
 
 
 def chunk_cost(con: Any, table: str = "out") -> dict[str, Any]:
@@ -165,11 +166,14 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         traits = one(con, "SELECT count(*) FROM out_dataset_traits")
         # A chunk of characteristics alone: a reference from before they were shipped; of ended runs alone: a
         # run shipped while running, closed since (its cells were shipped with it); of trials alone: a run that
-        # ended within a search, finished no cell, and should still say what it cost.
+        # ended within a search, finished no cell, and should still say what it cost; of the plan alone: a
+        # plan cut (cells unplanned) or grown (plan rows) before any of its new cells ran.
         ended = sorted({r[0] for r in con.execute("SELECT run_id FROM out_runs").fetchall()} & held.open_runs)
         searching = one(con, "SELECT count(*) FROM out_trials WHERE cell_id NOT IN (SELECT cell_id FROM out_results)")
-        if not n and not traits and not ended and not searching:
-            raise ReferenceError(f"{db}: nothing new for {folder}: no finished cell or committed trial of suite "
+        unplanned = one(con, "SELECT count(*) FROM out_unplanned")
+        planned = one(con, "SELECT count(*) FROM out_suite_cells")
+        if not n and not traits and not ended and not searching and not unplanned and not planned:
+            raise ReferenceError(f"{db}: nothing new for {folder}: no finished cell, committed trial or plan change of suite "
                                  f"{suite!r} that it does not hold already")
         if not predictions:
             for table in ("predictions", "targets"):
@@ -201,10 +205,10 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
             "last_finished": str(cost[1]) if cost[1] else None, "hardware": hw,
             "predictions": predictions, "curve_points": curve_points, "map_features": map_features,
             "maps_left_out": maps_left_out, "digits": digits, "ended_runs": ended, "searching_trials": int(searching),
-            "cost": spent, "note": note}, indent=2) + "\n")
+            "cost": spent, "unplanned": int(unplanned), "note": note}, indent=2) + "\n")
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         return Added(folder, chunk, int(n), files, predictions, curve_points, map_features, maps_left_out, int(traits),
-                     digits, ended, int(searching), meta_changes, spent)
+                     digits, ended, int(searching), meta_changes, spent, int(unplanned))
     finally:
         con.close()
 

@@ -17,8 +17,11 @@ from pipeline.records import RunStatus
 
 # The tables a reference holds, with what selects a chunk's rows of each (its cells, its runs, ...).
 CELL_TABLES = ("results", "trials", "attention_maps", "predictions", "targets")
-TABLES = (*CELL_TABLES, "suite_cells", "reference_scores", "runs", "datasets", "features", "dataset_traits",
-          "split_digests")
+TABLES = (*CELL_TABLES, "suite_cells", "unplanned", "reference_scores", "runs", "datasets", "features",
+          "dataset_traits", "split_digests")
+# The plan's tables: each chunk's new plan rows, and the cells an earlier chunk planned that the suite plans no
+# more (its plan re-cut, an entry changed or removed); a reference's plan is each cell's latest word.
+PLAN_TABLES = ("suite_cells", "unplanned")
 # A cell's result, by attempt: a cell re-run after a chunk shipped it (lost to the infrastructure, or
 # --retry-failed, --force) is shipped again by the next chunk, its older attempt's trials dropped on load.
 RESULT_KEY = "cell_id || '/' || coalesce(attempts, 0)"
@@ -91,7 +94,8 @@ class Held:
 
 def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None = None) -> None:
     """The reference tables of ``suite`` from the results file attached as ``src``, as tables
-    ``<prefix>_<table>`` on ``con``, less what an earlier chunk ``held`` holds: the plan rows, the cells'
+    ``<prefix>_<table>`` on ``con``, less what an earlier chunk ``held`` holds: the plan rows (and, as
+    ``unplanned``, the held plan's cells the suite plans no more), the cells'
     results (with their trials, maps and predictions), the runs (and those it holds as running that have ended
     since; and those of the trials it holds, a run that finished no cell too), the datasets (and the
     characteristics of their rows the file holds) and the floor it has."""
@@ -108,6 +112,8 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
                  pd.DataFrame({c: pd.Series(dtype="int64" if c in ("repeat", "fold", "seed") else str) for c in SPLIT}))
     con.execute(f"CREATE TABLE {prefix}_suite_cells AS SELECT * FROM {src}.suite_cells WHERE suite = ? "
                 "AND cell_id NOT IN (SELECT id FROM skip_plan)", [suite])
+    con.execute(f"CREATE TABLE {prefix}_unplanned AS SELECT id AS cell_id FROM skip_plan WHERE id NOT IN "
+                f"(SELECT cell_id FROM {src}.suite_cells WHERE suite = ?) ORDER BY 1", [suite])
     new_cells = (f"(SELECT cell_id FROM {src}.suite_cells WHERE suite = ? "
                  f"EXCEPT SELECT cell_id FROM {src}.results WHERE ({RESULT_KEY}) IN (SELECT id FROM skip_results))")
     for table in CELL_TABLES:

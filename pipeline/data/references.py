@@ -29,6 +29,7 @@ import pandas as pd
 from pipeline.data.reference_tables import (
     CELL_TABLES,
     LATEST,
+    PLAN_TABLES,
     RESULT_KEY,
     ROW_KEYS,
     SPLIT,
@@ -317,12 +318,15 @@ def load(ref: str, option: str = "") -> Reference:
         raise ReferenceError(f"{option + ' ' if option else ''}{ref}: {path} holds no chunk of results")
     for table in TABLES:
         files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))  # chunk-NNNN: the chunks' order
+        if table in PLAN_TABLES:
+            continue
         if files and table in LATEST:
             con.execute(f"CREATE TABLE ref_{table} AS SELECT * EXCLUDE (filename) FROM read_parquet(?, union_by_name "
                         f"= true, filename = true) QUALIFY row_number() OVER (PARTITION BY {LATEST[table]} ORDER BY "
                         "filename DESC) = 1", [files])
         elif files:
             con.execute(f"CREATE TABLE ref_{table} AS SELECT * FROM read_parquet(?, union_by_name = true)", [files])
+    _current_plan(con, chunks)
     _drop_older_attempts(con)
     return Reference(meta["name"], str(path), meta["suite"], meta["protocol"], int(meta.get("seed", 0)), con, meta)
 
@@ -341,6 +345,23 @@ def export_file(ref: str, db: str | Path) -> int:
     finally:
         opened.close()
     return n
+
+
+def _current_plan(con: Any, chunks: list[Path]) -> None:
+    """``ref_suite_cells``: each cell's latest word among the chunks, planned (its plan row) or not any more
+    (``unplanned``: the suite's plan was cut, or an entry changed or removed, since a chunk planned it). A cell
+    unplanned and planned again is planned. Chunks from before ``unplanned`` existed only ever planned."""
+    def read(table: str) -> str:
+        files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))
+        return (f"read_parquet({files!r}, union_by_name = true, filename = true)" if files
+                else "(SELECT NULL::VARCHAR AS cell_id, NULL::VARCHAR AS filename WHERE false)")
+
+    chunk = "regexp_extract(filename, 'chunk-[0-9]+')"
+    con.execute(f"CREATE TABLE ref_suite_cells AS WITH p AS (SELECT *, {chunk} AS said FROM {read('suite_cells')}), "
+                f"u AS (SELECT cell_id, max({chunk}) AS said FROM {read('unplanned')} GROUP BY cell_id) "
+                "SELECT p.* EXCLUDE (filename, said) FROM p LEFT JOIN u USING (cell_id) "
+                "WHERE u.said IS NULL OR p.said > u.said "
+                "QUALIFY row_number() OVER (PARTITION BY cell_id ORDER BY p.said DESC) = 1")
 
 
 def _drop_older_attempts(con: Any) -> None:
