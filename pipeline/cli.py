@@ -390,7 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--race", type=_race, action="append", metavar="ROWS=K",
                    help="at ROWS only K attention entries run (a race's leaders): priced as the K dearest there")
     p.add_argument("--budget", type=float, metavar="HOURS",
-                   help="cut datasets by the study's stated rule while the plan projects more trial-hours than this")
+                   help="cut datasets by the study's stated rule while the plan projects more trial-hours than this "
+                        "(with --so-far: the plan as it stands against it, at what its cells cost, and cut again if over)")
     p.add_argument("--entry", action="append", metavar="NAME", dest="entries",
                    help="price this entry (default: every one of the pilot's the study does not hold yet)")
     p.add_argument("--cut", type=int, action="append", metavar="ROWS",

@@ -10,7 +10,20 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.models.kinds import ATTENTION, family_of
 from pipeline.records import Status
-from pipeline.report.stats.price import SPLIT, Plan, Price, Spent, cut, prices, race_bound, raced, spent
+from pipeline.report.stats.price import (
+    SPLIT,
+    Plan,
+    Price,
+    Spent,
+    cut,
+    planned_datasets,
+    prices,
+    race_bound,
+    raced,
+    replan,
+    spent,
+    to_run,
+)
 
 
 def on_two_cores(hours: float) -> str:
@@ -69,7 +82,8 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
            f"{''.join(f' --entry {m}' for m in (entries or []))}{' --so-far' if so_far else ''}` -->"]
     families = {m: family_of(k) for m, k in pilot.drop_duplicates("model")[["model", "model_kind"]].itertuples(index=False)}
     if so_far:
-        return "\n".join([*out, *so_far_lines(study_db, pilot_name, study_name, base, rows, families, race or {})]) + "\n"
+        return "\n".join([*out, *so_far_lines(study_db, pilot_name, study_name, base, rows, families, race or {},
+                                               study, budget, cut_sizes)]) + "\n"
     out += [f"Each entry new to {study_name}, priced on the pilot {pilot_name} against {base} (the study's "
            "own, on the same splits; trial-hours: each cell's whole search), scaled by what the base cost over the "
            "study's first repeat at that size:", "",
@@ -124,9 +138,11 @@ def _kept(plan: Plan, size: int) -> str:
     k, reach = plan.every[size], plan.reach[size]
     if k == 1:
         return f"all {len(reach)} datasets at {size:,} rows"
-    kept = plan.kept(size)
-    ranks = f"ranks 1, {1 + k}, {1 + 2 * k}, …" if len(kept) > 1 else "rank 1 only"
-    return f"at {size:,} rows {ranks} of the {len(reach)} that reach it, {len(kept)}: {', '.join(kept)}"
+    kept, ranked = plan.kept(size), reach[::k]
+    ranks = f"ranks 1, {1 + k}, {1 + 2 * k}, …" if len(ranked) > 1 else "rank 1 only"
+    ran = [d for d in kept if d not in ranked]
+    also = f", and {len(ran)} whose planned cells there all ran ({', '.join(ran)})" if ran else ""
+    return f"at {size:,} rows {ranks} of the {len(reach)} that reach it{also}, {len(kept)}: {', '.join(kept)}"
 
 
 def totals(rows: list[Price]) -> str:
@@ -148,12 +164,10 @@ def totals(rows: list[Price]) -> str:
             f"{on_two_cores(total)}.{unpriced}")
 
 
-def so_far_lines(study_db: str, pilot_name: str, study_name: str, base: str, rows: list[Price],
-                 families: dict[str, str], race: dict[int, int]) -> list[str]:
-    """Part way through the study: per priced entry and size, what its cells cost so far against the plan's price
-    of the same cells, and the price of those still to run, as priced and at the spent ÷ price so far
-    (:func:`pipeline.report.stats.price.spent`); a race whose leaders the study does not plan yet, priced as its
-    k dearest attention entries on the splits it plans there."""
+def part_way(study_db: str, base: str, rows: list[Price]) -> tuple[list[Spent], pd.DataFrame, pd.DataFrame]:
+    """Part way through the study: what each priced entry's cells cost so far against the plan's price
+    (:func:`pipeline.report.stats.price.spent`), the study's planned cells of those entries (:data:`SPLIT`,
+    ``model``, ``run``, ``seconds``) and the base's finished cells (:data:`SPLIT`, ``seconds``)."""
     models = sorted({p.model for p in rows})
     store = Store(study_db, create=False)
     numeric = "regexp_full_match(e.sample_size, '[0-9]+')"
@@ -164,7 +178,18 @@ def so_far_lines(study_db: str, pilot_name: str, study_name: str, base: str, row
     base_cells = store.query(
         f"SELECT {', '.join(SPLIT)}, search_seconds AS seconds FROM current_results e "
         f"WHERE status = ? AND model = ? AND {numeric}", [Status.OK.value, base])
-    got = spent(rows, cells, base_cells)
+    return spent(rows, cells, base_cells), cells, base_cells
+
+
+def so_far_lines(study_db: str, pilot_name: str, study_name: str, base: str, rows: list[Price],
+                 families: dict[str, str], race: dict[int, int], study: pd.DataFrame | None = None,
+                 budget: float | None = None, cut_sizes: list[int] | None = None) -> list[str]:
+    """Part way through the study: per priced entry and size, what its cells cost so far against the plan's price
+    of the same cells, and the price of those still to run, as priced and at the spent ÷ price so far
+    (:func:`pipeline.report.stats.price.spent`); a race whose leaders the study does not plan yet, priced as its
+    k dearest attention entries on the splits it plans there. With a ``budget``, the stated cut applied again at
+    that cost over ``cut_sizes`` (``study``: the base's first repeat; :func:`replanned`)."""
+    got, cells, base_cells = part_way(study_db, base, rows)
     out = [f"Each entry priced on the pilot {pilot_name}, part way through {study_name}: the trial-hours its cells "
            f"took so far against the plan's price of the same cells (its ratio to {base} on the pilot times what "
            f"{base} took on each cell's split), and the plan's price of its cells still to run, as priced and at the "
@@ -175,7 +200,43 @@ def so_far_lines(study_db: str, pilot_name: str, study_name: str, base: str, row
         factor = "–" if x.factor != x.factor else f"×{x.factor:.2f}"
         out.append(f"| {x.model} | {x.sample_size:,} | {x.run:,} of {x.planned:,} | {_hours(x.hours)} | "
                    f"{_hours(x.priced)} | {factor} | {_hours(x.rest)} | {_hours(_at_factor(x))} |")
-    return [*out, "", _so_far_total(got), *_race_lines(rows, families, race, cells, base_cells)]
+    out += ["", _so_far_total(got), *_race_lines(rows, families, race, cells, base_cells)]
+    if budget is not None and study is not None:
+        out += ["", replanned(rows, families, race, got, cells, base_cells, study, budget, cut_sizes or [])]
+    return out
+
+
+def replanned(rows: list[Price], families: dict[str, str], race: dict[int, int], got: list[Spent],
+              cells: pd.DataFrame, base_cells: pd.DataFrame, study: pd.DataFrame, budget: float,
+              cut_sizes: list[int]) -> str:
+    """Part way, the plan as it stands at what the cells cost (:func:`pipeline.report.stats.price.to_run`) against
+    the budget; over it, the stated cut applied again (:func:`pipeline.report.stats.price.replan`): what it keeps
+    and the plan's total."""
+    if not cut_sizes:
+        raise ValueError("--budget with --so-far sets the plan against the budget: name the sizes the cut may thin "
+                         "(--cut)")
+    sunk = sum(x.hours for x in got)
+    now = to_run(rows, families, race, got, cells, base_cells)(planned_datasets(cells, cut_sizes))
+    raced = "".join(f", the race's {k} leaders at {n:,} rows as the {k} attention entries that would cost most there "
+                    "(its leaders, once the study plans them)" for n, k in sorted(race.items()))
+    head = (f"The plan against the budget of {budget:g} trial-hours, at what the cells cost (docs/STUDY.md): the "
+            f"{sunk:.1f} spent so far, and each cell still to run at its entry's spent ÷ price at its size{raced}. "
+            f"As it stands: {sunk + sum(now.values()):.1f} trial-hours in all (still to run: {_each(now)})")
+    if sunk + sum(now.values()) <= budget:
+        return f"{head}, within the budget: it stands."
+    whole = replan(rows, families, race, got, cells, base_cells, study, math.inf, cut_sizes)
+    plan = replan(rows, families, race, got, cells, base_cells, study, budget, cut_sizes)
+    verdict = ("" if plan.within else f" The rule cannot bring it within {budget:g}: every size it may cut keeps "
+               "one dataset.")
+    return (f"{head}, over the budget: the stated cut applies again, from every dataset at "
+            f"{', '.join(f'{s:,}' for s in cut_sizes)} rows ({whole.total:.1f} trial-hours in all; a dataset whose "
+            f"planned cells there all ran stays). It keeps {'; '.join(_kept(plan, s) for s in cut_sizes)}. "
+            f"Planned: {plan.total:.1f} trial-hours in all (still to run: {_each(plan.by_size)}): for what is left, "
+            f"{on_two_cores(plan.total - plan.spent)}.{verdict}")
+
+
+def _each(by_size: dict[int, float]) -> str:
+    return ", ".join(f"{s:,} rows {h:.1f}" for s, h in sorted(by_size.items()))
 
 
 def _at_factor(x: Spent) -> float:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -108,59 +108,75 @@ class Plan:
 
     reach: dict[int, list[str]]  # per size cut: every dataset that reaches it, the base's cheapest first
     every: dict[int, int]  # per size cut: keep ranks 1, 1 + k, 1 + 2k, … of ``reach`` (1: every dataset)
-    by_size: dict[int, float]  # projected trial-hours per size, on the datasets kept
+    by_size: dict[int, float]  # projected trial-hours per size, on the datasets kept (part way: still to run)
     budget: float
+    held: dict[int, list[str]] = field(default_factory=dict)  # part way: kept whatever the rank, their cells all ran
+    spent: float = 0.0  # part way: the trial-hours spent so far, on every cell that ran
 
     def kept(self, size: int) -> list[str]:
-        return self.reach[size][:: self.every[size]]
+        ranked = set(self.reach[size][:: self.every[size]]) | set(self.held.get(size, []))
+        return [d for d in self.reach[size] if d in ranked]
 
     @property
     def total(self) -> float:
-        return sum(self.by_size.values())
+        return self.spent + sum(self.by_size.values())
 
     @property
     def within(self) -> bool:
         return self.total <= self.budget
 
 
+def reach_order(study: pd.DataFrame, sizes: list[int]) -> dict[int, list[str]]:
+    """Per size, the datasets the base finished there over the study (``study``: ``dataset``, ``sample_size``,
+    ``seconds``), in order of its trial-hours there, cheapest first (a tie by name)."""
+    hours = study.assign(sample_size=study.sample_size.astype(int)).groupby(["sample_size", "dataset"]).seconds.sum()
+    return {s: sorted(hours.loc[s].index, key=lambda d: (float(hours.loc[(s, d)]), d)) if s in hours.index.levels[0]
+            else [] for s in sizes}
+
+
+def thin(reach: dict[int, list[str]], budget: float, project: Callable[[Plan], dict[int, float]],
+         held: dict[int, list[str]] | None = None, spent: float = 0.0) -> Plan:
+    """The stated cut's steps (docs/STUDY.md): for k = 2, 3, …, each size of ``reach`` in turn (in its order:
+    the largest first) keeps ranks 1, 1 + k, 1 + 2k, … of the datasets that reach it (and ``held``'s), until
+    ``spent`` plus what ``project`` makes of the plan is within ``budget``, or every size keeps one dataset."""
+    every = {s: 1 for s in reach}
+
+    def plan() -> Plan:
+        draft = Plan(reach, dict(every), {}, budget, dict(held or {}), spent)
+        return dataclasses.replace(draft, by_size=project(draft))
+
+    out, k = plan(), 2
+    while not out.within and any(len(reach[s][:: every[s]]) > 1 for s in reach):
+        for s in reach:
+            if len(reach[s][:: every[s]]) > 1:
+                every[s] = k
+                out = plan()
+                if out.within:
+                    break
+        k += 1
+    return out
+
+
 def cut(rows: list[Price], study: pd.DataFrame, budget: float, sizes: list[int]) -> Plan:
     """The study's stated cut (docs/STUDY.md, fixed before its entries ran), applied while the projected total
-    passes ``budget`` trial-hours: fewer datasets, never an entry. For k = 2, 3, …, each size of ``sizes`` in
-    turn (the largest first, as given) keeps the datasets that reach it ranked 1, 1 + k, 1 + 2k, … in order of
-    the base's trial-hours there over the study (``study``: its finished cells, ``dataset``, ``sample_size``,
-    ``seconds``; cheapest first, a tie by name), so that cheap and costly datasets both stay; it stops as soon
-    as the total is within the budget, or when every size cut keeps one dataset (not ``within`` then). A cut
-    size's projection is each entry's ratio there times the base's trial-hours on the datasets kept."""
+    passes ``budget`` trial-hours: fewer datasets, never an entry (:func:`thin`), in order of the base's
+    trial-hours at each size over the study (``study``: its finished cells, ``dataset``, ``sample_size``,
+    ``seconds``), so that cheap and costly datasets both stay. A cut size's projection is each entry's ratio
+    there times the base's trial-hours on the datasets kept."""
     hours = study.assign(sample_size=study.sample_size.astype(int)).groupby(["sample_size", "dataset"]).seconds.sum() / 3600
-    reach = {s: sorted(hours.loc[s].index, key=lambda d: (float(hours.loc[(s, d)]), d)) if s in hours.index.levels[0]
-             else [] for s in sizes}
     ratio: dict[int, float] = {}
     for p in rows:
         if p.ratio == p.ratio and p.projected == p.projected:
             ratio[p.sample_size] = ratio.get(p.sample_size, 0.0) + p.ratio
 
-    def project(every: dict[int, int]) -> dict[int, float]:
+    def project(plan: Plan) -> dict[int, float]:
         out = {}
         for size, r in sorted(ratio.items()):
-            kept = reach[size][:: every[size]] if size in every else list(hours.loc[size].index)
+            kept = plan.kept(size) if size in plan.reach else list(hours.loc[size].index)
             out[size] = r * float(hours.loc[[(size, d) for d in kept]].sum()) if kept else 0.0
         return out
 
-    every = {s: 1 for s in sizes}
-    plan = Plan(reach, dict(every), project(every), budget)
-    k = 2
-    def cuttable(s: int) -> bool:
-        return len(reach[s][:: every[s]]) > 1
-
-    while not plan.within and any(cuttable(s) for s in sizes):
-        for s in sizes:
-            if cuttable(s):
-                every[s] = k
-                plan = Plan(reach, dict(every), project(every), budget)
-                if plan.within:
-                    break
-        k += 1
-    return plan
+    return thin(reach_order(study, sizes), budget, project)
 
 
 @dataclass(frozen=True)
@@ -217,3 +233,64 @@ def race_bound(rows: list[Price], families: Mapping[str, str], splits: pd.DataFr
     top = dearest([dataclasses.replace(p, projected=p.ratio * hours) for p in rows if p.sample_size == size
                    and families.get(p.model) == ATTENTION and p.ratio == p.ratio], k)
     return [p.model for p in top], sum(p.projected for p in top)
+
+
+def to_run(rows: list[Price], families: Mapping[str, str], race: Mapping[int, int], got: list[Spent],
+           cells: pd.DataFrame, base: pd.DataFrame) -> Callable[[dict[int, list[str]]], dict[int, float]]:
+    """Part way through a study, what its cells still to run cost at what its cells cost so far: per size, given the
+    datasets each size of the map runs on (every other size as planned), trial-hours. A cell is priced as the plan
+    priced it times its entry's spent ÷ price at that size (``got``; at a size none of its cells reached yet, at
+    the size its ratio came from; 1 where none ran); a size of the map is priced on the first repeat's splits of
+    its datasets, less the cells that ran, for the entries that run there: at a raced size the race's k leaders
+    once the study plans them, before that its k dearest attention entries, and every other entry. ``cells``: the
+    study's planned cells of the priced entries (:data:`SPLIT`, ``model``, ``run``); ``base``: the base's
+    finished cells (:data:`SPLIT`, ``seconds``)."""
+    factor = {(x.model, x.sample_size): x.factor for x in got if x.factor == x.factor}
+    cells = cells.assign(sample_size=cells.sample_size.astype(int))
+    ran = {(m, int(s), d, int(f)) for m, s, d, f in cells[cells.run][["model", "sample_size", "dataset", "fold"]]
+           .itertuples(index=False)}
+    first = base.assign(sample_size=base.sample_size.astype(int))
+    first = first[first.repeat.astype(int) == 0].groupby(["sample_size", "dataset", "fold"]).seconds.sum() / 3600
+
+    def hours(p: Price, datasets: list[str]) -> float:
+        f = factor.get((p.model, p.sample_size), factor.get((p.model, p.priced_at), 1.0))
+        there = first.loc[p.sample_size] if p.sample_size in first.index.get_level_values(0) else first.iloc[:0]
+        return p.ratio * f * float(sum(h for (d, fold), h in there.items()
+                                       if d in datasets and (p.model, p.sample_size, d, int(fold)) not in ran))
+
+    def cost(on: dict[int, list[str]]) -> dict[int, float]:
+        out = {x.sample_size: 0.0 for x in got}
+        for x in got:
+            if x.sample_size not in on:
+                out[x.sample_size] += x.rest * factor.get((x.model, x.sample_size), 1.0)
+        for size, kept in on.items():
+            priced = [p for p in rows if p.sample_size == size and p.ratio == p.ratio]
+            entries = [hours(p, kept) for p in priced if size not in race or families.get(p.model) != ATTENTION]
+            if size in race:
+                attention = {p.model for p in priced if families.get(p.model) == ATTENTION}
+                leaders = set(cells[cells.sample_size == size].model) & attention
+                raced = sorted((hours(p, kept) for p in priced if p.model in (leaders or attention)), reverse=True)
+                entries += raced[: race[size]]
+            out[size] = sum(entries)
+        return out
+
+    return cost
+
+
+def planned_datasets(cells: pd.DataFrame, sizes: list[int]) -> dict[int, list[str]]:
+    """Per size, the datasets the study plans there for the priced entries (``cells``: ``dataset``, ``sample_size``)."""
+    at = cells.assign(sample_size=cells.sample_size.astype(int))
+    return {s: sorted(set(at[at.sample_size == s].dataset)) for s in sizes}
+
+
+def replan(rows: list[Price], families: Mapping[str, str], race: Mapping[int, int], got: list[Spent],
+           cells: pd.DataFrame, base: pd.DataFrame, study: pd.DataFrame, budget: float, sizes: list[int]) -> Plan:
+    """The stated cut applied again part way through the study, at what its cells cost (docs/STUDY.md): every
+    trial-hour spent so far counts, and the cells still to run are priced by :func:`to_run` on the datasets each
+    step keeps (:func:`thin`); a dataset whose planned cells at a size all ran stays there (``held``).
+    ``study``: the base's first repeat (``dataset``, ``sample_size``, ``seconds``), whose cost orders the datasets."""
+    cost = to_run(rows, families, race, got, cells, base)
+    at = cells.assign(sample_size=cells.sample_size.astype(int))
+    held = {s: sorted(set(g.dataset) - set(g[~g.run].dataset)) for s, g in at.groupby("sample_size") if s in sizes}
+    return thin(reach_order(study, sizes), budget, lambda plan: cost({s: plan.kept(s) for s in plan.reach}), held,
+                sum(x.hours for x in got))
