@@ -45,3 +45,21 @@ def exported(tmp_path_factory: pytest.TempPathFactory, name: str, db: str | Path
     root = built_once(tmp_path_factory, f"export-{name}", lambda r: references.export_file(name, r / "ref.duckdb"))
     shutil.copyfile(root / "ref.duckdb", db)
     return Path(db)
+
+
+def exported_through(tmp_path_factory: pytest.TempPathFactory, name: str, chunk: str, db: str | Path) -> Path:
+    """The shipped reference ``name`` as it stood once ``chunk`` (``chunk-NNNN``) was added, exported once per
+    session as :func:`exported` does, copied to ``db``: what a decision made then was made on."""
+    source = references.shipped_root() / name
+
+    def build(root: Path) -> None:
+        folder = root / name
+        folder.mkdir()
+        shutil.copyfile(source / "reference.json", folder / "reference.json")
+        for c in sorted(p for p in source.glob("chunk-*") if p.name <= chunk):
+            (folder / c.name).symlink_to(c.resolve(), target_is_directory=True)
+        references.export_file(str(folder), root / "ref.duckdb")
+
+    root = built_once(tmp_path_factory, f"export-{name}-{chunk}", build)
+    shutil.copyfile(root / "ref.duckdb", db)
+    return Path(db)
