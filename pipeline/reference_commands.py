@@ -57,7 +57,8 @@ def cmd_reference(args: argparse.Namespace) -> int:
     for name in names:
         ref = references.load(name)
         n = ref.df("SELECT count(*) AS n, count(DISTINCT dataset) AS d, count(DISTINCT model) AS m, "
-                   "(SELECT count(*) FROM ref_suite_cells) AS planned FROM ref_results")
+                   "(SELECT count(*) FROM ref_suite_cells) AS planned FROM ref_results "
+                   "WHERE cell_id IN (SELECT cell_id FROM ref_suite_cells)")
         print(f"{name}: suite {ref.suite!r}, {n.n[0]:,} of {n.planned[0]:,} planned cells, {n.d[0]} dataset"
               f"{'s' if n.d[0] != 1 else ''}, {n.m[0]} model{'s' if n.m[0] != 1 else ''} — attnbench run YOUR_SUITE.yaml --against {name}")
         print(f"  code: {_code_words(ref.code_versions())}")

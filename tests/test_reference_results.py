@@ -657,7 +657,7 @@ def test_a_plan_cut_after_a_chunk_shipped_is_the_references_plan_and_its_cells_r
     so that a cell it dropped is neither waiting to run nor, where it ran, scored beside the rest (its result stays
     in the chunks as history). Planned again later, it is planned again, with its result."""
     db, _ = reference
-    root = tmp_path / "references"
+    root = tmp_path / "chunk-0099" / "references"  # a folder above named like a chunk is not the chunks' order
     assert chunks.add_chunk(db, "cut", root=root).cells == 8
     cut = copy.deepcopy(REF_SUITE)
     cut["models"][1]["datasets_at"] = {64: ["wine"]}  # lightgbm at 64 rows: wine only, breast_cancer's cell dropped
@@ -674,6 +674,10 @@ def test_a_plan_cut_after_a_chunk_shipped_is_the_references_plan_and_its_cells_r
     assert ref.df("SELECT count(*) AS n FROM ref_suite_cells").n[0] == 7
     assert dropped[0] not in set(ref.df("SELECT cell_id FROM ref_suite_cells").cell_id)
     assert dropped[0] in set(ref.df("SELECT cell_id FROM ref_results").cell_id)  # history, in its chunk
+    splits = {tuple(r) for r in ref.df("SELECT DISTINCT dataset, split_key, repeat, fold, sample_size, seed FROM "
+                                       "ref_suite_cells").itertuples(index=False)}
+    done = set(ref.done_cells(splits).cell_id)  # what a run --against takes as done, and copies
+    assert len(done) == 7 and dropped[0] not in done
     exported = tmp_path / "exported.duckdb"
     assert references.export_file(str(root / "cut"), exported) == 7
     with duckdb.connect(str(exported), read_only=True) as con:
@@ -689,6 +693,7 @@ def test_a_plan_cut_after_a_chunk_shipped_is_the_references_plan_and_its_cells_r
     ref = references.load(str(root / "cut"))
     plan = ref.df("SELECT cell_id, count(*) AS n FROM ref_suite_cells GROUP BY 1")
     assert len(plan) == 8 and (plan.n == 1).all() and dropped[0] in set(plan.cell_id)
+    assert dropped[0] in set(ref.done_cells(splits).cell_id)
     assert references.export_file(str(root / "cut"), tmp_path / "whole.duckdb") == 8
     with pytest.raises(references.ReferenceError, match="nothing new"):
         chunks.add_chunk(again, "cut", root=root)

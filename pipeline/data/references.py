@@ -214,12 +214,13 @@ class Reference:
                                  f"{', '.join(map(str, self.protocol.get('sample_sizes', [])))})")
 
     def done_cells(self, splits: set[tuple[Any, ...]]) -> pd.DataFrame:
-        """cell_id, status and attempts of the reference's results on these splits (a user's entry
-        equal to a reference model's is the same cell: done)."""
+        """cell_id, status and attempts of the reference's results of planned cells on these splits (a user's
+        entry equal to a reference model's is the same cell: done; a cell its plan dropped is not the
+        reference's any more, and :meth:`copy_into` copies none of it)."""
         self._register_splits(splits)
         return self.df("SELECT r.cell_id, r.status, r.attempts FROM ref_results r JOIN user_splits USING "
-                       f"({', '.join(SPLIT)}) WHERE NOT list_contains(?, split_part(r.model, '+', 1))",
-                       [sorted(self.set_aside)])
+                       f"({', '.join(SPLIT)}) WHERE NOT list_contains(?, split_part(r.model, '+', 1)) "
+                       "AND r.cell_id IN (SELECT cell_id FROM ref_suite_cells)", [sorted(self.set_aside)])
 
     def _register_splits(self, splits: set[tuple[Any, ...]]) -> None:
         frame = pd.DataFrame(sorted(splits), columns=SPLIT) if splits else pd.DataFrame(columns=SPLIT)
@@ -356,7 +357,7 @@ def _current_plan(con: Any, chunks: list[Path]) -> None:
         return (f"read_parquet({files!r}, union_by_name = true, filename = true)" if files
                 else "(SELECT NULL::VARCHAR AS cell_id, NULL::VARCHAR AS filename WHERE false)")
 
-    chunk = "regexp_extract(filename, 'chunk-[0-9]+')"
+    chunk = "CAST(regexp_extract(filename, 'chunk-([0-9]+)/[^/]*$', 1) AS INTEGER)"  # the file's own folder
     con.execute(f"CREATE TABLE ref_suite_cells AS WITH p AS (SELECT *, {chunk} AS said FROM {read('suite_cells')}), "
                 f"u AS (SELECT cell_id, max({chunk}) AS said FROM {read('unplanned')} GROUP BY cell_id) "
                 "SELECT p.* EXCLUDE (filename, said) FROM p LEFT JOIN u USING (cell_id) "

@@ -141,7 +141,7 @@ def _kept(plan: Plan, size: int) -> str:
     kept, ranked = plan.kept(size), reach[::k]
     ranks = f"ranks 1, {1 + k}, {1 + 2 * k}, …" if len(ranked) > 1 else "rank 1 only"
     ran = [d for d in kept if d not in ranked]
-    also = f", and {len(ran)} whose planned cells there all ran ({', '.join(ran)})" if ran else ""
+    also = f", and {len(ran)} where cells had run ({', '.join(ran)})" if ran else ""
     return f"at {size:,} rows {ranks} of the {len(reach)} that reach it{also}, {len(kept)}: {', '.join(kept)}"
 
 
@@ -229,8 +229,8 @@ def replanned(rows: list[Price], families: dict[str, str], race: dict[int, int],
     verdict = ("" if plan.within else f" The rule cannot bring it within {budget:g}: every size it may cut keeps "
                "one dataset.")
     return (f"{head}, over the budget: the stated cut applies again, from every dataset at "
-            f"{', '.join(f'{s:,}' for s in cut_sizes)} rows ({whole.total:.1f} trial-hours in all; a dataset whose "
-            f"planned cells there all ran stays). It keeps {'; '.join(_kept(plan, s) for s in cut_sizes)}. "
+            f"{', '.join(f'{s:,}' for s in cut_sizes)} rows ({whole.total:.1f} trial-hours in all; a dataset where "
+            f"cells had run stays). It keeps {'; '.join(_kept(plan, s) for s in cut_sizes)}. "
             f"Planned: {plan.total:.1f} trial-hours in all (still to run: {_each(plan.by_size)}): for what is left, "
             f"{on_two_cores(plan.total - plan.spent)}.{verdict}")
 

@@ -3,6 +3,7 @@ cells against the study's own entry on the same splits, scaled by that entry's c
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -223,21 +224,23 @@ def test_the_command_prints_the_plan_against_its_cost_so_far(files, tmp_path_fac
 
 
 def _part_way(leaders: tuple[str, ...] = ()):
-    """A study part way, by hand. Entries 'a' and 'b' (attention, ratios 1 and 2) and 'net' (ratio 1), each at 10,
-    100 and 1,000 rows, one fold; the race takes 1 attention entry at 1,000 rows (``leaders``: those the study
-    plans there once it is decided). The base cost 1, 2, 3, 4 hours at 100 rows on p, q, r, s, and 10 and 20 at
-    1,000 rows on p and q. At 100 rows every entry ran q: 'a' took twice its price (4 h), the others theirs."""
+    """A study part way, by hand. Entries 'a' and 'b' (attention, ratios 1 and 2) and 'net' (ratio 1), one fold, at
+    10 and 100 rows, and at 1,000 rows at the ratio of 100 (carried up, as --extend prices it); the race takes 1
+    attention entry at 1,000 rows (``leaders``: those the study plans there once it is decided). The base cost 1,
+    2, 3, 4 hours at 100 rows on p, q, r, s, and 10 and 20 at 1,000 rows on p and q. At 100 rows every entry ran
+    q: 'a' took three times its price (6 h), the others theirs."""
     import pandas as pd
 
     from pipeline.models.kinds import ATTENTION, NETWORK
     from pipeline.report.stats.price import spent
 
     split = ["dataset", "sample_size", "repeat", "fold", "seed"]
-    rows = [_price(m, n, r, 1.0) for m, r in (("a", 1.0), ("b", 2.0), ("net", 1.0)) for n in (10, 100, 1000)]
+    rows = [dataclasses.replace(_price(m, n, r, 1.0), priced_at=min(n, 100))
+            for m, r in (("a", 1.0), ("b", 2.0), ("net", 1.0)) for n in (10, 100, 1000)]
     families = {"a": ATTENTION, "b": ATTENTION, "net": NETWORK}
     hours = {(100, "p"): 1, (100, "q"): 2, (100, "r"): 3, (100, "s"): 4, (1000, "p"): 10, (1000, "q"): 20, (10, "p"): 1}
     base = pd.DataFrame([(d, str(n), 0, 0, 0, h * 3600.0) for (n, d), h in hours.items()], columns=[*split, "seconds"])
-    took = {"a": 4.0, "b": 4.0, "net": 2.0}
+    took = {"a": 6.0, "b": 4.0, "net": 2.0}
     cells = pd.DataFrame([(d, "100", 0, 0, 0, m, d == "q", took[m] * 3600 if d == "q" else math.nan)
                           for d in "pqrs" for m in ("a", "b", "net")]
                          + [(d, "1000", 0, 0, 0, m, False, math.nan) for d in "pq" for m in ("net", *leaders)]
@@ -251,45 +254,48 @@ def test_part_way_the_cells_still_to_run_are_priced_at_what_their_entrys_cells_c
 
     rows, families, got, cells, base, _ = _part_way()
     assert {(x.model, x.sample_size): x.factor for x in got if x.factor == x.factor} == {
-        ("a", 100): pytest.approx(2.0), ("b", 100): pytest.approx(1.0), ("net", 100): pytest.approx(1.0)}
+        ("a", 100): pytest.approx(3.0), ("b", 100): pytest.approx(1.0), ("net", 100): pytest.approx(1.0)}
     cost = to_run(rows, families, {1000: 1}, got, cells, base)
-    # 100 rows on p, r, s (q ran): a 2 × 8, b 2 × 8, net 8; 1,000 rows: net 30 and the dearer attention entry, b
-    # (2 × 30; a has no cell there yet, so its price stands); 10 rows, not cut: net's one cell as planned
-    assert cost(planned_datasets(cells, [1000, 100])) == pytest.approx({10: 1.0, 100: 40.0, 1000: 90.0})
-    assert cost({1000: ["p"], 100: ["p", "q"]}) == pytest.approx({10: 1.0, 100: 5.0, 1000: 30.0})
+    # 100 rows on p, r, s (q ran): a 3 × 8, b 2 × 8, net 8. 1,000 rows: net 30 and the dearer attention entry: a,
+    # 1 × 3 × 30 (its spent ÷ price at 100 rows, where its ratio came from), over b's 2 × 30. 10 rows, not cut:
+    # net's one cell, as planned.
+    assert cost(planned_datasets(cells, [1000, 100])) == pytest.approx({10: 1.0, 100: 48.0, 1000: 120.0})
+    assert cost({1000: ["p"], 100: ["p", "q"]}) == pytest.approx({10: 1.0, 100: 6.0, 1000: 40.0})
+    # the raced size priced as a race where the map leaves it out (on the datasets the study plans there)
+    assert cost({100: list("pqrs")})[1000] == pytest.approx(120.0)
     # once the race is decided and its leader planned there, the leader is priced, not the dearest
-    rows, families, got, cells, base, _ = _part_way(leaders=("a",))
-    assert to_run(rows, families, {1000: 1}, got, cells, base)({1000: ["p", "q"]})[1000] == pytest.approx(60.0)
+    rows, families, got, cells, base, _ = _part_way(leaders=("b",))
+    assert to_run(rows, families, {1000: 1}, got, cells, base)({1000: ["p", "q"]})[1000] == pytest.approx(90.0)
 
 
 @pytest.mark.parametrize(("budget", "every", "kept_100", "total"),
-                         [(150.0, {1000: 1, 100: 1}, list("pqrs"), 141.0),
-                          (100.0, {1000: 2, 100: 1}, list("pqrs"), 81.0),
-                          (70.0, {1000: 2, 100: 2}, ["p", "q", "r"], 61.0),
-                          (55.0, {1000: 2, 100: 4}, ["p", "q"], 46.0)])
+                         [(200.0, {1000: 1, 100: 1}, list("pqrs"), 181.0),
+                          (110.0, {1000: 2, 100: 1}, list("pqrs"), 101.0),
+                          (80.0, {1000: 2, 100: 2}, ["p", "q", "r"], 77.0),
+                          (70.0, {1000: 2, 100: 4}, ["p", "q"], 59.0)])
 def test_part_way_the_stated_cut_applies_again_counting_what_was_spent(budget, every, kept_100, total):
-    """The rule's own steps (1,000 rows, then 100, every second before every third), on the spent 10 hours plus
-    the rest at each entry's spent ÷ price; q, whose cells at 100 rows all ran, stays whatever its rank (every
-    third keeps p and s, and q beside them: 66 hours, over 55; every fourth p alone, and q: 46)."""
+    """The rule's own steps (1,000 rows, then 100, every second before every third), on the spent 12 hours plus
+    the rest at each entry's spent ÷ price; q, where cells at 100 rows had run, stays whatever its rank (every
+    third keeps p and s, and q beside them: 83 hours, over 70; every fourth p alone, and q: 59)."""
     from pipeline.report.stats.price import replan
 
     rows, families, got, cells, base, study = _part_way()
     plan = replan(rows, families, {1000: 1}, got, cells, base, study, budget, [1000, 100])
-    assert plan.spent == pytest.approx(10.0) and plan.held == {100: ["q"], 1000: []}
+    assert plan.spent == pytest.approx(12.0) and plan.held == {100: ["q"], 1000: []}
     assert (plan.every, plan.kept(100), plan.total, plan.within) == (every, kept_100, pytest.approx(total), True)
-    assert not replan(rows, families, {1000: 1}, got, cells, base, study, 45.0, [1000, 100]).within  # 46 at best
+    assert not replan(rows, families, {1000: 1}, got, cells, base, study, 58.0, [1000, 100]).within  # 59 at best
 
 
 def test_part_way_the_plan_is_said_against_the_budget_and_cut_again_only_over_it():
     rows, families, got, cells, base, study = _part_way()
-    stands = price_text.replanned(rows, families, {1000: 1}, got, cells, base, study, 150.0, [1000, 100])
-    assert "As it stands: 141.0 trial-hours in all (still to run: 10 rows 1.0, 100 rows 40.0, 1,000 rows 90.0), " \
+    stands = price_text.replanned(rows, families, {1000: 1}, got, cells, base, study, 200.0, [1000, 100])
+    assert "As it stands: 181.0 trial-hours in all (still to run: 10 rows 1.0, 100 rows 48.0, 1,000 rows 120.0), " \
         "within the budget: it stands." in stands
-    again = price_text.replanned(rows, families, {1000: 1}, got, cells, base, study, 70.0, [1000, 100])
-    assert "141.0 trial-hours in all" in again and "over the budget: the stated cut applies again" in again
+    again = price_text.replanned(rows, families, {1000: 1}, got, cells, base, study, 80.0, [1000, 100])
+    assert "181.0 trial-hours in all" in again and "over the budget: the stated cut applies again" in again
     assert ("It keeps at 1,000 rows rank 1 only of the 2 that reach it, 1: p; at 100 rows ranks 1, 3, 5, … of the 4 "
-            "that reach it, and 1 whose planned cells there all ran (q), 3: p, q, r. Planned: 61.0 trial-hours in all "
-            "(still to run: 10 rows 1.0, 100 rows 20.0, 1,000 rows 30.0): for what is left, on 2 cores, at least 25.5 "
+            "that reach it, and 1 where cells had run (q), 3: p, q, r. Planned: 77.0 trial-hours in all "
+            "(still to run: 10 rows 1.0, 100 rows 24.0, 1,000 rows 40.0): for what is left, on 2 cores, at least 32.5 "
             "hours of wall time.") in again
-    kept = price_text.replanned(rows, families, {1000: 1}, got, cells, base, study, 55.0, [1000, 100])
-    assert "at 100 rows rank 1 only of the 4 that reach it, and 1 whose planned cells there all ran (q), 2: p, q" in kept
+    kept = price_text.replanned(rows, families, {1000: 1}, got, cells, base, study, 70.0, [1000, 100])
+    assert "at 100 rows rank 1 only of the 4 that reach it, and 1 where cells had run (q), 2: p, q" in kept

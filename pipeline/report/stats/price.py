@@ -237,32 +237,39 @@ def race_bound(rows: list[Price], families: Mapping[str, str], splits: pd.DataFr
 
 def to_run(rows: list[Price], families: Mapping[str, str], race: Mapping[int, int], got: list[Spent],
            cells: pd.DataFrame, base: pd.DataFrame) -> Callable[[dict[int, list[str]]], dict[int, float]]:
-    """Part way through a study, what its cells still to run cost at what its cells cost so far: per size, given the
-    datasets each size of the map runs on (every other size as planned), trial-hours. A cell is priced as the plan
-    priced it times its entry's spent ÷ price at that size (``got``; at a size none of its cells reached yet, at
-    the size its ratio came from; 1 where none ran); a size of the map is priced on the first repeat's splits of
-    its datasets, less the cells that ran, for the entries that run there: at a raced size the race's k leaders
-    once the study plans them, before that its k dearest attention entries, and every other entry. ``cells``: the
-    study's planned cells of the priced entries (:data:`SPLIT`, ``model``, ``run``); ``base``: the base's
-    finished cells (:data:`SPLIT`, ``seconds``)."""
-    factor = {(x.model, x.sample_size): x.factor for x in got if x.factor == x.factor}
+    """Part way through a study, what its cells still to run cost at what its cells cost so far: per size,
+    trial-hours, given the datasets each size of the map runs on (a raced size the map leaves out runs on the
+    datasets the study plans there; every other size as planned). A cell is priced as the plan priced it times its
+    entry's spent ÷ price at that size (``got``; at a size none of its cells reached yet, at the size its ratio
+    came from; 1 where none ran there either). A size of the map, and a raced size, is priced on the first
+    repeat's splits of its datasets, less the cells that ran, for the entries that run there: at a raced size the
+    race's k leaders once the study plans them, before that its k dearest attention entries, and every other
+    entry. ``cells``: the study's planned cells of the priced entries (:data:`SPLIT`, ``model``, ``run``);
+    ``base``: the base's finished cells (:data:`SPLIT`, ``seconds``)."""
+    measured = {(x.model, x.sample_size): x.factor for x in got if x.factor == x.factor}
+    came_from = {(p.model, p.sample_size): p.priced_at for p in rows}
+
+    def factor(model: str, size: int) -> float:
+        return measured.get((model, size), measured.get((model, came_from.get((model, size), size)), 1.0))
+
     cells = cells.assign(sample_size=cells.sample_size.astype(int))
     ran = {(m, int(s), d, int(f)) for m, s, d, f in cells[cells.run][["model", "sample_size", "dataset", "fold"]]
            .itertuples(index=False)}
     first = base.assign(sample_size=base.sample_size.astype(int))
     first = first[first.repeat.astype(int) == 0].groupby(["sample_size", "dataset", "fold"]).seconds.sum() / 3600
+    planned = planned_datasets(cells, sorted(race))
 
     def hours(p: Price, datasets: list[str]) -> float:
-        f = factor.get((p.model, p.sample_size), factor.get((p.model, p.priced_at), 1.0))
         there = first.loc[p.sample_size] if p.sample_size in first.index.get_level_values(0) else first.iloc[:0]
-        return p.ratio * f * float(sum(h for (d, fold), h in there.items()
-                                       if d in datasets and (p.model, p.sample_size, d, int(fold)) not in ran))
+        return p.ratio * factor(p.model, p.sample_size) * float(sum(
+            h for (d, fold), h in there.items() if d in datasets and (p.model, p.sample_size, d, int(fold)) not in ran))
 
     def cost(on: dict[int, list[str]]) -> dict[int, float]:
+        on = {**planned, **on}
         out = {x.sample_size: 0.0 for x in got}
         for x in got:
             if x.sample_size not in on:
-                out[x.sample_size] += x.rest * factor.get((x.model, x.sample_size), 1.0)
+                out[x.sample_size] += x.rest * factor(x.model, x.sample_size)
         for size, kept in on.items():
             priced = [p for p in rows if p.sample_size == size and p.ratio == p.ratio]
             entries = [hours(p, kept) for p in priced if size not in race or families.get(p.model) != ATTENTION]
@@ -287,10 +294,11 @@ def replan(rows: list[Price], families: Mapping[str, str], race: Mapping[int, in
            cells: pd.DataFrame, base: pd.DataFrame, study: pd.DataFrame, budget: float, sizes: list[int]) -> Plan:
     """The stated cut applied again part way through the study, at what its cells cost (docs/STUDY.md): every
     trial-hour spent so far counts, and the cells still to run are priced by :func:`to_run` on the datasets each
-    step keeps (:func:`thin`); a dataset whose planned cells at a size all ran stays there (``held``).
-    ``study``: the base's first repeat (``dataset``, ``sample_size``, ``seconds``), whose cost orders the datasets."""
+    step keeps (:func:`thin`); a dataset where a planned cell at a size has run stays there (``held``: nothing
+    that ran is dropped; its cells still to run there are priced). ``study``: the base's first repeat
+    (``dataset``, ``sample_size``, ``seconds``), whose cost orders the datasets."""
     cost = to_run(rows, families, race, got, cells, base)
     at = cells.assign(sample_size=cells.sample_size.astype(int))
-    held = {s: sorted(set(g.dataset) - set(g[~g.run].dataset)) for s, g in at.groupby("sample_size") if s in sizes}
+    held = {s: sorted(set(at[(at.sample_size == s) & at.run].dataset)) for s in sizes}
     return thin(reach_order(study, sizes), budget, lambda plan: cost({s: plan.kept(s) for s in plan.reach}), held,
                 sum(x.hours for x in got))
