@@ -22,6 +22,8 @@ from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Status, Verdict
 from pipeline.report.stats import standing
 from pipeline.report.stats.claims import mean_interval
 from pipeline.report.stats.verdicts import half_width, projected, ratio
+from pipeline.report.text import signed, thousands
+from pipeline.report.tuning_text import tuning
 
 ATTENTION, BOOSTING = "attention network", "best gradient boosting"
 OTHER_NETWORK = "best other network"
@@ -41,14 +43,6 @@ def pairs(db: str) -> pd.DataFrame:
         "USING (dataset, split_key, sample_size, model, versus_model) "
         "WHERE s.family_best AND s.family = ? AND s.versus = ? "
         "ORDER BY s.dataset, s.n_train", [ATTENTION, BOOSTING], prepare=temporary_views)
-
-
-def _f(x: float, signed: bool = True) -> str:
-    return "–" if x != x else (f"{x:+.3f}" if signed else f"{x:.3f}").replace("-", "−")
-
-
-def _size(n: float) -> str:
-    return f"{round(n):,}"
 
 
 def by_size(p: pd.DataFrame) -> list[dict[str, Any]]:
@@ -97,7 +91,7 @@ def summary(p: pd.DataFrame) -> str:
             f"(each picked by validation) is {words} of {len(big)} datasets ({'/'.join(map(str, splits))} "
             f"split{'' if splits == [1] else 's'} of "
             f"{'/'.join(map(str, folds))}-fold cross-validation{interim}; Nadeau–Bengio corrected 95% intervals, "
-            f"±{VERDICT_MARGIN} margin). Over datasets, the mean difference at each one's largest size is {_f(mean)} [{_f(lo)}, {_f(hi)}]; "
+            f"±{VERDICT_MARGIN} margin). Over datasets, the mean difference at each one's largest size is {signed(mean)} [{signed(lo)}, {signed(hi)}]; "
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
 
 
@@ -184,9 +178,9 @@ def still_undetermined(big: pd.DataFrame) -> list[str]:
             stays.append(str(r.dataset))
         if limit.verdict is Verdict.UNDETERMINED:
             never.append(str(r.dataset))
-        rows.append(f"| {r.dataset} | {n} of {cap} | {_f(r.diff)} | {_f(float(r.sd), signed=False)} | "
-                    f"±{_f(now, signed=False)} | ±{_f(at_cap.high - at_cap.diff, signed=False)} | "
-                    f"±{_f(floor, signed=False)} | {at_cap.verdict} |")
+        rows.append(f"| {r.dataset} | {n} of {cap} | {signed(r.diff)} | {signed(float(r.sd), sign=False)} | "
+                    f"±{signed(now, sign=False)} | ±{signed(at_cap.high - at_cap.diff, sign=False)} | "
+                    f"±{signed(floor, sign=False)} | {at_cap.verdict} |")
     caps = sorted({max(int(n), int(p)) for n, p in zip(und.n_splits, und.planned)})
     reached = int((und.n_splits >= und.planned).sum())
     cap_words = "/".join(map(str, caps))
@@ -253,7 +247,7 @@ def per_architecture(db: str) -> list[str]:
         for against in arch.AGAINST:
             cells += [arch.counts_text(r[f"{against} counts"]) if r[f"{against} n"] else "–",
                       "–" if r[f"{against} mean"] != r[f"{against} mean"] else
-                      f"{_f(r[f'{against} mean'])} [{_f(r[f'{against} low'])}, {_f(r[f'{against} high'])}]"]
+                      f"{signed(r[f'{against} mean'])} [{signed(r[f'{against} low'])}, {signed(r[f'{against} high'])}]"]
         rank = ("–" if r["mean_rank"] != r["mean_rank"] else
                 f"{r['mean_rank']:.2f} of {r['entries']} ({r['rank_datasets']} datasets)")
         out.append(f"| {r['model']} | {int(r['sample_size']):,} | {r['datasets']} | " + " | ".join(cells)
@@ -292,8 +286,8 @@ def configurations(db: str) -> list[str]:
             text = "–".join(str(c.verdicts[v.value]) for v in ORDER[:4])
             if c.verdicts[Verdict.NOT_CONVERGED.value]:
                 text += f" (+{c.verdicts[Verdict.NOT_CONVERGED.value]} not converged)"
-            out.append(f"| {model} | {base} | {_size(float(c.sample_size)) if c.sample_size.isdigit() else c.sample_size} "
-                       f"| {c.datasets} | {c.splits} | {text} | {_f(c.mean)} [{_f(c.low)}, {_f(c.high)}] | "
+            out.append(f"| {model} | {base} | {thousands(float(c.sample_size)) if c.sample_size.isdigit() else c.sample_size} "
+                       f"| {c.datasets} | {c.splits} | {text} | {signed(c.mean)} [{signed(c.low)}, {signed(c.high)}] | "
                        f"×{c.cost_ratio:.2f} ({c.hours:.2f} vs {c.base_hours:.2f}) |")
     if len(out) == 2:
         return []
@@ -346,72 +340,6 @@ def claims(db: str) -> list[str]:
     return out
 
 
-def tuning(db: str, name: str) -> str:
-    """What tuning changes, where the file holds models both at their defaults and searched: the Tuning page's
-    *Tuned beside defaults* (:mod:`pipeline.report.stats.tuned`, the same functions) in Markdown. Per dataset
-    each searched model's test score at defaults and tuned; per model tuned − default with its verdict; per
-    family its best against the best boosting model at defaults and tuned, the same models both ways. Empty
-    where nothing was searched."""
-    from pipeline.models.kinds import BOOSTING, families
-    from pipeline.report.data import ReportData
-    from pipeline.report.stats import aggregate as agg
-    from pipeline.report.stats import tuned as tn
-
-    searched = Store(db, create=False).query("SELECT cell_id FROM trials GROUP BY cell_id HAVING count(DISTINCT suggestion) > 1 LIMIT 1")
-    if searched.empty:  # no cell ran a search: nothing to read the whole file for
-        return ""
-    data = ReportData.load(db)
-    found = tn.entries(data.cells, data.trials)
-    if not found.pairs:
-        return ""
-    cells = tn.slice_cells(data.cells, found)
-    pooled = min((data.folds(d, k) for d, k in set(zip(cells.dataset, cells.split_key))), default=2)
-    pairs = tn.pairs_table(cells, found, folds=pooled)
-    ok = cells[(cells.status == Status.OK) & cells.score.notna()]
-    score = ok.pivot_table(index=["dataset", "sample_size"], columns="model", values="score", aggfunc="mean")
-    folds = cells.groupby(["dataset", "sample_size"])[["repeat", "fold"]].apply(lambda g: len(g.drop_duplicates()))
-    n_folds = sorted({int(x) for x in folds})
-    each = "one fold" if n_folds == [1] else f"{'/'.join(map(str, n_folds))} folds"
-
-    def moved(default: float, tuned: float) -> str:
-        text = f"{default:.4f} → {tuned:.4f}"
-        return f"**{text}**" if abs(tuned - default) > VERDICT_MARGIN else text
-
-    out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->",
-           f"Each model searched (the configuration its search selected by validation) beside its entry at defaults, "
-           f"on the splits the searches ran: {len(score)} tasks, {each} each. Test "
-           f"score (accuracy or R²), default → tuned; bold where tuning moved it past ±{VERDICT_MARGIN}:", "",
-           "| dataset | training rows | " + " | ".join(t for _, t in found.pairs) + " |",
-           "| --- | ---: |" + " --- |" * len(found.pairs)]
-    order = {z: i for i, z in enumerate(agg.size_order(list(score.index.get_level_values("sample_size"))))}
-    for (dataset, size), r in sorted(score.iterrows(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
-        out.append(f"| {dataset} | {size if size == 'all' else _size(float(size))} | " + " | ".join(
-            moved(r[d], r[t]) if d in r and t in r and r[d] == r[d] and r[t] == r[t] else "–"
-            for d, t in found.pairs) + " |")
-    out += ["", f"Tuned − default per model, over those splits (interval: corrected as for {pooled}-fold "
-            "cross-validation, the smallest design's, as the Tuning page pools them):", "",
-            f"| searched | splits | default | tuned | tuned − default [95% CI] | verdict | better / within ±{VERDICT_MARGIN} / "
-            "worse | failed |", "| --- | ---: | ---: | ---: | --- | --- | --- | ---: |"]
-    for r in pairs.itertuples(index=False):
-        out.append(f"| {r.tuned} | {r.splits} | {r.default:.4f} | {r.tuned_score:.4f} | {_f(r.diff)} [{_f(r.low)}, "
-                   f"{_f(r.high)}] | {r.verdict} | {r.better} / {r.within} / {r.worse} | {r.failed} |")
-    for family in [f for f in families(data.kinds) if f != BOOSTING]:
-        g = tn.gaps(cells, data.family, found, family, data.folds)
-        if g.empty:
-            continue
-        sums = {side: tn.gap_summary(g, side) for side in ("default", "tuned")}
-        out += ["", f"The best {family} − the best gradient-boosting model, the same models both ways, over the "
-                f"{sums['default']['n']} tasks: at defaults {_f(float(sums['default']['mean']))} "
-                f"[{_f(float(sums['default']['low']))}, {_f(float(sums['default']['high']))}] ("
-                f"{tn.gap_words(sums['default'])}); tuned {_f(float(sums['tuned']['mean']))} "
-                f"[{_f(float(sums['tuned']['low']))}, {_f(float(sums['tuned']['high']))}] ({tn.gap_words(sums['tuned'])}); "
-                "95% t-intervals over the tasks (different datasets)."]
-    spent = data.trials[data.trials.model.isin([t for _, t in found.pairs])].groupby("model").seconds.sum() / 3600
-    out += ["", f"The searches' cost, their trials' own time: {spent.sum():.1f} trial-hours; "
-            + ", ".join(f"{m} {h:.1f}" for m, h in spent.sort_values(ascending=False).items()) + "."]
-    return "\n".join(out) + "\n"
-
-
 # A block of README.md or docs/*.md that holds what `attnbench answer REF` prints (whole, or one part of it):
 # tools/print_answers.py rewrites them, tests/test_answer.py checks them.
 DOC_BLOCK = r"(<!-- answer (?P<what>summary |tuning |claims )?(?P<ref>[\w-]+) -->\n)(?P<text>.*?)(<!-- /answer -->)"
@@ -445,15 +373,15 @@ def markdown(db: str, name: str) -> str:
            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in by_size(p):
         out.append(f"| {r['size']:,} | {r['n']} | " + " | ".join(str(r[v.value]) for v in ORDER)
-                   + f" | {_f(r['mean'])} [{_f(r['lo'])}, {_f(r['hi'])}] |")
+                   + f" | {signed(r['mean'])} [{signed(r['lo'])}, {signed(r['hi'])}] |")
     out += ["", "Each dataset at its largest size (difference: attention − boosting test accuracy or R², mean over "
             "splits; interval: Nadeau–Bengio corrected 95%):", "",
             "| dataset | OpenML | rows | training rows | attention | boosting | difference [95% CI] | splits | verdict |",
             "| --- | ---: | ---: | ---: | --- | --- | --- | ---: | --- |"]
     for r in big.itertuples(index=False):
         oid = "–" if pd.isna(r.openml_id) else str(int(r.openml_id))
-        out.append(f"| {r.dataset} | {oid} | {int(r.n_rows):,} | {_size(r.n_train)} | {r.model} | {r.versus_model} | "
-                   f"{_f(r.diff)} [{_f(r.lo)}, {_f(r.hi)}] | {int(r.n_splits)} | {r.verdict} |")
+        out.append(f"| {r.dataset} | {oid} | {int(r.n_rows):,} | {thousands(r.n_train)} | {r.model} | {r.versus_model} | "
+                   f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}] | {int(r.n_splits)} | {r.verdict} |")
     spread = still_undetermined(big)
     if spread:
         out += ["", *spread]

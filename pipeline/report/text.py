@@ -1,0 +1,13 @@
+"""Numbers as the Markdown answers write them (``attnbench answer``, its tuning block)."""
+
+from __future__ import annotations
+
+
+def signed(x: float, sign: bool = True) -> str:
+    """A difference to three decimals, its sign always shown (``sign``) and a true minus; a dash for none."""
+    return "–" if x != x else (f"{x:+.3f}" if sign else f"{x:.3f}").replace("-", "−")
+
+
+def thousands(n: float) -> str:
+    """A count of rows, whole, with thousands separators."""
+    return f"{round(n):,}"
