@@ -398,6 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a size the cut may thin, in the order given (default: the --extend sizes, then the pilot's largest)")
     p.add_argument("--so-far", action="store_true",
                    help="instead: what the study's cells of these entries cost so far against that price, and the rest")
+    p.add_argument("--thin", action="store_true",
+                   help="with --so-far and --budget: over the budget, thin the datasets the plan keeps now (the same "
+                        "steps), rather than cut from every dataset")
     p.set_defaults(func=cmd_price)
 
     p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")

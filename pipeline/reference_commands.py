@@ -112,7 +112,7 @@ def cmd_price(args: argparse.Namespace) -> int:
         try:
             print(markdown(pilot, study, args.pilot, args.study, base=args.base, extend=args.extend,
                            race=dict(args.race or []), budget=args.budget, cut_sizes=args.cut, entries=args.entries,
-                           so_far=args.so_far),
+                           so_far=args.so_far, thin=args.thin),
                   end="")
         except ValueError as e:
             raise AttnbenchError(str(e)) from None

@@ -58,7 +58,7 @@ def price_blocks(text: str, exported: Exported) -> str:
         a = build_parser().parse_args(["price", *shlex.split(m["args"])])
         out = price_text.markdown(exported(a.pilot), exported(a.study), a.pilot, a.study, base=a.base, extend=a.extend,
                                   race=dict(a.race or []), budget=a.budget, cut_sizes=a.cut, entries=a.entries,
-                                  so_far=a.so_far)
+                                  so_far=a.so_far, thin=a.thin)
         return m.group(1) + out + m.group(4)
 
     return PRICE_BLOCK.sub(one, text)

@@ -57,7 +57,8 @@ def entries_and_cells(pilot_db: str, study_db: str, base: str,
 
 def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, base: str = "ft_transformer",
              extend: list[int] | None = None, race: dict[int, int] | None = None, budget: float | None = None,
-             cut_sizes: list[int] | None = None, entries: list[str] | None = None, so_far: bool = False) -> str:
+             cut_sizes: list[int] | None = None, entries: list[str] | None = None, so_far: bool = False,
+             thin: bool = False) -> str:
     """The price table and its total; with ``race`` (size → k) or ``budget``, the plan below it: the race's
     upper bound at those sizes and the stated cut (:func:`pipeline.report.stats.price.cut`) over ``cut_sizes``.
     ``entries``: the entries to price (default: the pilot's the study does not hold, :func:`entries_and_cells`).
@@ -79,11 +80,12 @@ def markdown(pilot_db: str, study_db: str, pilot_name: str, study_name: str, bas
            f"{''.join(f' --race {n}={k}' for n, k in sorted((race or {}).items()))}"
            f"{f' --budget {budget:g}' if budget is not None else ''}"
            f"{''.join(f' --cut {n}' for n in (cut_sizes or []))}"
-           f"{''.join(f' --entry {m}' for m in (entries or []))}{' --so-far' if so_far else ''}` -->"]
+           f"{''.join(f' --entry {m}' for m in (entries or []))}{' --so-far' if so_far else ''}"
+           f"{' --thin' if thin else ''}` -->"]
     families = {m: family_of(k) for m, k in pilot.drop_duplicates("model")[["model", "model_kind"]].itertuples(index=False)}
     if so_far:
         return "\n".join([*out, *so_far_lines(study_db, pilot_name, study_name, base, rows, families, race or {},
-                                               study, budget, cut_sizes)]) + "\n"
+                                               study, budget, cut_sizes, thin)]) + "\n"
     out += [f"Each entry new to {study_name}, priced on the pilot {pilot_name} against {base} (the study's "
            "own, on the same splits; trial-hours: each cell's whole search), scaled by what the base cost over the "
            "study's first repeat at that size:", "",
@@ -134,7 +136,7 @@ def planned(rows: list[Price], families: dict[str, str], study: pd.DataFrame, ra
                   f"{on_two_cores(plan.total)}.{verdict}"]
 
 
-def _kept(plan: Plan, size: int) -> str:
+def _kept(plan: Plan, size: int, of: str = "that reach it") -> str:
     k, reach = plan.every[size], plan.reach[size]
     if k == 1:
         return f"all {len(reach)} datasets at {size:,} rows"
@@ -142,7 +144,7 @@ def _kept(plan: Plan, size: int) -> str:
     ranks = f"ranks 1, {1 + k}, {1 + 2 * k}, …" if len(ranked) > 1 else "rank 1 only"
     ran = [d for d in kept if d not in ranked]
     also = f", and {len(ran)} where cells had run ({', '.join(ran)})" if ran else ""
-    return f"at {size:,} rows {ranks} of the {len(reach)} that reach it{also}, {len(kept)}: {', '.join(kept)}"
+    return f"at {size:,} rows {ranks} of the {len(reach)} {of}{also}, {len(kept)}: {', '.join(kept)}"
 
 
 def totals(rows: list[Price]) -> str:
@@ -183,7 +185,7 @@ def part_way(study_db: str, base: str, rows: list[Price]) -> tuple[list[Spent], 
 
 def so_far_lines(study_db: str, pilot_name: str, study_name: str, base: str, rows: list[Price],
                  families: dict[str, str], race: dict[int, int], study: pd.DataFrame | None = None,
-                 budget: float | None = None, cut_sizes: list[int] | None = None) -> list[str]:
+                 budget: float | None = None, cut_sizes: list[int] | None = None, thin: bool = False) -> list[str]:
     """Part way through the study: per priced entry and size, what its cells cost so far against the plan's price
     of the same cells, and the price of those still to run, as priced and at the spent ÷ price so far
     (:func:`pipeline.report.stats.price.spent`); a race whose leaders the study does not plan yet, priced as its
@@ -202,21 +204,22 @@ def so_far_lines(study_db: str, pilot_name: str, study_name: str, base: str, row
                    f"{_hours(x.priced)} | {factor} | {_hours(x.rest)} | {_hours(_at_factor(x))} |")
     out += ["", _so_far_total(got), *_race_lines(rows, families, race, cells, base_cells)]
     if budget is not None and study is not None:
-        out += ["", replanned(rows, families, race, got, cells, base_cells, study, budget, cut_sizes or [])]
+        out += ["", replanned(rows, families, race, got, cells, base_cells, study, budget, cut_sizes or [], thin)]
     return out
 
 
 def replanned(rows: list[Price], families: dict[str, str], race: dict[int, int], got: list[Spent],
               cells: pd.DataFrame, base_cells: pd.DataFrame, study: pd.DataFrame, budget: float,
-              cut_sizes: list[int]) -> str:
+              cut_sizes: list[int], thin: bool = False) -> str:
     """Part way, the plan as it stands at what the cells cost (:func:`pipeline.report.stats.price.to_run`) against
-    the budget; over it, the stated cut applied again (:func:`pipeline.report.stats.price.replan`): what it keeps
-    and the plan's total."""
+    the budget; over it, the stated cut applied again (:func:`pipeline.report.stats.price.replan`), from every
+    dataset, or with ``thin`` to the datasets the plan keeps now: what it keeps and the plan's total."""
     if not cut_sizes:
         raise ValueError("--budget with --so-far sets the plan against the budget: name the sizes the cut may thin "
                          "(--cut)")
     sunk = sum(x.hours for x in got)
-    now = to_run(rows, families, race, got, cells, base_cells)(planned_datasets(cells, cut_sizes))
+    current = planned_datasets(cells, cut_sizes)
+    now = to_run(rows, families, race, got, cells, base_cells)(current)
     raced = "".join(f", the race's {k} leaders at {n:,} rows as the {k} attention entries that would cost most there "
                     "(its leaders, once the study plans them)" for n, k in sorted(race.items()))
     head = (f"The plan against the budget of {budget:g} trial-hours, at what the cells cost (docs/STUDY.md): the "
@@ -224,13 +227,19 @@ def replanned(rows: list[Price], families: dict[str, str], race: dict[int, int],
             f"As it stands: {sunk + sum(now.values()):.1f} trial-hours in all (still to run: {_each(now)})")
     if sunk + sum(now.values()) <= budget:
         return f"{head}, within the budget: it stands."
-    whole = replan(rows, families, race, got, cells, base_cells, study, math.inf, cut_sizes)
-    plan = replan(rows, families, race, got, cells, base_cells, study, budget, cut_sizes)
+    plan = replan(rows, families, race, got, cells, base_cells, study, budget, cut_sizes, current if thin else None)
     verdict = ("" if plan.within else f" The rule cannot bring it within {budget:g}: every size it may cut keeps "
                "one dataset.")
-    return (f"{head}, over the budget: the stated cut applies again, from every dataset at "
-            f"{', '.join(f'{s:,}' for s in cut_sizes)} rows ({whole.total:.1f} trial-hours in all; a dataset where "
-            f"cells had run stays). It keeps {'; '.join(_kept(plan, s) for s in cut_sizes)}. "
+    if thin:
+        start = (f"the stated cut's steps thin the datasets it keeps at {', '.join(f'{s:,}' for s in cut_sizes)} "
+                 "rows, in the same order, never bringing back one an earlier cut dropped (a dataset where cells had "
+                 "run stays)")
+    else:
+        whole = replan(rows, families, race, got, cells, base_cells, study, math.inf, cut_sizes)
+        start = (f"the stated cut applies again, from every dataset at {', '.join(f'{s:,}' for s in cut_sizes)} rows "
+                 f"({whole.total:.1f} trial-hours in all; a dataset where cells had run stays)")
+    of = "it kept" if thin else "that reach it"
+    return (f"{head}, over the budget: {start}. It keeps {'; '.join(_kept(plan, s, of) for s in cut_sizes)}. "
             f"Planned: {plan.total:.1f} trial-hours in all (still to run: {_each(plan.by_size)}): for what is left, "
             f"{on_two_cores(plan.total - plan.spent)}.{verdict}")
 

@@ -299,3 +299,18 @@ def test_part_way_the_plan_is_said_against_the_budget_and_cut_again_only_over_it
             "hours of wall time.") in again
     kept = price_text.replanned(rows, families, {1000: 1}, got, cells, base, study, 70.0, [1000, 100])
     assert "at 100 rows rank 1 only of the 4 that reach it, and 1 where cells had run (q), 2: p, q" in kept
+
+
+def test_part_way_a_plan_thinned_only_drops_datasets_never_brings_one_back():
+    """With ``thin_from`` (--thin) the steps run over the datasets the plan keeps now: p, dropped by an earlier cut,
+    stays out (cutting from every dataset would keep it, rank 1), r goes, q (its cells ran) and s stay."""
+    from pipeline.report.stats.price import replan
+
+    rows, families, got, cells, base, study = _part_way()
+    now = {1000: ["p", "q"], 100: ["q", "r", "s"]}
+    plan = replan(rows, families, {1000: 1}, got, cells, base, study, 80.0, [1000, 100], now)
+    assert (plan.every, plan.kept(1000), plan.kept(100), plan.total) == (
+        {1000: 2, 100: 2}, ["p"], ["q", "s"], pytest.approx(77.0))
+    assert "p" in replan(rows, families, {1000: 1}, got, cells, base, study, 80.0, [1000, 100]).kept(100)
+    text = price_text.replanned(rows, families, {1000: 1}, got, cells, base, study, 80.0, [1000, 100], thin=True)
+    assert "the stated cut's steps thin the datasets it keeps at 1,000, 100 rows" in text and "every dataset" not in text

@@ -291,14 +291,20 @@ def planned_datasets(cells: pd.DataFrame, sizes: list[int]) -> dict[int, list[st
 
 
 def replan(rows: list[Price], families: Mapping[str, str], race: Mapping[int, int], got: list[Spent],
-           cells: pd.DataFrame, base: pd.DataFrame, study: pd.DataFrame, budget: float, sizes: list[int]) -> Plan:
+           cells: pd.DataFrame, base: pd.DataFrame, study: pd.DataFrame, budget: float, sizes: list[int],
+           thin_from: dict[int, list[str]] | None = None) -> Plan:
     """The stated cut applied again part way through the study, at what its cells cost (docs/STUDY.md): every
     trial-hour spent so far counts, and the cells still to run are priced by :func:`to_run` on the datasets each
     step keeps (:func:`thin`); a dataset where a planned cell at a size has run stays there (``held``: nothing
     that ran is dropped; its cells still to run there are priced). ``study``: the base's first repeat
-    (``dataset``, ``sample_size``, ``seconds``), whose cost orders the datasets."""
+    (``dataset``, ``sample_size``, ``seconds``), whose cost orders the datasets. ``thin_from`` (per size, the
+    datasets the plan keeps now): thin those, by the same steps in the same order, instead of cutting from every
+    dataset, so that a later cut only drops datasets and never brings back one an earlier cut dropped."""
     cost = to_run(rows, families, race, got, cells, base)
     at = cells.assign(sample_size=cells.sample_size.astype(int))
     held = {s: sorted(set(at[(at.sample_size == s) & at.run].dataset)) for s in sizes}
-    return thin(reach_order(study, sizes), budget, lambda plan: cost({s: plan.kept(s) for s in plan.reach}), held,
+    reach = reach_order(study, sizes)
+    if thin_from is not None:
+        reach = {s: [d for d in reach[s] if d in set(thin_from.get(s, []))] for s in sizes}
+    return thin(reach, budget, lambda plan: cost({s: plan.kept(s) for s in plan.reach}), held,
                 sum(x.hours for x in got))
