@@ -63,9 +63,11 @@ ENTRIES = ["cbam_cnn", "cnn_attention", "cnn_transformer", "cross_attention_se",
            "single_head_attention", "tab_transformer", "tabm"]
 
 
-# The plan was cut again part way, on the shipped chunks through this one (docs/STUDY.md, "The plan against the
-# budget, part way"; the suite's header).
+# The plan was cut again part way, on the shipped chunks through the first of these, from every dataset; then
+# thinned on the chunks through each later one (docs/STUDY.md, "The plan against the budget, part way"; the
+# suite's header).
 REPLANNED_AFTER = "chunk-0031"
+THINNED_AFTER = ["chunk-0032"]
 
 
 def test_the_studys_new_entries_run_where_the_stated_cut_keeps(study_db: str, tmp_path: Path, tmp_path_factory):
@@ -92,6 +94,18 @@ def test_the_studys_new_entries_run_where_the_stated_cut_keeps(study_db: str, tm
     assert price.planned_datasets(planned, [4096])[4096] == sorted(first.kept(4096))  # it stood as first planned
     plan = price.replan(rows, families, {10000: 3}, got, planned, base, study, 80.0, [10000, 4096])
     assert plan.within and plan.every == {10000: 4, 4096: 3}
+    totals = [(stood, plan.total)]
+    for chunk in THINNED_AFTER:  # then thinned: the plan as it stood then is the last cut's, thinned if over
+        then = str(exported_through(tmp_path_factory, "study-every-dataset", chunk, tmp_path / f"{chunk}.duckdb"))
+        got, planned, base = price_text.part_way(then, "ft_transformer", rows)
+        now = price.planned_datasets(planned, [10000, 4096])
+        assert {s: sorted(plan.kept(s)) for s in (10000, 4096)} == now
+        stood = sum(x.hours for x in got) + sum(price.to_run(rows, families, {10000: 3}, got, planned, base)(now)
+                                                .values())
+        assert stood > 80.0
+        plan = price.replan(rows, families, {10000: 3}, got, planned, base, study, 80.0, [10000, 4096], now)
+        assert plan.within and set(plan.kept(10000)) < set(now[10000]) and set(plan.kept(4096)) <= set(now[4096])
+        totals.append((stood, plan.total))
     suite = load_suite(REPO / "suites" / "study-every-dataset.yaml")
     new = {m.key: m for m in suite.models if m.key in ENTRIES}
     assert sorted(new) == ENTRIES and all(m.repeats == 1 for m in new.values())
@@ -105,8 +119,9 @@ def test_the_studys_new_entries_run_where_the_stated_cut_keeps(study_db: str, tm
     header = " ".join(line.lstrip("# ") for line in
                       (REPO / "suites" / "study-every-dataset.yaml").read_text(encoding="utf-8").splitlines())
     assert f"planned {first.total:.1f} trial-hours" in header
-    assert f"the plan stood at {stood:.1f} trial-hours in all" in header
-    assert f"planned {plan.total:.1f} trial-hours in all" in header
+    for stood, total in totals:
+        assert f"the plan stood at {stood:.1f} trial-hours in all" in header
+        assert f"planned {total:.1f} trial-hours in all" in header
 
 
 def attention_entries(store: Store) -> list[str]:
