@@ -18,7 +18,7 @@ from pipeline.defaults import DEFAULT_DB, DEFAULT_REPORTS, db_option
 from pipeline.errors import AttnbenchError, ClusterLost
 from pipeline.interrupts import sigterm_as_interrupt
 from pipeline.records import RunStatus
-from pipeline.reference_commands import cmd_answer, cmd_price, cmd_reference
+from pipeline.reference_commands import add_price_parser, cmd_answer, cmd_reference
 
 
 def _add_openml(p: argparse.ArgumentParser) -> None:
@@ -255,14 +255,6 @@ def duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _race(text: str) -> tuple[int, int]:
-    """An argparse type: ``ROWS=K``, a training size and how many entries run there."""
-    rows, _, k = text.partition("=")
-    if not (rows.isdigit() and k.isdigit() and int(k) > 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: give ROWS=K, e.g. 10000=3")
-    return int(rows), int(k)
-
-
 def count(low: int, what: str) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``low``."""
     def parse(text: str) -> int:
@@ -381,27 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ref", metavar="REF", help="a shipped reference's name, a reference folder, or a results file")
     p.set_defaults(func=cmd_answer)
 
-    p = sub.add_parser("price", help="price the entries a study does not run yet, from a pilot's cells (trial-hours)")
-    p.add_argument("pilot", metavar="PILOT", help="the pilot: a shipped reference's name, a folder, or a results file")
-    p.add_argument("study", metavar="STUDY", help="the study it prices for (the same three forms)")
-    p.add_argument("--base", default="ft_transformer", help="the study's entry the pilot also ran (default: ft_transformer)")
-    p.add_argument("--extend", type=int, action="append", metavar="ROWS",
-                   help="also price this training size the pilot did not run, by each entry's ratio at its largest")
-    p.add_argument("--race", type=_race, action="append", metavar="ROWS=K",
-                   help="at ROWS only K attention entries run (a race's leaders): priced as the K dearest there")
-    p.add_argument("--budget", type=float, metavar="HOURS",
-                   help="cut datasets by the study's stated rule while the plan projects more trial-hours than this "
-                        "(with --so-far: the plan as it stands against it, at what its cells cost, and cut again if over)")
-    p.add_argument("--entry", action="append", metavar="NAME", dest="entries",
-                   help="price this entry (default: every one of the pilot's the study does not hold yet)")
-    p.add_argument("--cut", type=int, action="append", metavar="ROWS",
-                   help="a size the cut may thin, in the order given (default: the --extend sizes, then the pilot's largest)")
-    p.add_argument("--so-far", action="store_true",
-                   help="instead: what the study's cells of these entries cost so far against that price, and the rest")
-    p.add_argument("--thin", action="store_true",
-                   help="with --so-far and --budget: over the budget, thin the datasets the plan keeps now (the same "
-                        "steps), rather than cut from every dataset")
-    p.set_defaults(func=cmd_price)
+    add_price_parser(sub)
 
     p = sub.add_parser("models", help="list the models: kind, where each comes from, what it can do")
     p.add_argument("suite", nargs="?", help="also list the models this suite file declares by import path")

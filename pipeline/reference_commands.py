@@ -128,3 +128,36 @@ def _export_reference(name: str, db: str) -> int:
     n = references.export_file(name, db)
     print(f"reference {name}: {n:,} cell{'s' if n != 1 else ''} → {db}; its report: attnbench report{db_option(db)}")
     return 0
+
+
+def add_price_parser(sub: Any) -> None:
+    """``attnbench price``'s arguments, on the command line's subcommands ``sub``."""
+    p = sub.add_parser("price", help="price the entries a study does not run yet, from a pilot's cells (trial-hours)")
+    p.add_argument("pilot", metavar="PILOT", help="the pilot: a shipped reference's name, a folder, or a results file")
+    p.add_argument("study", metavar="STUDY", help="the study it prices for (the same three forms)")
+    p.add_argument("--base", default="ft_transformer", help="the study's entry the pilot also ran (default: ft_transformer)")
+    p.add_argument("--extend", type=int, action="append", metavar="ROWS",
+                   help="also price this training size the pilot did not run, by each entry's ratio at its largest")
+    p.add_argument("--race", type=_race, action="append", metavar="ROWS=K",
+                   help="at ROWS only K attention entries run (a race's leaders): priced as the K dearest there")
+    p.add_argument("--budget", type=float, metavar="HOURS",
+                   help="cut datasets by the study's stated rule while the plan projects more trial-hours than this "
+                        "(with --so-far: the plan as it stands against it, at what its cells cost, and cut again if over)")
+    p.add_argument("--entry", action="append", metavar="NAME", dest="entries",
+                   help="price this entry (default: every one of the pilot's the study does not hold yet)")
+    p.add_argument("--cut", type=int, action="append", metavar="ROWS",
+                   help="a size the cut may thin, in the order given (default: the --extend sizes, then the pilot's largest)")
+    p.add_argument("--so-far", action="store_true",
+                   help="instead: what the study's cells of these entries cost so far against that price, and the rest")
+    p.add_argument("--thin", action="store_true",
+                   help="with --so-far and --budget: over the budget, thin the datasets the plan keeps now (the same "
+                        "steps), rather than cut from every dataset")
+    p.set_defaults(func=cmd_price)
+
+
+def _race(text: str) -> tuple[int, int]:
+    """An argparse type: ``ROWS=K``, a training size and how many entries run there."""
+    rows, _, k = text.partition("=")
+    if not (rows.isdigit() and k.isdigit() and int(k) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: give ROWS=K, e.g. 10000=3")
+    return int(rows), int(k)

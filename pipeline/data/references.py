@@ -318,9 +318,9 @@ def load(ref: str, option: str = "") -> Reference:
     if not chunks:
         raise ReferenceError(f"{option + ' ' if option else ''}{ref}: {path} holds no chunk of results")
     for table in TABLES:
-        files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))  # chunk-NNNN: the chunks' order
         if table in PLAN_TABLES:
             continue
+        files = _chunk_files(chunks, table)
         if files and table in LATEST:
             con.execute(f"CREATE TABLE ref_{table} AS SELECT * EXCLUDE (filename) FROM read_parquet(?, union_by_name "
                         f"= true, filename = true) QUALIFY row_number() OVER (PARTITION BY {LATEST[table]} ORDER BY "
@@ -348,12 +348,17 @@ def export_file(ref: str, db: str | Path) -> int:
     return n
 
 
+def _chunk_files(chunks: list[Path], table: str) -> list[str]:
+    """A table's Parquet files in every chunk, in the chunks' order (chunk-NNNN; a table split in parts, in order)."""
+    return sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))
+
+
 def _current_plan(con: Any, chunks: list[Path]) -> None:
     """``ref_suite_cells``: each cell's latest word among the chunks, planned (its plan row) or not any more
     (``unplanned``: the suite's plan was cut, or an entry changed or removed, since a chunk planned it). A cell
     unplanned and planned again is planned. Chunks from before ``unplanned`` existed only ever planned."""
     def read(table: str) -> str:
-        files = sorted(str(f) for c in chunks for f in c.glob(f"{table}*.parquet"))
+        files = _chunk_files(chunks, table)
         return (f"read_parquet({files!r}, union_by_name = true, filename = true)" if files
                 else "(SELECT NULL::VARCHAR AS cell_id, NULL::VARCHAR AS filename WHERE false)")
 

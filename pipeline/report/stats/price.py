@@ -110,7 +110,7 @@ class Plan:
     every: dict[int, int]  # per size cut: keep ranks 1, 1 + k, 1 + 2k, … of ``reach`` (1: every dataset)
     by_size: dict[int, float]  # projected trial-hours per size, on the datasets kept (part way: still to run)
     budget: float
-    held: dict[int, list[str]] = field(default_factory=dict)  # part way: kept whatever the rank, their cells all ran
+    held: dict[int, list[str]] = field(default_factory=dict)  # part way: kept whatever the rank, where cells had run
     spent: float = 0.0  # part way: the trial-hours spent so far, on every cell that ran
 
     def kept(self, size: int) -> list[str]:
@@ -126,10 +126,15 @@ class Plan:
         return self.total <= self.budget
 
 
+def base_hours(study: pd.DataFrame) -> pd.Series:
+    """The base's trial-hours per (size, dataset) over the study (``dataset``, ``sample_size``, ``seconds``)."""
+    return study.assign(sample_size=study.sample_size.astype(int)).groupby(["sample_size", "dataset"]).seconds.sum() / 3600
+
+
 def reach_order(study: pd.DataFrame, sizes: list[int]) -> dict[int, list[str]]:
     """Per size, the datasets the base finished there over the study (``study``: ``dataset``, ``sample_size``,
     ``seconds``), in order of its trial-hours there, cheapest first (a tie by name)."""
-    hours = study.assign(sample_size=study.sample_size.astype(int)).groupby(["sample_size", "dataset"]).seconds.sum()
+    hours = base_hours(study)
     return {s: sorted(hours.loc[s].index, key=lambda d: (float(hours.loc[(s, d)]), d)) if s in hours.index.levels[0]
             else [] for s in sizes}
 
@@ -163,7 +168,7 @@ def cut(rows: list[Price], study: pd.DataFrame, budget: float, sizes: list[int])
     trial-hours at each size over the study (``study``: its finished cells, ``dataset``, ``sample_size``,
     ``seconds``), so that cheap and costly datasets both stay. A cut size's projection is each entry's ratio
     there times the base's trial-hours on the datasets kept."""
-    hours = study.assign(sample_size=study.sample_size.astype(int)).groupby(["sample_size", "dataset"]).seconds.sum() / 3600
+    hours = base_hours(study)
     ratio: dict[int, float] = {}
     for p in rows:
         if p.ratio == p.ratio and p.projected == p.projected:
