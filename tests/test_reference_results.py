@@ -669,7 +669,16 @@ def test_a_plan_cut_after_a_chunk_shipped_is_the_references_plan_and_its_cells_r
     assert len(dropped) == 1
     added = chunks.add_chunk(narrowed, "cut", root=root)  # no new cell: a chunk of the cut alone
     assert (added.chunk, added.cells, added.unplanned) == ("chunk-0002", 0, 1)
-    assert json.loads((root / "cut" / "chunk-0002" / "chunk.json").read_text())["unplanned"] == 1
+    cut_chunk = json.loads((root / "cut" / "chunk-0002" / "chunk.json").read_text())
+    assert cut_chunk["unplanned"] == 1
+    cut_run = Store(narrowed).query("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1").run_id[0]
+    assert cut_chunk["runs"] == [cut_run]  # the run whose plan it took: how new the reference's plan is
+    # the file from before the cut would plan its dropped cell again: refused, and nothing written
+    before = sorted(p.name for p in (root / "cut").iterdir())
+    with pytest.raises(references.ReferenceError, match=r"its plan of suite .* is older than .*: it would plan 1 cell "
+                                                        r"the reference does not and drop 0 cells it does; run the suite"):
+        chunks.add_chunk(db, "cut", root=root)
+    assert sorted(p.name for p in (root / "cut").iterdir()) == before
     ref = references.load(str(root / "cut"))
     assert ref.df("SELECT count(*) AS n FROM ref_suite_cells").n[0] == 7
     assert dropped[0] not in set(ref.df("SELECT cell_id FROM ref_suite_cells").cell_id)

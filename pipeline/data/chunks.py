@@ -172,6 +172,7 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
         searching = one(con, "SELECT count(*) FROM out_trials WHERE cell_id NOT IN (SELECT cell_id FROM out_results)")
         unplanned = one(con, "SELECT count(*) FROM out_unplanned")
         planned = one(con, "SELECT count(*) FROM out_suite_cells")
+        _refuse_an_older_plan(con, db, folder, suite, held, int(planned), int(unplanned))
         if not n and not traits and not ended and not searching and not unplanned and not planned:
             raise ReferenceError(f"{db}: nothing new for {folder}: no finished cell, committed trial or plan change of suite "
                                  f"{suite!r} that it does not hold already")
@@ -211,6 +212,28 @@ def add_chunk(db: str | Path, name: str, *, suite: str | None = None, root: Path
                      digits, ended, int(searching), meta_changes, spent, int(unplanned))
     finally:
         con.close()
+
+
+def _refuse_an_older_plan(con: Any, db: str | Path, folder: Path, suite: str, held: Held, planned: int,
+                          unplanned: int) -> None:
+    """A file whose plan of the suite is older than the reference's (its latest run of the suite started before
+    the latest run the reference holds) changes no plan: its chunk would plan again the cells a later cut
+    dropped, or drop those a later run planned. Only a plan as new as the reference's is its next word."""
+    if not (planned or unplanned) or held.plan_started is None or pd.isna(held.plan_started):
+        return
+    started = one(con, "SELECT epoch(max(started_at)) FROM src.runs WHERE suite = ?", [suite])
+    if started is None or started >= held.plan_started:
+        return
+    at = datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    ref_at = datetime.fromtimestamp(held.plan_started, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    raise ReferenceError(
+        f"{db}: its plan of suite {suite!r} (its latest run, started {at}) is older than {folder}'s (a run started "
+        f"{ref_at}): it would plan {_cells(planned)} the reference does not and drop {_cells(unplanned)} it does; run the "
+        "suite as it is now into this file first (it runs only what is missing), then add it")
+
+
+def _cells(n: int) -> str:
+    return f"{n:,} cell{'' if n == 1 else 's'}"
 
 
 def _meta(path: Path, name: str, suite: str, spec: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

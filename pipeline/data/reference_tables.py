@@ -90,6 +90,7 @@ class Held:
     traits: set[str] = field(default_factory=set)
     open_runs: set[str] = field(default_factory=set)
     rows: dict[str, set[str]] = field(default_factory=dict)
+    plan_started: float | None = None  # when the latest run it holds started (epoch seconds): its plan's age
 
 
 def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None = None) -> None:
@@ -124,12 +125,16 @@ def export_tables(con: Any, src: str, suite: str, prefix: str, held: Held | None
                 f"AND NOT EXISTS (SELECT 1 FROM held_scores h WHERE {' AND '.join(f'h.{c} = k.{c}' for c in SPLIT)})",
                 [suite])
     con.unregister("held_scores")
+    # A chunk that changes the plan ships the run whose plan it takes (the file's latest of the suite), so
+    # that the reference knows how new its plan is (a file of an older plan is refused: chunks.add_chunk).
+    plan_run = (f"SELECT run_id FROM (SELECT run_id FROM {src}.runs WHERE suite = ? ORDER BY started_at DESC "
+                f"LIMIT 1) WHERE EXISTS (FROM {prefix}_suite_cells) OR EXISTS (FROM {prefix}_unplanned)")
     con.execute(f"CREATE TABLE {prefix}_runs AS SELECT * FROM {src}.runs WHERE (run_id IN "
                 f"(SELECT run_id FROM {prefix}_results UNION SELECT run_id FROM {prefix}_suite_cells UNION SELECT run_id "
                 f"FROM {prefix}_trials UNION SELECT run_id FROM {src}.trials WHERE ({ROW_KEYS['trials']}) IN "
-                "(SELECT id FROM skip_trials_rows)) "
+                f"(SELECT id FROM skip_trials_rows) UNION {plan_run}) "
                 "AND run_id NOT IN (SELECT id FROM skip_runs)) OR (run_id IN (SELECT id FROM open_runs) "
-                f"AND status <> {RunStatus.RUNNING.sql})")
+                f"AND status <> {RunStatus.RUNNING.sql})", [suite])
     datasets = (f"(SELECT dataset FROM {prefix}_suite_cells UNION SELECT dataset FROM {prefix}_results "
                 "EXCEPT SELECT id FROM skip_datasets)")
     con.execute(f"CREATE TABLE {prefix}_datasets AS SELECT {', '.join(DATASET_COLUMNS)} FROM {src}.datasets "

@@ -286,7 +286,8 @@ class Reference:
                     self.df(f"SELECT DISTINCT {', '.join(SPLIT)} FROM ref_reference_scores"),
                     ids("SELECT dataset FROM ref_dataset_traits") if self._has("dataset_traits") else set(),
                     ids(f"SELECT run_id FROM ref_runs WHERE status = {RunStatus.RUNNING.sql}"),
-                    {t: ids(f"SELECT {k} FROM ref_{t}") for t, k in ROW_KEYS.items() if self._has(t)})
+                    {t: ids(f"SELECT {k} FROM ref_{t}") for t, k in ROW_KEYS.items() if self._has(t)},
+                    self.df("SELECT epoch(max(started_at)) AS t FROM ref_runs").t.iloc[0])
 
     def _has(self, table: str) -> bool:
         return bool(self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
