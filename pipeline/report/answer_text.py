@@ -95,13 +95,11 @@ def summary(p: pd.DataFrame) -> str:
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
 
 
-def architectures(db: str) -> str:
-    """Which attention entries the file holds, at which training sizes and in which precision (what their trials
-    ran in: bf16 where the CPU has it under amp auto), and which of attnbench's own attention architectures it
-    does not hold: what "the best attention network" was picked among."""
-    from pipeline.models.registry import own_of_kind
-
-    held = Store(db, create=False).query(
+def attention_entries(db: str) -> pd.DataFrame:
+    """The attention entries the file holds (those with a finished cell): per entry its name, the training sizes it
+    finished cells at, the precision its trials ran in (bf16 where the CPU has it under amp auto), its planned
+    cells and those that ran (finished or failed)."""
+    return Store(db, create=False).query(
         "SELECT e.model, any_value(e.model_name) AS name, list(DISTINCT e.sample_size) FILTER (WHERE e.status = ?) "
         "AS sizes, list(DISTINCT r.precision ORDER BY r.precision) FILTER (WHERE r.status = ? AND r.precision IS NOT "
         "NULL) AS precision, count(*) AS planned, count(*) FILTER (WHERE e.status <> ?) AS ran "
@@ -109,6 +107,32 @@ def architectures(db: str) -> str:
         "WHERE e.model IN (SELECT model FROM standings WHERE family = ?) GROUP BY e.model "
         "HAVING count(*) FILTER (WHERE e.status = ?) > 0 ORDER BY e.model",
         [Status.OK.value, Status.OK.value, Status.MISSING.value, ATTENTION, Status.OK.value], prepare=temporary_views)
+
+
+def still_to_run(held: pd.DataFrame) -> int:
+    """The attention entries' planned cells that have not run yet: while any has not, validation picks the best
+    attention network among fewer entries than planned, and a pick and its verdict may change."""
+    return int((held.planned - held.ran).sum()) if len(held) else 0
+
+
+def interim(held: pd.DataFrame) -> str:
+    """The sentence that says an answer rests on a study still running, or nothing once every cell has run."""
+    left = still_to_run(held)
+    if not left:
+        return ""
+    return (f"**Interim:** the attention entries have run {int(held.ran.sum()):,} of the {int(held.planned.sum()):,} "
+            f"cells planned for them ({left:,} to go). Validation picks the best attention network among the entries "
+            "that ran, so a pick, and its verdict, may change as the rest run.")
+
+
+def architectures(db: str) -> str:
+    """Which attention entries the file holds, at which training sizes (the datasets planned at each) and in
+    which precision, and which of attnbench's own attention architectures it does not hold: what "the best
+    attention network" was picked among; while some of their cells have still to run, :func:`interim` first."""
+    from pipeline.models.registry import own_of_kind
+    from pipeline.report.data import PLANNED
+
+    held = attention_entries(db)
 
     def span(sizes: list[str], unit: str = " training rows") -> str:
         rows = sorted(int(x) for x in sizes if str(x).isdigit())
@@ -127,18 +151,27 @@ def architectures(db: str) -> str:
         return f"The attention entry it holds: {entries or 'none'}." + (f" {lacks}" if lacks else "")
     # What each adds: the datasets where validation picks it at their largest size (the summary's verdicts); and
     # for an entry still running, how much of its plan the figures rest on.
-    rows = Store(db, create=False).query("SELECT * FROM standings", prepare=temporary_views)
-    picked = standing.standings(rows).attention.value_counts().to_dict()
-    lines = ["| attention entry | training rows | precision | cells run of planned | the pick at the largest size |",
-             "| --- | --- | --- | --- | ---: |"]
+    q = Store(db, create=False).query
+    picked = standing.standings(q("SELECT * FROM standings", prepare=temporary_views)).attention.value_counts().to_dict()
+    planned = q(PLANNED, prepare=temporary_views)
+
+    def sizes(model: str) -> str:
+        at = planned[planned.model == model]
+        each = sorted(zip(at.sample_size.astype(str), at.datasets),
+                      key=lambda kv: (not kv[0].isdigit(), int(kv[0]) if kv[0].isdigit() else 0))
+        return ", ".join(f"{int(z):,} ({n})" if z.isdigit() else f"all rows ({n})" for z, n in each)
+
+    lines = ["| attention entry | training rows (datasets planned) | precision | cells run of planned | "
+             "the pick at the largest size |", "| --- | --- | --- | --- | ---: |"]
     for r in held.itertuples(index=False):
         n = int(picked.get(r.model, 0))
-        sizes = span(list(r.sizes), unit="")  # the column says training rows
         ran = f"{r.ran:,} of {r.planned:,}" + (", running" if r.ran < r.planned else "")
-        lines.append(f"| {r.model} | {sizes} | {precision(r.precision).removeprefix(', in ') or '–'} | {ran} | "
+        lines.append(f"| {r.model} | {sizes(r.model)} | {precision(r.precision).removeprefix(', in ') or '–'} | {ran} | "
                      f"{n} dataset{'s' if n != 1 else ''} |")
-    return ("The attention entries it holds, among which validation picks the best (the pick: on how many datasets "
-            "validation picks it, at each one's largest size):\n\n" + "\n".join(lines) + (f"\n\n{lacks}" if lacks else ""))
+    head = interim(held)
+    return ((f"{head}\n\n" if head else "") + "The attention entries it holds, among which validation picks the best "
+            "(the pick: on how many datasets validation picks it, at each one's largest size):\n\n" + "\n".join(lines)
+            + (f"\n\n{lacks}" if lacks else ""))
 
 
 def joined(text: str) -> str:
@@ -155,13 +188,14 @@ def summary_of(db: str) -> str:
 ANY_NUMBER = 10**6
 
 
-def still_undetermined(big: pd.DataFrame) -> list[str]:
+def still_undetermined(big: pd.DataFrame, to_run: int = 0) -> list[str]:
     """The datasets undetermined at their largest size, with their fold-to-fold spread (the differences'
     standard deviation over the splits) and what it lets the splits their suite plans there (``planned``: its
     repeats × folds, 15 where the study's more_repeats apply) decide: the corrected interval such a spread gives
     there, and the verdict if the difference and the spread held. The correction keeps that interval at least
     z · spread · √(1/(k − 1)) wide however many repeats run, so a dataset whose difference is small against its
-    spread stays undetermined: a finding about the data, not a want of compute."""
+    spread stays undetermined: a finding about the data, not a want of compute. While ``to_run`` cells of the
+    attention entries have still to run (:func:`still_to_run`), no verdict is yet the study's: a pick may change."""
     und = big[(big.verdict == Verdict.UNDETERMINED.value) & (big.n_splits >= 2)]
     if und.empty:
         return []
@@ -187,10 +221,13 @@ def still_undetermined(big: pd.DataFrame) -> list[str]:
     spread = ("The fold-to-fold spread (standard deviation of the difference over the splits) sets how wide the "
               "corrected interval can get: at the planned splits and, however many repeats run, never narrower than "
               "its column at any number.")
+    final = ("decided once there, these are the study's verdicts." if not to_run else
+             f"no more splits are planned there, but while {to_run:,} cells of the attention entries have still to run, "
+             "validation's pick, and so a verdict, may change.")
     if reached == len(und):  # every one decided once at its cap: what more repeats could still do
         more = [d for d in stays if d not in never]
         head = (f"**Still undetermined: {len(und)} datasets**, each at all the splits its suite plans there "
-                f"({cap_words}): decided once there, these are the study's verdicts. {spread} If each difference and "
+                f"({cap_words}): {final} {spread} If each difference and "
                 f"spread held, repeats past the plan could decide {len(more)} of them ({', '.join(more)}); "
                 f"no number of repeats could decide the other {len(never)} ({', '.join(never)}): the "
                 f"narrowest interval their spread allows holds zero and reaches past the ±{VERDICT_MARGIN} margin. "
@@ -232,10 +269,12 @@ def per_architecture(db: str) -> list[str]:
     """Where the file holds more than one attention entry: :func:`architectures.per_entry`'s table (each entry's
     verdicts per size against the best boosting model and the best other network, its picks and its mean
     validation rank, the race's), and the race's leaders per size, in Markdown."""
+    from pipeline.report.data import PLANNED
     from pipeline.report.stats import architectures as arch
 
-    s = Store(db, create=False).query("SELECT * FROM standings ORDER BY ALL", prepare=temporary_views)
-    t = arch.per_entry(s)
+    q = Store(db, create=False).query
+    s = q("SELECT * FROM standings ORDER BY ALL", prepare=temporary_views)
+    t = arch.per_entry(s, q(PLANNED, prepare=temporary_views))
     if t.empty:
         return []
     out = ["| attention entry | training rows | datasets | against the best boosting model: ahead–equivalent–behind–"
@@ -250,11 +289,13 @@ def per_architecture(db: str) -> list[str]:
                       f"{signed(r[f'{against} mean'])} [{signed(r[f'{against} low'])}, {signed(r[f'{against} high'])}]"]
         rank = ("–" if r["mean_rank"] != r["mean_rank"] else
                 f"{r['mean_rank']:.2f} of {r['entries']} ({r['rank_datasets']} datasets)")
-        out.append(f"| {r['model']} | {int(r['sample_size']):,} | {r['datasets']} | " + " | ".join(cells)
+        out.append(f"| {r['model']} | {int(r['sample_size']):,} | {arch.datasets_text(r)} | " + " | ".join(cells)
                    + f" | {r['picked']} of {r['picked_of']} | {rank} |")
     leads = arch.leaders_text(s, lambda size: f"{int(size):,} rows")
     return ["**Each attention architecture** (every attention entry of the reference, not only the one validation "
-            "picks; counts over datasets at each size, each verdict over that dataset's splits):", "", *out, "",
+            "picks; counts over datasets at each size, each verdict over that dataset's splits; datasets \"2 of 8\": "
+            "the entry has yet to run on the rest of those its plan holds at that size, so its row is interim):", "",
+            *out, "",
             "Validation's leaders among the attention entries (the lowest mean ranks of their validation scores, over "
             f"the datasets every entry ran; the race that picks which run on at a larger size): {leads}."]
 
@@ -382,7 +423,7 @@ def markdown(db: str, name: str) -> str:
         oid = "–" if pd.isna(r.openml_id) else str(int(r.openml_id))
         out.append(f"| {r.dataset} | {oid} | {int(r.n_rows):,} | {thousands(r.n_train)} | {r.model} | {r.versus_model} | "
                    f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}] | {int(r.n_splits)} | {r.verdict} |")
-    spread = still_undetermined(big)
+    spread = still_undetermined(big, still_to_run(attention_entries(db)))
     if spread:
         out += ["", *spread]
     traits = favours(db, big)

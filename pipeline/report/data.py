@@ -43,6 +43,9 @@ DATASETS = ("SELECT dataset, source, task_type, n_rows, n_features, n_numeric, n
 ATTENTION = ("SELECT a.cell_id, a.dataset, r.model, a.features, a.map, r.suite, r.split_key, r.sample_size, r.fold, "
              f"r.repeat, r.seed, r.n_train FROM attention_maps a JOIN current_results r USING (cell_id) WHERE r.status = {OK} "
              "ORDER BY a.cell_id")
+# The datasets each model entry's plan holds per training size (what a chunked study has not run yet shows
+# against it: report.stats.architectures.per_entry's ``planned``).
+PLANNED = "SELECT model, sample_size, count(DISTINCT dataset) AS datasets FROM plan GROUP BY ALL ORDER BY ALL"
 CONFIGURED = ("SELECT s.*, r.best_config FROM scores s JOIN current_results r USING (cell_id) "
               "WHERE s.cell_id IN (SELECT cell_id FROM compared_cells) ORDER BY s.cell_id")
 
@@ -91,6 +94,7 @@ class ReportData:
     # Every pair's verdict (the standings view): what every page, sentence and count reads its verdicts from
     standings: pd.DataFrame = field(default_factory=pd.DataFrame)
     designs: pd.DataFrame = field(default_factory=pd.DataFrame)  # each dataset's k of k-fold (the designs view)
+    planned: pd.DataFrame = field(default_factory=pd.DataFrame)  # PLANNED: the datasets per entry and size
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
@@ -141,6 +145,7 @@ class ReportData:
                          else "standings")
             data.standings = q(f"SELECT * FROM {standings} ORDER BY dataset, split_key, n_train, sample_size, model, versus")
             data.designs = q("SELECT * FROM designs ORDER BY dataset, split_key")
+            data.planned = q(PLANNED)
             timed = q(f"SELECT DISTINCT model, run_id FROM current_results WHERE status = {OK} ORDER BY ALL")
             names = q("SELECT DISTINCT suite, model_key, model FROM plan ORDER BY ALL")  # the report's name of each entry
             data.traits = dataset_traits(con, sorted(set(data.cells.dataset)) if len(data.cells) else [])

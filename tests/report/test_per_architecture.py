@@ -130,8 +130,10 @@ def test_the_summary_names_the_attention_entries_it_rests_on_and_those_it_lacks(
     said = {m: f"{int(n.get(m, 0))} dataset{'s' if n.get(m, 0) != 1 else ''}" for m in ("ft_transformer", "tab_transformer")}
     assert text.startswith("The attention entries it holds, among which validation picks the best")
     table = [line for line in text.splitlines() if line.startswith("| ")]
-    assert table[2:] == [f"| {m} | 32 to 128 and all rows | – | {planned} of {planned} | {said[m]} |"
+    # each size the entry's plan holds, with its datasets there
+    assert table[2:] == [f"| {m} | 32 (2), 128 (2), all rows (2) | – | {planned} of {planned} | {said[m]} |"
                          for m in ("ft_transformer", "tab_transformer")]
+    assert "Interim" not in text  # every planned cell ran
     others = [m for m in own_of_kind("attention") if m not in ("ft_transformer", "tab_transformer")]
     assert len(others) >= 5 and text.endswith(f"\n\nNot in it: {', '.join(others)} (attnbench's other attention architectures).")
     assert answer_text.summary_of(db).endswith("\n\n" + text)  # the table after the summary's paragraph
@@ -152,6 +154,18 @@ def test_the_summary_names_the_attention_entries_it_rests_on_and_those_it_lacks(
                if line.startswith("| ") and "---" not in line}
     assert rows_of["tab_transformer"] == f"{ran} of {planned}, running", partial
     assert rows_of["ft_transformer"] == f"{planned} of {planned}", partial
+    # ... and the answer says first that it rests on a study still running: a pick may change
+    assert partial.startswith(f"**Interim:** the attention entries have run {2 * planned - 2} of the {2 * planned} cells "
+                              "planned for them (2 to go). Validation picks the best attention network among the "
+                              "entries that ran, so a pick, and its verdict, may change as the rest run.\n\n"), partial
+    # An entry yet to run a planned dataset at a size: its row there counts the datasets it ran of those planned.
+    gap = synthetic.Synth()
+    gap.models["tab_transformer"] = s.models["tab_transformer"]
+    gap.missing |= {("beta", "128", fold, "tab_transformer") for fold in gap.folds}
+    rows = {(c[0], c[1]): c for c in ([x.strip() for x in line.strip("|").split("|")] for line in
+                                      answer_text.per_architecture(str(synthetic.build(tmp_path / "gap.duckdb", gap)))[4:-2])}
+    assert rows[("tab_transformer", "128")][2] == "1 of 2" and rows[("ft_transformer", "128")][2] == "2"
+    assert rows[("tab_transformer", "32")][2] == "2"
 
 
 def test_the_sample_size_page_shows_the_answers_table(tmp_path: Path):

@@ -254,7 +254,7 @@ def architectures_section(p: Page, data: ReportData) -> None:
     """Each attention entry on its own, per size (:mod:`pipeline.report.stats.architectures`, the table
     ``attnbench answer`` prints): its verdicts against the best boosting model and the best other network, its
     picks, and its mean validation rank among the attention entries, the race that decides which run on."""
-    t = arch_mod.per_entry(data.standings)
+    t = arch_mod.per_entry(data.standings, data.planned)
     if t.empty:
         return
     p.h2("Each attention architecture", "architectures")
@@ -266,7 +266,7 @@ def architectures_section(p: Page, data: ReportData) -> None:
         low, high = r[f"{against} low"], r[f"{against} high"]
         return f"{m:+.4f}" + ("" if low != low else f" [{low:+.4f}, {high:+.4f}]")
 
-    rows = [[cell(r["model"]), cell(f"{int(r['sample_size']):,}"), cell(r["datasets"]),
+    rows = [[cell(r["model"]), cell(f"{int(r['sample_size']):,}"), cell(arch_mod.datasets_text(r)),
              *[c for against in arch_mod.AGAINST for c in
                (cell(arch_mod.counts_text(r[f"{against} counts"]) if r[f"{against} n"] else ""), cell(mean(r, against)))],
              cell(f"{r['picked']} of {r['picked_of']}"),
@@ -279,7 +279,8 @@ def architectures_section(p: Page, data: ReportData) -> None:
     leads = arch_mod.leaders_text(data.standings, size_label)
     p.add(note("Every attention entry, not only the one validation picks at each (dataset, size): its verdicts over "
                "datasets, each the standings view's over that dataset's splits, and the mean difference over the "
-               "datasets compared (those not converged left out). Its mean validation rank among the attention "
+               "datasets compared (those not converged left out). Datasets \"2 of 8\": the entry has yet to run on "
+               "the rest of the datasets its plan holds at that size, so its row is interim. Its mean validation rank among the attention "
                "entries, over the datasets every entry ran, is the race that decides which entries run on at a "
                f"larger size: the three lowest lead ({leads}). " + VERDICT_NOTE))
 

@@ -23,20 +23,25 @@ AGAINST = (versus(BOOSTING), versus(NETWORK))
 COUNTED = [Verdict.AHEAD, Verdict.EQUIVALENT, Verdict.BEHIND, Verdict.UNDETERMINED]
 
 
-def per_entry(standings: pd.DataFrame) -> pd.DataFrame:
+def per_entry(standings: pd.DataFrame, planned: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per attention entry and numeric training size, where the rows hold more than one attention
-    entry (else empty): ``datasets``; for each of :data:`AGAINST`, the verdict counts (``<versus> counts``: a
+    entry (else empty): ``datasets``, and ``planned``, the datasets its plan holds there (``planned``: the
+    ``plan`` view's distinct datasets per ``model`` and ``sample_size``, as ``report.data.PLANNED`` reads them; None
+    where not given); for each of :data:`AGAINST`, the verdict counts (``<versus> counts``: a
     dict by verdict), ``<versus> mean``/``low``/``high``; ``picked`` of ``picked_of`` datasets; ``mean_rank`` of
     ``entries`` over ``rank_datasets``. Sorted by entry, then size."""
     s = standings[(standings.family == ATTENTION) & standings.versus.isin(AGAINST)
                   & (standings.sample_size.astype(str) != "all")]
     if s.model.nunique() < 2:
         return pd.DataFrame()
+    plans = ({(str(m), str(z)): int(n) for m, z, n in zip(planned.model, planned.sample_size, planned.datasets)}
+             if planned is not None else {})
     compared = [v.value for v in COMPARED_VERDICTS]
     ranks = {size: race.ranks(g).set_index("model") for size, g in s.groupby("sample_size")}
     rows = []
     for (model, size), g in s.groupby(["model", "sample_size"]):
-        row: dict = {"model": model, "sample_size": str(size), "datasets": g.dataset.nunique()}
+        row: dict = {"model": model, "sample_size": str(size), "datasets": g.dataset.nunique(),
+                     "planned": plans.get((str(model), str(size)))}
         for against in AGAINST:
             v = g[g.versus == against]
             row[f"{against} n"] = len(v)
@@ -51,6 +56,14 @@ def per_entry(standings: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["model", "sample_size"], key=lambda c: c.map(
         lambda x: int(x) if str(x).isdigit() else x), ignore_index=True)
+
+
+def datasets_text(row: dict) -> str:
+    """The datasets a row's figures rest on, and, while the entry has not run on every dataset its plan holds at
+    that size, of how many: "2 of 8" (a chunked study's interim row)."""
+    planned = row.get("planned")
+    n = int(row["datasets"])
+    return f"{n} of {int(planned)}" if planned is not None and planned == planned and int(planned) > n else str(n)
 
 
 def counts_text(counts: dict[str, int]) -> str:
