@@ -19,10 +19,11 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Status, Verdict
+from pipeline.report import configs_text
 from pipeline.report.stats import standing
 from pipeline.report.stats.claims import mean_interval
 from pipeline.report.stats.verdicts import half_width, projected, ratio
-from pipeline.report.text import signed, thousands
+from pipeline.report.text import listed, signed, thousands
 from pipeline.report.tuning_text import tuning
 
 ATTENTION, BOOSTING = "attention network", "best gradient boosting"
@@ -62,11 +63,6 @@ def by_size(p: pd.DataFrame) -> list[dict[str, Any]]:
 def largest(p: pd.DataFrame) -> pd.DataFrame:
     """Each dataset's pair at its largest training size."""
     return p.sort_values("n_train").groupby("dataset", sort=True).tail(1).sort_values("dataset")
-
-
-def listed(words: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``: sizes written with thousands separators read apart only so."""
-    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
 def summary(p: pd.DataFrame) -> str:
@@ -180,8 +176,10 @@ def joined(text: str) -> str:
 
 
 def summary_of(db: str) -> str:
-    """The summary the README quotes: :func:`summary`, then which attention entries it rests on."""
-    return summary(pairs(db)) + joined(architectures(db))
+    """The summary the README quotes: :func:`summary`, then which attention entries it rests on, then what a
+    second configuration of one of them changes (:func:`configs_text.published_size`)."""
+    second = configs_text.published_size(db)
+    return summary(pairs(db)) + joined(architectures(db)) + (f"\n\n{second}" if second else "")
 
 
 # "However many repeats run": splits enough that the corrected interval is at its floor (z · spread · √ratio).
@@ -300,43 +298,6 @@ def per_architecture(db: str) -> list[str]:
             f"the datasets every entry ran; the race that picks which run on at a larger size): {leads}."]
 
 
-def configurations(db: str) -> list[str]:
-    """Where the file holds one architecture as more than one entry (FT-Transformer at d_token 64 and at its
-    published 192): per entry and training size, against the base entry on the splits both finished, the
-    datasets by verdict, the mean difference over datasets and what it costs
-    (:mod:`pipeline.report.stats.configs`). Entries are paired both at defaults or both searched: a default
-    beside its searched entry is the tuning part's."""
-    from pipeline.report.stats import configs
-
-    q = Store(db, create=False).query
-    cells = q("SELECT e.dataset, e.sample_size, e.repeat, e.fold, e.model, e.model_name, e.score, "
-              "r.search_seconds AS seconds, e.epochs_bound AS bound, e.model IN (SELECT DISTINCT c.model FROM current_results c JOIN "
-              "(SELECT cell_id FROM trials GROUP BY cell_id HAVING count(DISTINCT suggestion) > 1) t USING (cell_id)) AS searched "
-              "FROM expected_cells e JOIN current_results r USING (cell_id) WHERE e.status = ? AND e.score IS NOT NULL",
-              [Status.OK.value], prepare=temporary_views)
-    pairs = configs.pairs_of_configurations(cells)
-    if not pairs:
-        return []
-    folds = {str(r.dataset): int(r.folds) for r in q("SELECT dataset, max(folds) AS folds FROM designs GROUP BY dataset",
-                                                     prepare=temporary_views).itertuples(index=False)}
-    out = ["| entry | against | training rows | datasets | splits | ahead–equivalent–behind–undetermined | "
-           "mean difference [95% CI over datasets] | trial time, ratio (hours) |",
-           "| --- | --- | ---: | ---: | ---: | --- | --- | --- |"]
-    for model, base in pairs:
-        for c in configs.changes(cells, folds, model, base):
-            text = "–".join(str(c.verdicts[v.value]) for v in ORDER[:4])
-            if c.verdicts[Verdict.NOT_CONVERGED.value]:
-                text += f" (+{c.verdicts[Verdict.NOT_CONVERGED.value]} not converged)"
-            out.append(f"| {model} | {base} | {thousands(float(c.sample_size)) if c.sample_size.isdigit() else c.sample_size} "
-                       f"| {c.datasets} | {c.splits} | {text} | {signed(c.mean)} [{signed(c.low)}, {signed(c.high)}] | "
-                       f"×{c.cost_ratio:.2f} ({c.hours:.2f} vs {c.base_hours:.2f}) |")
-    if len(out) == 2:
-        return []
-    return ["**One architecture at two configurations** (each entry against the one named as the architecture, "
-            "on the splits both finished; each dataset decided over its splits, the mean over datasets; trial "
-            "time: each cell's whole search, summed over the same cells):", "", *out]
-
-
 def holdings(db: str, name: str) -> str:
     """What the reference holds against what its suite plans (finished, failed), and what its trials cost."""
     q = Store(db, create=False).query
@@ -432,7 +393,7 @@ def markdown(db: str, name: str) -> str:
     each = per_architecture(db)
     if each:
         out += ["", *each]
-    two = configurations(db)
+    two = configs_text.configurations(db)
     if two:
         out += ["", *two]
     tuned = tuning(db, name)

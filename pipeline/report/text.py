@@ -1,4 +1,4 @@
-"""Numbers as the Markdown answers write them (``attnbench answer``, its tuning block)."""
+"""Numbers and lists as the Markdown answers write them (``attnbench answer``, its tuning and configurations blocks)."""
 
 from __future__ import annotations
 
@@ -11,3 +11,8 @@ def signed(x: float, sign: bool = True) -> str:
 def thousands(n: float) -> str:
     """A count of rows, whole, with thousands separators."""
     return f"{round(n):,}"
+
+
+def listed(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: sizes written with thousands separators read apart only so."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)

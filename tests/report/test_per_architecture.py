@@ -11,7 +11,7 @@ import synthetic
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import Verdict
-from pipeline.report import answer_text
+from pipeline.report import answer_text, configs_text
 from pipeline.report.stats import race, standing
 
 
@@ -76,7 +76,7 @@ def test_one_architecture_at_two_configurations_is_compared_on_the_splits_both_f
     bound = Store(db, create=False).query("SELECT DISTINCT epochs_bound FROM expected_cells WHERE model LIKE 'ft%' "
                                           "AND status = 'ok'", prepare=temporary_views)
     assert bound.epochs_bound.tolist() == [True]
-    lines = answer_text.configurations(db)
+    lines = configs_text.configurations(db)
     assert lines[0].startswith("**One architecture at two configurations**")
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[4:]]
     assert [(r[0], r[1], r[2]) for r in rows] == [("ft-192", "ft_transformer", "32"), ("ft-192", "ft_transformer", "128"),
@@ -84,11 +84,29 @@ def test_one_architecture_at_two_configurations_is_compared_on_the_splits_both_f
     assert [r[4] for r in rows] == ["6", "5", "6"]
     assert all(r[3] == "2" and r[5] == "0–0–0–0 (+2 not converged)" and r[6] == "– [–, –]" for r in rows)
     assert all(r[7].startswith("×3.00 (") for r in rows)
+    assert all(r[8] == r[9] == "×1.00" for r in rows)  # the synthetic cells' peaks and parameters are the same
     assert "One architecture at two configurations" in answer_text.markdown(db, "synth")
+    # Three times the memory and twelve times the parameters, and the base's peak on one cell (alpha, fold 0, 32
+    # rows) ten times its own: the ratio of the medians over the cells both finished, which one cell moves little.
+    import duckdb
+
+    with duckdb.connect(db) as con:
+        con.execute("UPDATE results SET peak_cpu_mb = peak_cpu_mb * 3, n_params = n_params * 12 WHERE model = 'ft-192'")
+        con.execute("UPDATE results SET peak_cpu_mb = peak_cpu_mb * 10 WHERE model = 'ft_transformer' AND "
+                    "dataset = 'alpha' AND fold = 0 AND sample_size = '32'")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in configs_text.configurations(db)[4:]]
+    assert [(r[8], r[9]) for r in rows] == [("×3.00", "×12.00")] * 3
+    # The README's sentences: per size the mean with its interval, the cost; no mean where no dataset was compared.
+    said = configs_text.published_size(db)
+    assert said.startswith("**What the second configuration changes: ft-192 against ft_transformer** ("), said
+    assert "at 32 rows no mean (no dataset compared: 2 not converged), for ×3.00 the trial time and ×3.00 the peak " \
+           "memory" in said, said
+    assert said.endswith("So far it has no mean at 32, 128 and all rows (not converged).")
+    assert answer_text.summary_of(db).endswith("\n\n" + said)
 
 
 def test_one_configuration_of_each_architecture_prints_no_such_table(tmp_path: Path):
-    assert answer_text.configurations(str(synthetic.build(tmp_path / "r.duckdb"))) == []
+    assert configs_text.configurations(str(synthetic.build(tmp_path / "r.duckdb"))) == []
 
 
 def test_the_race_ranks_validation_over_the_datasets_every_entry_ran():
