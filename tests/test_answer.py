@@ -116,6 +116,11 @@ def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str, p
     for v in answer_text.ORDER:
         if counts.get(v.value, 0):
             assert f"{v.value} on {counts[v.value]}" in text.splitlines()[1]
+    # The splits each verdict rests on, counted: a pick among the entries run on the first repeat only rests on 3
+    counts = big.n_splits.value_counts()
+    assert set(counts.index) == {3, 15} and counts.sum() == len(big)
+    assert (f"(3-fold cross-validation, 15 splits on {counts[15]} datasets and 3 splits on {counts[3]} datasets"
+            in text.splitlines()[1]), text.splitlines()[1]
     # Datasets whose repeats are still running are counted apart: their verdicts are interim, not the cap's
     # (8 of 35 on 2026-11-29 while issue 58's repeats ran, none once they had; the next test reads a shortfall).
     short = int((big.n_splits < big.planned).sum())
