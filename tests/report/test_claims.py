@@ -117,6 +117,9 @@ def test_sample_size_claim_below_counts_points_and_above_stands_per_dataset():
     assert c.above.verdict == claims.SUPPORTED and c.above.n == 6 and c.above.effect == pytest.approx(0.0533, abs=1e-4)
     assert "Below 10,000 rows boosting was ahead on 6, equivalent on 0, behind on 0 and undetermined on 0 of 6 points" in c.why
     assert "attention was ahead on 6, equivalent on 0, behind on 0 and undetermined on 0 of 6 datasets" in c.why
+    assert ("Counting an equivalent point as half a win, boosting won 100% of the 6 points decided (95% interval 61%"
+            in c.why and ": above an even match, supported." in c.why), c.why
+    assert ": no further behind than the −0.005 margin, so attention caught up." in c.why, c.why
     assert "20,000-20,000 rows" in c.coverage and "6 decided points of 6 on 6 datasets" in c.coverage
     assert claims.effect_text(c).startswith("below: 100% [61%") and "at or above: +0.053 [" in claims.effect_text(c)
 
@@ -131,6 +134,7 @@ def test_sample_size_claim_below_counts_points_and_above_stands_per_dataset():
     # Mixed: two ahead, two equivalent, two behind; the interval reaches both sides of the margin.
     mixed = claims.claim_sample_size(_rows([AHEAD, AHEAD, LEVEL, LEVEL, BEHIND, BEHIND]))
     assert mixed.above.verdict == claims.THIN and mixed.verdict == claims.THIN
+    assert "within and beyond the −0.005 margin, so whether attention caught up is undetermined." in mixed.why, mixed.why
     assert "ahead on 2, equivalent on 2, behind on 2 and undetermined on 0 of 6 datasets" in mixed.why
     # Folds that disagree: undetermined, counted as such (its difference still in the mean over datasets).
     noisy = claims.claim_sample_size(_rows([NOISY] * 6))

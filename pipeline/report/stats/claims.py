@@ -195,20 +195,21 @@ def claim_sample_size(standings: pd.DataFrame) -> Claim:
     if t.n == 0:
         c.why = f"No dataset was run below {REFERENCE_ROWS:,} training rows with both kinds of model."
     else:
-        c.why = f"Below {REFERENCE_ROWS:,} rows boosting was {t.text('points')}"
+        c.why = f"Below {REFERENCE_ROWS:,} rows boosting was {t.text('points')}."
         if n >= MIN_PAIRS:
-            c.why += (f"; of the {n} points decided it was ahead on {c.effect:.0%} with an equivalent one as ½ (95% "
-                      f"interval {low:.0%}-{high:.0%})")
+            c.why += (f" Counting an equivalent point as half a win, boosting won {c.effect:.0%} of the {n} points "
+                      f"decided (95% interval {low:.0%}-{high:.0%})")
         else:
-            c.why += f"; only {n} decided"
-    said = pick.small_validation(below.n_valid, "points")
-    if said:
-        c.why += f" (each side's best {said})"
+            c.why += f" Only {n} were decided"
     c.verdict = decide(c.low, c.high, c.n, null=0.5)
     if c.n >= MIN_PAIRS:
-        c.why += {SUPPORTED: ": supported.", CONTRADICTED: ": contradicted.", THIN: ", an even match is inside it."}[c.verdict]
-    else:
+        c.why += {SUPPORTED: ": above an even match, supported.", CONTRADICTED: ": below an even match, contradicted.",
+                  THIN: ": an even match (50%) is inside the interval, so the data cannot tell."}[c.verdict]
+    elif n:
         c.why += "."
+    said = pick.small_validation(below.n_valid, "points")
+    if said:
+        c.why += f" Each side's best was {said}."
     _caught_up(up, standings)
     halves = (c.verdict, up.verdict)
     verdict = CONTRADICTED if CONTRADICTED in halves else SUPPORTED if halves == (SUPPORTED, SUPPORTED) else THIN
@@ -234,22 +235,23 @@ def _caught_up(up: Claim, standings: pd.DataFrame) -> None:
     if left:
         up.coverage += f"; {', '.join(left)}, left out"
     counts = f"attention was {o['tally'].text()}"
+    # Caught up: on average no further behind than the margin, with confidence; not: further behind.
+    up.verdict = decide(up.low, up.high, n, null=-MARGIN)
     if not len(table):
         up.why = f"No dataset was run at or above {REFERENCE_ROWS:,} training rows with both kinds of model."
     elif n < MIN_PAIRS:
         up.why = f"At or above {REFERENCE_ROWS:,} rows {counts}: too few datasets."
     else:
-        left_out = ", those not converged left out" if o["not_converged"] else ""
-        up.why = (f"At or above {REFERENCE_ROWS:,} rows {counts} (mean difference over the {n} datasets{left_out} "
-                  f"{up.effect:+.3f}, 95% interval {up.low:+.3f} to {up.high:+.3f})")
+        left_out = " (those not converged left out)" if o["not_converged"] else ""
+        up.why = (f"At or above {REFERENCE_ROWS:,} rows {counts}. The mean difference over the {n} datasets compared"
+                  f"{left_out} is {up.effect:+.3f} (95% interval {up.low:+.3f} to {up.high:+.3f})")
+        up.why += {SUPPORTED: f": no further behind than the −{MARGIN} margin, so attention caught up.",
+                   CONTRADICTED: f": further behind than the −{MARGIN} margin, so boosting still leads there.",
+                   THIN: f": it holds shortfalls both within and beyond the −{MARGIN} margin, so whether attention "
+                         "caught up is undetermined."}[up.verdict]
     said = pick.small_validation(table.n_valid)
     if said:
-        up.why += f" (each side's best {said})"
-    # Caught up: on average no further behind than the margin, with confidence; not: further behind.
-    up.verdict = decide(up.low, up.high, n, null=-MARGIN)
-    if n >= MIN_PAIRS:
-        up.why += {SUPPORTED: ": attention caught up.", CONTRADICTED: ": boosting still leads there.",
-                   THIN: "; the interval reaches both sides of the margin."}[up.verdict]
+        up.why += f" Each side's best was {said}."
 
 
 def claim_cross_cost(cells: pd.DataFrame) -> Claim:
