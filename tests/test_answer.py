@@ -134,6 +134,19 @@ def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str, p
     assert (f"behind on average at {words} training rows" if below else "never surely behind on average") in said, said
 
 
+def test_a_dataset_not_converged_names_the_model_still_improving(study: str, printed: str):
+    """A dataset not converged at its largest size names the model behind, still improving when its budget ran
+    out (the standings' own flag for that side), and the lead it holds the other to."""
+    big = answer_text.largest(answer_text.pairs(study))
+    nc = big[big.verdict == Verdict.NOT_CONVERGED.value]
+    assert len(nc) >= 1  # letter, on 2026-11-30
+    line = next(x for x in printed.splitlines() if x.startswith("**Not converged:** "))
+    for r in nc.itertuples(index=False):
+        behind, bound = (r.versus_model, r.versus_bound) if r.diff > 0 else (r.model, r.model_bound)
+        assert bound  # the side behind is the one the standings found still improving
+        assert f"{r.dataset}, where " in line and f"but {behind} was still improving" in line, line
+
+
 def test_a_dataset_short_of_its_planned_splits_is_said_interim(study: str):
     """The shipped study's pairs with one and then two datasets' largest-size splits cut below their plan (as
     while their repeats run): the summary counts them apart, and with none short it says nothing of it."""
@@ -229,6 +242,9 @@ def test_what_it_holds_and_which_data_favours_attention_are_the_files(study: str
     best = tests.iloc[0]
     assert f"{tr.SHORT[best.trait]} (ρ {best.rho:+.2f}, q {best.q:.3f}".replace("-", "−") in line
     assert ("a null result" in line) == bool((tests.q >= 0.05).all())
+    # rows surviving is in part the trend by training size (the gap is taken at each dataset's largest size)
+    rows_kept = bool(((tests.trait == "log10_rows") & (tests.q < 0.05)).any())
+    assert ("in part repeats the trend by training size above" in line) == rows_kept, line
 
 
 def test_the_study_figures_typed_beside_the_blocks_are_the_references(study: str):

@@ -194,6 +194,22 @@ def summary_of(db: str) -> str:
 ANY_NUMBER = 10**6
 
 
+def not_converged(big: pd.DataFrame) -> str:
+    """The datasets not converged at their largest size, each with the model that was still improving when its
+    budget ran out: the one behind, whose deficit a longer fit might close (the standings' rule: a lead over
+    a model stopped early is not called)."""
+    rows = big[big.verdict == Verdict.NOT_CONVERGED.value]
+    said = []
+    for r in rows.itertuples(index=False):
+        ahead, behind = (r.model, r.versus_model) if r.diff > 0 else (r.versus_model, r.model)
+        said.append(f"{r.dataset}, where {ahead} leads {behind} ({signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}]) "
+                    f"but {behind} was still improving when its epochs, rounds or time ran out")
+    if not said:
+        return ""
+    return (f"**Not converged:** {'; '.join(said)}: a lead over a model stopped while still improving is not called "
+            "either way.")
+
+
 def still_undetermined(big: pd.DataFrame, to_run: int = 0) -> list[str]:
     """The datasets undetermined at their largest size, with their fold-to-fold spread (the differences'
     standard deviation over the splits) and what it lets the splits their suite plans there (``planned``: its
@@ -266,9 +282,14 @@ def favours(db: str, big: pd.DataFrame) -> str:
     head = (f"{len(kept)} of the {len(tests)} characteristics tested survive Benjamini–Hochberg at q < 0.05"
             + (f": {', '.join(tr.SHORT[t] for t in kept.trait)}" if len(kept) else
                ", a null result on these datasets"))
+    # the gap is taken at each dataset's largest size, which its rows set: a correlation with rows is in part the
+    # trend with training size that the table by size shows
+    sized = (" The gap is taken at each dataset's largest size, which grows with its rows, so the rows' correlation "
+             "in part repeats the trend by training size above." if "log10_rows" in set(kept.trait) else "")
     return (f"**Which data favours attention** (the rank correlation of each dataset characteristic with the gap "
-            f"at its largest size, over the {int(gap.dataset.nunique())} datasets with a difference): {head}; closest "
-            f"{' and '.join(said)}. A correlation over datasets is not a cause.")
+            f"at its largest size, over the {int(gap.dataset.nunique())} datasets with a difference; the gap is "
+            f"attention − boosting, so a negative ρ favours boosting): {head}; closest "
+            f"{' and '.join(said)}.{sized} A correlation over datasets is not a cause.")
 
 
 def per_architecture(db: str) -> list[str]:
@@ -298,9 +319,12 @@ def per_architecture(db: str) -> list[str]:
         out.append(f"| {r['model']} | {int(r['sample_size']):,} | {arch.datasets_text(r)} | " + " | ".join(cells)
                    + f" | {r['picked']} of {r['picked_of']} | {rank} |")
     leads = arch.leaders_text(s, lambda size: f"{int(size):,} rows")
+    pool = arch.networks(s)
+    among = f" (the best by validation of {listed(pool)} on each task, among those that ran it)" if pool else ""
     return ["**Each attention architecture** (every attention entry of the reference, not only the one validation "
             "picks; counts over datasets at each size, each verdict over that dataset's splits; datasets \"2 of 8\": "
-            "the entry has yet to run on the rest of those its plan holds at that size, so its row is interim):", "",
+            "the entry has yet to run on the rest of those its plan holds at that size, so its row is interim; the "
+            f"best other network{among}):", "",
             *out, "",
             "Validation's leaders among the attention entries (the lowest mean ranks of their validation scores, over "
             f"the datasets every entry ran; the race that picks which run on at a larger size): {leads}."]
@@ -392,6 +416,9 @@ def markdown(db: str, name: str) -> str:
         oid = "–" if pd.isna(r.openml_id) else str(int(r.openml_id))
         out.append(f"| {r.dataset} | {oid} | {int(r.n_rows):,} | {thousands(r.n_train)} | {r.model} | {r.versus_model} | "
                    f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}] | {int(r.n_splits)} | {r.verdict} |")
+    unsettled = not_converged(big)
+    if unsettled:
+        out += ["", unsettled]
     spread = still_undetermined(big, still_to_run(attention_entries(db)))
     if spread:
         out += ["", *spread]

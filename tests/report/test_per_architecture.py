@@ -28,6 +28,10 @@ def test_each_attention_entry_reads_its_own_standings(tmp_path: Path):
         ranked = race.ranks(standings[standings.sample_size == r[1].replace(",", "")]).set_index("model")
         assert r[-1] == f"{ranked.loc[r[0], 'mean_rank']:.2f} of 2 ({int(ranked.loc[r[0], 'datasets'])} datasets)"
     assert lines[-1].startswith("Validation's leaders among the attention entries")
+    # the pool "the best other network" is picked from, named: every non-attention network the file holds
+    pool = Store(db, create=False).query("SELECT DISTINCT model FROM standings WHERE family = 'other network' ORDER BY 1",
+                                         prepare=temporary_views).model.tolist()
+    assert pool and f"the best other network (the best by validation of {' and '.join(pool)} on each task" in lines[0]
     first = race.ranks(standings[standings.sample_size == "32"])
     assert f"32 rows: {', '.join(first.model)} (of 2 entries ranked, over 2 datasets); " in lines[-1], lines[-1]
     assert {(r[0], r[1]) for r in rows} == {(m, f"{int(z):,}") for m, z in zip(standings.model, standings.sample_size)}

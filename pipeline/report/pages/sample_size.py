@@ -280,7 +280,9 @@ def architectures_section(p: Page, data: ReportData) -> None:
     p.add(note("Every attention entry, not only the one validation picks at each (dataset, size): its verdicts over "
                "datasets, each the standings view's over that dataset's splits, and the mean difference over the "
                "datasets compared (those not converged left out). Datasets \"2 of 8\": the entry has yet to run on "
-               "the rest of the datasets its plan holds at that size, so its row is interim. Its mean validation rank among the attention "
+               "the rest of the datasets its plan holds at that size, so its row is interim. The best other network: the "
+               f"best by validation of {', '.join(arch_mod.networks(data.standings)) or 'none'} on each task, among "
+               "those that ran it. Its mean validation rank among the attention "
                "entries, over the datasets every entry ran, is the race that decides which entries run on at a "
                f"larger size: the three lowest lead ({leads}). " + VERDICT_NOTE))
 

@@ -58,6 +58,12 @@ def per_entry(standings: pd.DataFrame, planned: pd.DataFrame | None = None) -> p
         lambda x: int(x) if str(x).isdigit() else x), ignore_index=True)
 
 
+def networks(standings: pd.DataFrame) -> list[str]:
+    """The non-attention networks among which "the best other network" is picked (by validation, on each task
+    among those that ran it): TabM only where it ran, so the pool differs by size and dataset."""
+    return sorted(set(standings.model[standings.family == NETWORK]))
+
+
 def datasets_text(row: dict) -> str:
     """The datasets a row's figures rest on, and, while the entry has not run on every dataset its plan holds at
     that size, of how many: "2 of 8" (a chunked study's interim row)."""
