@@ -305,7 +305,7 @@ def per_architecture(db: str) -> list[str]:
     if t.empty:
         return []
     out = ["| attention entry | training rows | datasets | against the best boosting model: ahead–equivalent–behind–"
-           "undetermined | mean difference [95% CI] | against the best other network | mean difference [95% CI] | "
+           "undetermined | mean difference [95% CI]; median | against the best other network | mean difference [95% CI]; median | "
            "picked as the best attention network | mean validation rank |",
            "| --- | ---: | ---: | --- | --- | --- | --- | ---: | ---: |"]
     for r in t.to_dict("records"):
@@ -313,7 +313,8 @@ def per_architecture(db: str) -> list[str]:
         for against in arch.AGAINST:
             cells += [arch.counts_text(r[f"{against} counts"]) if r[f"{against} n"] else "–",
                       "–" if r[f"{against} mean"] != r[f"{against} mean"] else
-                      f"{signed(r[f'{against} mean'])} [{signed(r[f'{against} low'])}, {signed(r[f'{against} high'])}]"]
+                      f"{signed(r[f'{against} mean'])} [{signed(r[f'{against} low'])}, {signed(r[f'{against} high'])}]; "
+                      f"median {signed(r[f'{against} median'])}"]
         rank = ("–" if r["mean_rank"] != r["mean_rank"] else
                 f"{r['mean_rank']:.2f} of {r['entries']} ({r['rank_datasets']} datasets)")
         out.append(f"| {r['model']} | {int(r['sample_size']):,} | {arch.datasets_text(r)} | " + " | ".join(cells)

@@ -42,6 +42,10 @@ def test_each_attention_entry_reads_its_own_standings(tmp_path: Path):
             v = g[g.versus == versus]
             want = "–".join(str(int((v.verdict == w).sum())) for w in order)
             assert r[col].split(" (")[0] == want
+            # beside the mean, the median of the differences compared (those not converged left out)
+            compared = v[v.verdict.isin([x.value for x in answer_text.COMPARED_VERDICTS])]["diff"]
+            if len(compared):
+                assert r[col + 1].endswith(f"; median {answer_text.signed(float(compared.median()))}"), r[col + 1]
         picked = g[g.versus == "best gradient boosting"]
         assert r[-2] == f"{int(picked.family_best.sum())} of {picked.dataset.nunique()}"
     # validation picks one attention entry per task: the picks of a size add up to its datasets

@@ -264,7 +264,8 @@ def architectures_section(p: Page, data: ReportData) -> None:
         if m != m:
             return ""
         low, high = r[f"{against} low"], r[f"{against} high"]
-        return f"{m:+.4f}" + ("" if low != low else f" [{low:+.4f}, {high:+.4f}]")
+        return (f"{m:+.4f}" + ("" if low != low else f" [{low:+.4f}, {high:+.4f}]")
+                + f"; median {r[f'{against} median']:+.4f}")
 
     rows = [[cell(r["model"]), cell(f"{int(r['sample_size']):,}"), cell(arch_mod.datasets_text(r)),
              *[c for against in arch_mod.AGAINST for c in
@@ -274,7 +275,8 @@ def architectures_section(p: Page, data: ReportData) -> None:
                   title=f"over the {r['rank_datasets']} datasets every attention entry has a validation score on")]
             for r in t.to_dict("records")]
     p.add(table(["attention entry", "training rows", "datasets", "vs best boosting: ahead–equivalent–behind–undetermined",
-                 "mean difference [95% over datasets]", "vs best other network", "mean difference [95% over datasets]",
+                 "mean difference [95% over datasets]; median", "vs best other network",
+                 "mean difference [95% over datasets]; median",
                  "picked as the best attention network", "mean validation rank"], rows, "table-architectures"))
     leads = arch_mod.leaders_text(data.standings, size_label)
     p.add(note("Every attention entry, not only the one validation picks at each (dataset, size): its verdicts over "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK
@@ -28,7 +29,7 @@ def per_entry(standings: pd.DataFrame, planned: pd.DataFrame | None = None) -> p
     entry (else empty): ``datasets``, and ``planned``, the datasets its plan holds there (``planned``: the
     ``plan`` view's distinct datasets per ``model`` and ``sample_size``, as ``report.data.PLANNED`` reads them; None
     where not given); for each of :data:`AGAINST`, the verdict counts (``<versus> counts``: a
-    dict by verdict), ``<versus> mean``/``low``/``high``; ``picked`` of ``picked_of`` datasets; ``mean_rank`` of
+    dict by verdict), ``<versus> mean``/``low``/``high`` and ``<versus> median``; ``picked`` of ``picked_of`` datasets; ``mean_rank`` of
     ``entries`` over ``rank_datasets``. Sorted by entry, then size."""
     s = standings[(standings.family == ATTENTION) & standings.versus.isin(AGAINST)
                   & (standings.sample_size.astype(str) != "all")]
@@ -46,8 +47,11 @@ def per_entry(standings: pd.DataFrame, planned: pd.DataFrame | None = None) -> p
             v = g[g.versus == against]
             row[f"{against} n"] = len(v)
             row[f"{against} counts"] = {x.value: int((v.verdict == x.value).sum()) for x in Verdict}
-            mean, low, high = mean_interval(v[v.verdict.isin(compared)]["diff"].to_numpy(dtype=float))
-            row |= {f"{against} mean": mean, f"{against} low": low, f"{against} high": high}
+            diffs = v[v.verdict.isin(compared)]["diff"].to_numpy(dtype=float)
+            mean, low, high = mean_interval(diffs)
+            # the median beside the mean: one diverged fit (an R² of −10) moves a mean over datasets, not a median
+            row |= {f"{against} mean": mean, f"{against} low": low, f"{against} high": high,
+                    f"{against} median": float(np.median(diffs)) if len(diffs) else math.nan}
         picked = g[g.versus == AGAINST[0]]
         r = ranks[size]
         row |= {"picked": int(picked.family_best.sum()), "picked_of": picked.dataset.nunique(),
