@@ -403,7 +403,7 @@ def markdown(db: str, name: str) -> str:
     out = [f"<!-- printed by `attnbench answer {name}`; tests/test_answer.py checks it -->",
            summary(p) + joined(architectures(db)), "",
            holdings(db, name), "", claim_one(db), "",
-           "| training rows | datasets | ahead | equivalent | behind | undetermined | not converged | "
+           "| training rows | datasets in the mean | ahead | equivalent | behind | undetermined | not converged | "
            "mean difference [95% CI over datasets] |",
            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in by_size(p):
