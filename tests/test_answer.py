@@ -203,6 +203,9 @@ def test_the_still_undetermined_are_named_with_their_spread(study: str):
     assert f"could decide {len(more)} of them ({', '.join(sorted(more.dataset))}); " in lines[0], lines[0]
     assert f"could decide the other {len(never)} ({', '.join(sorted(never.dataset))}): " in lines[0], lines[0]
     assert len(never) > 0
+    few = int((und.n_splits <= 3).sum())  # those picked among issue 59's entries, on the first repeat only
+    assert few > 0 and lines[0].endswith(f"On the {few} of them that rest on 3 splits or fewer, the spread is itself a "
+                                         "rough estimate, and so is what it says more repeats could do."), lines[0]
 
 
 def test_while_repeats_run_the_still_undetermined_are_a_forecast(study: str):

@@ -246,6 +246,9 @@ def still_undetermined(big: pd.DataFrame, to_run: int = 0) -> list[str]:
     final = ("decided once there, these are the study's verdicts." if not to_run else
              f"no more splits are planned there, but while {to_run:,} cells of the attention entries have still to run, "
              "validation's pick, and so a verdict, may change.")
+    few = int((und.n_splits <= 3).sum())  # a spread over 3 splits (2 degrees of freedom) is itself a rough estimate
+    rough = (f" On the {few} of them that rest on 3 splits or fewer, the spread is itself a rough estimate, and so "
+             "is what it says more repeats could do." if few else "")
     if reached == len(und):  # every one decided once at its cap: what more repeats could still do
         more = [d for d in stays if d not in never]
         head = (f"**Still undetermined: {len(und)} datasets**, each at all the splits its suite plans there "
@@ -253,7 +256,7 @@ def still_undetermined(big: pd.DataFrame, to_run: int = 0) -> list[str]:
                 f"spread held, repeats past the plan could decide {len(more)} of them ({', '.join(more)}); "
                 f"no number of repeats could decide the other {len(never)} ({', '.join(never)}): the "
                 f"narrowest interval their spread allows holds zero and reaches past the ±{VERDICT_MARGIN} margin. "
-                "That is a finding about the data, not a want of compute.")
+                "That is a finding about the data, not a want of compute." + rough)
     else:
         head = (f"**Still undetermined: {len(und)} datasets** ({reached} of them at all the splits their suite "
                 f"plans there: {cap_words}). {spread} If each difference and spread held, the planned splits would "
