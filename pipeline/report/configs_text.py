@@ -11,7 +11,7 @@ from typing import Any
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import Status, Verdict
-from pipeline.report.stats.architectures import COUNTED
+from pipeline.report.stats.architectures import COUNTED, datasets_planned
 from pipeline.report.text import listed, signed, thousands
 
 
@@ -75,7 +75,7 @@ def published_size(db: str) -> str:
     if not found:
         return ""
     planned = Store(db, create=False).query(PLANNED, prepare=temporary_views)
-    plans = {(str(m), str(z)): int(n) for m, z, n in zip(planned.model, planned.sample_size, planned.datasets)}
+    plans = datasets_planned(planned)
     out = []
     for (model, base), group in itertools.groupby(found, key=lambda c: (c.model, c.base)):
         each: list[str] = []

@@ -35,8 +35,7 @@ def per_entry(standings: pd.DataFrame, planned: pd.DataFrame | None = None) -> p
                   & (standings.sample_size.astype(str) != "all")]
     if s.model.nunique() < 2:
         return pd.DataFrame()
-    plans = ({(str(m), str(z)): int(n) for m, z, n in zip(planned.model, planned.sample_size, planned.datasets)}
-             if planned is not None else {})
+    plans = datasets_planned(planned) if planned is not None else {}
     compared = [v.value for v in COMPARED_VERDICTS]
     ranks = {size: race.ranks(g).set_index("model") for size, g in s.groupby("sample_size")}
     rows = []
@@ -60,6 +59,11 @@ def per_entry(standings: pd.DataFrame, planned: pd.DataFrame | None = None) -> p
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["model", "sample_size"], key=lambda c: c.map(
         lambda x: int(x) if str(x).isdigit() else x), ignore_index=True)
+
+
+def datasets_planned(planned: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """``report.data.PLANNED``'s rows as (model, training size) → the datasets planned there."""
+    return {(str(m), str(z)): int(n) for m, z, n in zip(planned.model, planned.sample_size, planned.datasets)}
 
 
 def networks(standings: pd.DataFrame) -> list[str]:
