@@ -143,8 +143,12 @@ def test_a_suite_entrys_clock_reaches_the_learner_through_the_engine(clock: str)
                        trial_timeout_s=spec.trial_timeout_s, clock=spec.clock, attention=False)
     rec = run_trial(req, data)
     assert rec.status == "ok", rec.error
-    # 0.5 s of sleep is ten rounds on the wall clock; on the CPU clock the naps cost nothing: all 40 rounds.
-    assert (rec.stop_reason, rec.epochs) == (("time_limit", 10) if clock == "wall" else ("max_epochs", 40)), rec
+    # 0.5 s of sleep is at most ten rounds on the wall clock (fewer when a loaded machine stretches a round;
+    # a nap never lasts less than asked); on the CPU clock the naps cost nothing: all 40 rounds.
+    if clock == "wall":
+        assert rec.stop_reason == "time_limit" and 1 <= rec.epochs <= 10, rec
+    else:
+        assert (rec.stop_reason, rec.epochs) == ("max_epochs", 40), rec
 
 
 def test_wall_is_the_default_clock_and_cpu_a_different_entry():

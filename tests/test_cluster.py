@@ -162,15 +162,15 @@ def test_job_submitted_to_a_token_authenticated_cluster(tmp_path: Path):
                      f"--dashboard-port={dash}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
                      f"--temp-dir={temp}", "--disable-usage-stats", f"--dashboard-agent-listen-port={free_port()}"],
                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(gcs)
+        wait_for_port(gcs, timeout_s=300)  # bounds a hang only: Ray's start is slow on two loaded cores
         # Another node on the same machine needs its own temp dir: two nodes sharing one would share
         # runtime_resources/, and one node's agent deletes the job's working_dir while the driver runs in it.
         for name in ("a", "b"):
             nodes.start([ray, "start", "--block", f"--address=127.0.0.1:{gcs}", "--num-cpus=2",
                          f"--temp-dir={temp}-{name}", f"--dashboard-agent-listen-port={free_port()}"],
                         env={**env, "RAY_TMPDIR": f"{temp}-{name}"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(dash)
-        deadline = time.monotonic() + 90
+        wait_for_port(dash, timeout_s=300)  # the dashboard loads while both worker nodes start
+        deadline = time.monotonic() + 300
         while "/4.0 CPU" not in (st := ray_cli("status", f"--address=127.0.0.1:{gcs}", env=env).stdout):
             assert time.monotonic() < deadline, f"the worker nodes did not join: {st}"
             time.sleep(1)

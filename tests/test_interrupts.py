@@ -241,7 +241,7 @@ def test_the_local_ray_stopped_under_a_run_ends_it_with_one_line_and_exit_4(tmp_
         driver.stop()
     output = log.read_text()
     assert code == 4, output[-3000:]
-    assert took < 15, took
+    assert took < 45, took  # well under Ray's own 60 s wait on a lost cluster, which it would otherwise show
     after = output[output.index("[1/2]"):].splitlines()[1:]
     lost = [line for line in after if "the Ray cluster went away" in line]
     assert len(lost) == 1 and len(after) < 5, after  # one line, no dump
