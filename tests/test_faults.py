@@ -176,10 +176,9 @@ def test_a_worker_killed_mid_trial_is_an_infra_failure_retried_once(ray_local, t
     """The worker training the network is SIGKILLed mid-trial (the boosting cell has committed): the lost
     trial is recorded as infra and runs again on a replacement worker; nothing else is lost."""
     suite = parse_suite({**BASE, "models": [
-        # The network trains until its 12 CPU-second limit stops it (so it lasts as long on any machine, and
-        # longer on a loaded one, where the boosting cell before the kill takes longer too; a fixed epoch
-        # count finished within the kill's 0.5 s on a fast one) and its result is kept as usual.
-        GOOD, {"name": "mlp", "trials": 1, "trial_timeout_s": 12, "clock": "cpu",
+        # The network trains until its 12 s limit stops it (so it lasts as long on any machine; a fixed
+        # epoch count finished within the kill's 0.5 s on a fast one) and its result is kept as usual.
+        GOOD, {"name": "mlp", "trials": 1, "trial_timeout_s": 12,
                "fixed": {"max_epochs": 1_000_000, "patience": 1_000_000, "d_block": 64}}]})
     killed: list[int] = []
     first_cell_done = threading.Event()
