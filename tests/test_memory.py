@@ -101,9 +101,10 @@ def test_a_trial_measures_the_same_on_a_fresh_worker_and_after_other_trials(ray_
     # Before: 38 MB fresh and 82 MB after for XGBoost, FT-Transformer from 0.02 to 159 MB.
     for name, (fresh, after) in figures.items():
         assert fresh > 5.0, (name, fresh)  # a real figure, not the allocator's leftovers
-        # 10 % or 2 MB: XGBoost once read 13.6 MB fresh and 14.9 after in a whole-suite run on two loaded cores
-        # (1.4 MB, the allocator's noise); what this guards against is tens of MB apart.
-        assert after == pytest.approx(fresh, rel=0.10, abs=2.0), (name, fresh, after)
+        # 25 % or 3 MB, as the test below allows: in whole-suite runs on two loaded cores XGBoost read 13.6 MB
+        # fresh and 14.9 after, FT-Transformer 88.5 and 101.1 (the allocator's noise); what this guards against
+        # is twice or thousands of times apart.
+        assert after == pytest.approx(fresh, rel=0.25, abs=3.0), (name, fresh, after)
 
 
 def made_up_fold(n: int, n_num: int, n_cat: int, n_classes: int, seed: int) -> FoldData:
