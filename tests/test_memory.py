@@ -71,8 +71,9 @@ def test_a_trial_measures_the_same_on_a_fresh_worker_and_after_other_trials(ray_
 
     data = wide_fold()
     ref = ray.put(data)
+    # One model per allocator, as the test below picks them (the MLP shares FT-Transformer's torch allocator and
+    # runs among the others): two workers, one round.
     measured = {"xgboost": request("xgboost", 0, n_estimators=30, max_depth=8),
-                "mlp": request("mlp", 1, max_epochs=1, d_block=1536, n_blocks=2),
                 "ft_transformer": request("ft_transformer", 6, max_epochs=1, d_token=64, n_blocks=2)}
     others = [request("mlp", 2, max_epochs=1, d_block=1024, n_blocks=3), request("catboost", 3, iterations=40),
               request("ft_transformer", 4, max_epochs=1, d_token=128, n_blocks=1),
@@ -85,7 +86,8 @@ def test_a_trial_measures_the_same_on_a_fresh_worker_and_after_other_trials(ray_
             name = names.pop(0)
             req = measured[name]
             worker = ray.remote(TrialWorker).options(num_cpus=1).remote()
-            warm = [(r.model, "multiclass") for r in [req, *others]]
+            # Warm-up fits take the registry's defaults: one per model name.
+            warm = list({r.model.name: (r.model, "multiclass") for r in [req, *others]}.values())
             # Calls on one actor run in order: warm-up, the fit on the fresh worker, the others, the fit again.
             calls = [worker.ready.remote(["torch", "xgboost", "catboost"], warm, 1, 0), worker.run.remote(req, [ref]),
                      *(worker.run.remote(other, [ref]) for other in others), worker.run.remote(req, [ref])]
