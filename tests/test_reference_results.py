@@ -9,6 +9,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -147,11 +148,14 @@ def test_a_reference_grows_by_chunks_that_are_never_rewritten(reference, tmp_pat
     # reference.json says what the suite says now (two folds), and nothing else in it moves
     assert json.loads((root / "grow" / "reference.json").read_text()) == {
         **meta, "description": "now on two folds", "protocol": {**meta["protocol"], "max_folds": 2}}
-    # another validation share: other cells under the same name; refused, nothing written
+    # another validation share: other cells under the same name; refused, nothing written. The run's plan and
+    # its suite are what the refusal reads, so it stops before its first cell (its stop time already past).
     other = tmp_path / "other.duckdb"
     other.write_bytes(db.read_bytes())
     runner.run(parse_suite({**copy.deepcopy(REF_SUITE), "protocol": {**REF_SUITE["protocol"], "validation_fraction": 0.3}}),
-               other, progress=lambda _: None)
+               other, progress=lambda _: None, stop_at=time.monotonic())
+    assert Store(other).query("SELECT count(*) AS n FROM results").n[0] == Store(db).query(
+        "SELECT count(*) AS n FROM results").n[0]  # no cell of its own ran
     before = {p: p.read_bytes() for p in (root / "grow").rglob("*") if p.is_file()}
     with pytest.raises(references.ReferenceError, match=r"protocol\.validation_fraction is 0\.3 .* its cells differ"):
         chunks.add_chunk(other, "grow", root=root)
