@@ -86,13 +86,19 @@ def prices(pilot: pd.DataFrame, study: pd.DataFrame, base: str, extend: list[int
     return out
 
 
+def is_attention(families: Mapping[str, str], p: Price) -> bool:
+    """Whether ``p``'s entry is in the attention family (``families``: entry → family): the one question of an
+    entry's kind the price asks, since the race at a raced size is among attention entries only."""
+    return families.get(p.model) == ATTENTION
+
+
 def raced(rows: list[Price], families: Mapping[str, str], race: Mapping[int, int]) -> list[Price]:
     """``rows`` at each size of ``race`` (size → k) cut to the entries that could run there when the race's k
     leaders do (docs/STUDY.md): every entry outside the attention family (``families``: entry → family), and
     the k attention entries that cost most there, an upper bound on whichever k lead. Other sizes unchanged."""
-    out = [p for p in rows if p.sample_size not in race or families.get(p.model) != ATTENTION]
+    out = [p for p in rows if p.sample_size not in race or not is_attention(families, p)]
     for size, k in race.items():
-        at = [p for p in rows if p.sample_size == size and families.get(p.model) == ATTENTION]
+        at = [p for p in rows if p.sample_size == size and is_attention(families, p)]
         out += dearest(at, k)
     return sorted(out, key=lambda p: (p.model, p.sample_size))
 
@@ -236,7 +242,7 @@ def race_bound(rows: list[Price], families: Mapping[str, str], splits: pd.DataFr
     on = splits.assign(sample_size=splits.sample_size.astype(int))[SPLIT].drop_duplicates()
     hours = float(on.merge(at[[*SPLIT, "seconds"]], on=SPLIT).seconds.sum()) / 3600
     top = dearest([dataclasses.replace(p, projected=p.ratio * hours) for p in rows if p.sample_size == size
-                   and families.get(p.model) == ATTENTION and p.ratio == p.ratio], k)
+                   and is_attention(families, p) and p.ratio == p.ratio], k)
     return [p.model for p in top], sum(p.projected for p in top)
 
 
@@ -277,9 +283,9 @@ def to_run(rows: list[Price], families: Mapping[str, str], race: Mapping[int, in
                 out[x.sample_size] += x.rest * factor(x.model, x.sample_size)
         for size, kept in on.items():
             priced = [p for p in rows if p.sample_size == size and p.ratio == p.ratio]
-            entries = [hours(p, kept) for p in priced if size not in race or families.get(p.model) != ATTENTION]
+            entries = [hours(p, kept) for p in priced if size not in race or not is_attention(families, p)]
             if size in race:
-                attention = {p.model for p in priced if families.get(p.model) == ATTENTION}
+                attention = {p.model for p in priced if is_attention(families, p)}
                 leaders = set(cells[cells.sample_size == size].model) & attention
                 raced = sorted((hours(p, kept) for p in priced if p.model in (leaders or attention)), reverse=True)
                 entries += raced[: race[size]]
