@@ -86,7 +86,7 @@ def published_size(db: str) -> str:
         for c in group:
             size = thousands(float(c.sample_size)) if c.sample_size.isdigit() else c.sample_size
             of = plans.get((model, c.sample_size), c.datasets)
-            rest = f"{c.datasets} of {of} datasets, interim" if of > c.datasets else f"{c.datasets} datasets"
+            rest = f"{c.datasets} of {of} datasets, interim" if of > c.datasets else f"{c.datasets} dataset{'' if c.datasets == 1 else 's'}"
             cost = f"for {_ratio(c.cost_ratio)} the trial time and {_ratio(c.memory_ratio)} the peak memory"
             if c.mean != c.mean:  # every dataset not converged, or too few splits: no dataset compared
                 nc = c.verdicts[Verdict.NOT_CONVERGED.value]
