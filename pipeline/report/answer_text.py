@@ -23,7 +23,7 @@ from pipeline.report import configs_text
 from pipeline.report.stats import standing
 from pipeline.report.stats.claims import mean_interval
 from pipeline.report.stats.verdicts import half_width, projected, ratio
-from pipeline.report.text import listed, signed, thousands
+from pipeline.report.text import counted, listed, signed, thousands
 from pipeline.report.tuning_text import tuning
 
 ATTENTION, BOOSTING = "attention network", "best gradient boosting"
@@ -70,7 +70,7 @@ def splits_text(big: pd.DataFrame) -> str:
     so that a verdict resting on one repeat of the folds (a pick among entries run on the first repeat only) is
     counted, not hidden in a range."""
     counts = big.n_splits.astype(int).value_counts().sort_index(ascending=False)
-    return listed([f"{n} split{'' if n == 1 else 's'} on {k} dataset{'' if k == 1 else 's'}"
+    return listed([f"{counted(n, 'split')} on {counted(k, 'dataset')}"
                    for n, k in counts.items()])
 
 

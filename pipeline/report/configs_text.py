@@ -12,7 +12,7 @@ from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import Status, Verdict
 from pipeline.report.stats.architectures import COUNTED, datasets_planned
-from pipeline.report.text import listed, signed, thousands
+from pipeline.report.text import counted, listed, signed, thousands
 
 
 def configuration_changes(db: str) -> list[Any]:
@@ -86,7 +86,7 @@ def published_size(db: str) -> str:
         for c in group:
             size = thousands(float(c.sample_size)) if c.sample_size.isdigit() else c.sample_size
             of = plans.get((model, c.sample_size), c.datasets)
-            rest = f"{c.datasets} of {of} datasets, interim" if of > c.datasets else f"{c.datasets} dataset{'' if c.datasets == 1 else 's'}"
+            rest = f"{c.datasets} of {of} datasets, interim" if of > c.datasets else counted(c.datasets, "dataset")
             cost = f"for {_ratio(c.cost_ratio)} the trial time and {_ratio(c.memory_ratio)} the peak memory"
             if c.mean != c.mean:  # every dataset not converged, or too few splits: no dataset compared
                 nc = c.verdicts[Verdict.NOT_CONVERGED.value]

@@ -16,3 +16,8 @@ def thousands(n: float) -> str:
 def listed(words: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``: sizes written with thousands separators read apart only so."""
     return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 dataset``, ``2 datasets``: a count and its noun, plural unless one."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
