@@ -106,8 +106,8 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                 for m in suite.models:
                     if m.sample_sizes is not None and label not in {str(x) for x in m.sample_sizes}:
                         continue  # not one of the entry's sizes: no cell
-                    if m.repeats is not None and r >= m.repeats:
-                        continue  # past the entry's repeats: no cell
+                    if m.repeats is not None and r >= m.repeats and ds.name not in (m.every_repeat_on or ()):
+                        continue  # past the entry's repeats (and not a dataset it runs every repeat on): no cell
                     if m.datasets_at and label.isdigit() and ds.name not in m.datasets_at.get(int(label), [ds.name]):
                         continue  # a dataset the entry leaves out at this size: no cell
                     rows = min(n, int(m.fixed.get("context_rows") or n))  # a subsampled context's rows

@@ -98,7 +98,7 @@ OWN_MODEL_KEYS = {"builder", "learner", "kind", "defaults"}  # the keys that dec
 # Keys added after results existed, left out of an entry's hash at these values so that its cells keep their ids.
 LATER_KEYS = {"clock": "wall"}
 # Keys that choose which of the protocol's cells an entry has, not how a cell runs: never in its hash.
-PLAN_KEYS = {"sample_sizes", "repeats", "datasets_at"}
+PLAN_KEYS = {"sample_sizes", "repeats", "datasets_at", "every_repeat_on"}
 Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
 
 
@@ -139,6 +139,10 @@ class ModelSpec(Strict):
     datasets_at: dict[int, Annotated[list[str], Field(min_length=1)]] | None = Field(
         default=None, description="at a training size, the datasets this entry runs (default: every one that reaches "
         "it), e.g. a stated cut's; which cells exist, not how one runs, as sample_sizes")
+    every_repeat_on: list[str] | None = Field(
+        default=None, min_length=1, description="datasets on which this entry runs every repeat the protocol plans "
+        "there (more_repeats' at the largest size) though 'repeats' holds it to fewer elsewhere, e.g. where a "
+        "study's pick runs its dataset's repeats; which cells exist, not how one runs, as sample_sizes")
     compress: list[Literal["prune", "quantize", "pca"]] = Field(
         default_factory=list, description="torch models: also score compressed variants of each trial's model, "
         "each stored as a model of its own (<key>+prune: 30% of each hidden layer's neurons removed; "
@@ -282,6 +286,8 @@ class SuiteSpec(Strict):
         for m in self.models:
             if named := sorted({d for ds in (m.datasets_at or {}).values() for d in ds} - set(labels)):
                 return f"model entry {m.key!r}: datasets_at names {named}, not datasets of the suite"
+            if named := sorted(set(m.every_repeat_on or []) - set(labels)):
+                return f"model entry {m.key!r}: every_repeat_on names {named}, not datasets of the suite"
         return None
 
     def entry_sizes_problem(self, given_only: bool = False) -> str | None:
