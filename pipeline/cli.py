@@ -371,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("answer", help="the answer in Markdown, from a reference's standings (what docs/STUDY.md holds)")
     p.add_argument("ref", metavar="REF", help="a shipped reference's name, a reference folder, or a results file")
+    p.add_argument("--margin", type=float, default=None, metavar="M",
+                   help="only the verdict counts, read at the equivalence margin M (the headline's is the "
+                   "pre-registered 0.005; 0.01 is the field's usual one)")
     p.set_defaults(func=cmd_answer)
 
     add_price_parser(sub)

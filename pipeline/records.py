@@ -117,6 +117,15 @@ class Verdict(State):
         return {Verdict.AHEAD: Verdict.BEHIND, Verdict.BEHIND: Verdict.AHEAD}.get(self, self)
 
 
+class Power(State):
+    """Why an undetermined pair stays so (issue 82 item 2), as the ``standings`` view words it: whether the design
+    could decide it at the repeat cap, on the spread its splits show. The rule:
+    :func:`pipeline.report.stats.verdicts.power` (the view computes it alike)."""
+
+    UNDERPOWERED = "underpowered"  # even a true difference of zero could not be shown equivalent at the cap
+    INCONCLUSIVE = "inconclusive"  # more repeats, to the cap, could decide it
+
+
 # The verdicts whose difference enters a mean over datasets: every pair with a difference that is not left
 # out as not converged (one-split ones included).
 COMPARED_VERDICTS = (Verdict.AHEAD, Verdict.BEHIND, Verdict.EQUIVALENT, Verdict.UNDETERMINED)

@@ -93,11 +93,18 @@ def cmd_answer(args: argparse.Namespace) -> int:
     """The answer's Markdown from a reference (a shipped name, a folder, or a results file)."""
     import tempfile
 
-    from pipeline.report.answer_text import markdown
+    from pipeline.report.answer_text import largest, markdown, pairs
+    from pipeline.report.margin_text import at_margin
 
+    if args.margin is not None and not 0 <= args.margin < 1:
+        raise AttnbenchError(f"--margin {args.margin:g} is not a margin of accuracy or R² (0 to 1)")
     with tempfile.TemporaryDirectory() as tmp:
         db = _results_file(args.ref, tmp)
-        print(markdown(db, Path(args.ref).name if db == args.ref else args.ref), end="")
+        if args.margin is not None:
+            p = pairs(db)
+            print(at_margin(p, largest(p), args.margin), end="")
+        else:
+            print(markdown(db, Path(args.ref).name if db == args.ref else args.ref), end="")
     return 0
 
 

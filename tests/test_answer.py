@@ -110,7 +110,12 @@ def test_its_counts_are_the_standings_verdicts_and_never_say_level(study: str, p
     for line in rows:
         cells = [c.strip() for c in line.strip("|").split("|")]
         row = big[big.dataset == cells[0]].iloc[0]
-        assert cells[-1] == row.verdict and Verdict(cells[-1])  # a member's word
+        word = cells[-1].split(" (")[0]  # an undetermined one goes on to say how close it came
+        assert word == row.verdict and Verdict(word)  # a member's word
+        if word == Verdict.UNDETERMINED and row.n_splits >= 2:
+            assert cells[-1].startswith(f"undetermined ({row.power}): differences under ±{row.detectable:.3f}"), cells
+            assert f"on these {row.n_splits} splits" in cells[-1]
+            assert (f"±{row.detectable_at_cap:.3f} at {row.cap_splits}" in cells[-1]) == (row.cap_splits > row.n_splits)
         assert int(cells[-2]) == row.n_splits
     counts = big.verdict.value_counts()
     for v in answer_text.ORDER:
@@ -267,3 +272,28 @@ def test_the_study_figures_typed_beside_the_blocks_are_the_references(study: str
     for text, pattern, want in checks:
         found = re.search(pattern, text)
         assert found and int(found[1]) == want, (pattern, found and found[1], want)
+
+
+def test_it_prints_the_counts_at_both_margins_and_any_margin_on_asking(study: str, printed: str):
+    """Issue 82 item 3: the pre-registered ±0.005 stays the headline; ±0.01 beside it, labelled; `--margin M`
+    reads any. Each count is recomputed here from the splits' intervals at that margin."""
+    from pipeline.report.margin_text import reread
+    from pipeline.report.stats.verdicts import from_row
+
+    big = answer_text.largest(answer_text.pairs(study))
+    said = printed.splitlines()[1]
+    assert "±0.005 margin, pre-registered" in said
+    wider = [from_row(r).at(0.01).verdict for r in big.itertuples(index=False)]
+    assert sum(v is Verdict.EQUIVALENT for v in wider) >= int((big.verdict == "equivalent").sum())
+    words = ", ".join(f"{v.value} on {wider.count(v)}" for v in answer_text.ORDER if wider.count(v))
+    assert f"At ±0.01 (the field's usual region of practical equivalence, Benavoli et al. 2017): {words} of 35" in said
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "answer", study, "--margin", "0.02"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    at = reread(big, 0.02)
+    assert out.stdout.startswith(f"At ±0.02: equivalent on {int((at.verdict == 'equivalent').sum())}")
+    assert [from_row(r).at(0.02).verdict.value for r in big.itertuples(index=False)] == at.verdict.tolist()
+    bad = subprocess.run([sys.executable, "-m", "pipeline.cli", "answer", study, "--margin", "2"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines()[-1].endswith("--margin 2 is not a margin of accuracy or R² (0 to 1)")

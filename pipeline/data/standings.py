@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pipeline.data.sql_words import MISSING, OK, SPLIT, TASK, quote
 from pipeline.models.kinds import ATTENTION, BOOSTING, KINDS, NETWORK
-from pipeline.records import VERDICT_ALPHA, VERDICT_MARGIN, Verdict
+from pipeline.records import VERDICT_ALPHA, VERDICT_MARGIN, Power, Verdict
 
 # A stored kind in words, the family the report names (pipeline.models.kinds.family_of), in SQL.
 FAMILY = ("CASE model_kind " + " ".join(f"WHEN {quote(k)} THEN {quote(f)}" for k, f in KINDS.items())
@@ -76,6 +76,8 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
             JOIN per_family f USING ({TASK}, family)
             JOIN per_split s USING ({SPLIT}, family)
             WHERE e.status = {OK} AND e.score IS NOT NULL
+        ), cap AS (  -- the repeat cap: the most repeats of its k-fold the plan holds for any dataset of the file
+            SELECT coalesce(max(repeat), 0) + 1 AS repeats FROM e
         ), task AS (
             SELECT {TASK}, avg(n_train) AS n_train, avg(n_valid) AS n_valid FROM c GROUP BY ALL
         ), m AS (
@@ -111,8 +113,10 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
                    coalesce(d.versus_bound, false) AS versus_bound, d.sd * sqrt(1::DOUBLE / d.n_splits + 1::DOUBLE / (g.folds - 1)) AS se
             FROM pairs p JOIN task t USING ({TASK}) LEFT JOIN designs g USING (dataset, split_key)
             LEFT JOIN d USING ({TASK}, model, versus)
+        ), wc AS (
+            SELECT w.*, greatest(w.n_splits, (SELECT repeats FROM cap) * w.folds) AS cap_splits FROM w
         ), q AS (
-            SELECT w.*,
+            SELECT wc.*,
                    CASE WHEN n_splits >= 2 THEN diff - {t_quantile(1 - VERDICT_ALPHA / 2, "n_splits - 1")} * se END
                        AS lo,
                    CASE WHEN n_splits >= 2 THEN diff + {t_quantile(1 - VERDICT_ALPHA / 2, "n_splits - 1")} * se END
@@ -120,19 +124,29 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
                    CASE WHEN n_splits >= 2 THEN diff - {t_quantile(1 - VERDICT_ALPHA, "n_splits - 1")} * se END
                        AS eq_lo,
                    CASE WHEN n_splits >= 2 THEN diff + {t_quantile(1 - VERDICT_ALPHA, "n_splits - 1")} * se END
-                       AS eq_hi
-            FROM w
-        )
-        SELECT dataset, split_key, sample_size, n_train, model, family, family_best, versus, versus_model, diff, lo,
-               hi, {VERDICT_MARGIN!r}::DOUBLE AS margin, n_splits,
+                       AS eq_hi,
+                   CASE WHEN n_splits >= 2 THEN {t_quantile(1 - VERDICT_ALPHA / 2, "cap_splits - 1")} * sd
+                       * sqrt(1::DOUBLE / cap_splits + 1::DOUBLE / (folds - 1)) END AS detectable_at_cap,
+                   CASE WHEN n_splits >= 2 THEN {t_quantile(1 - VERDICT_ALPHA, "cap_splits - 1")} * sd
+                       * sqrt(1::DOUBLE / cap_splits + 1::DOUBLE / (folds - 1)) END AS eq_half_at_cap
+            FROM wc
+        ), v AS (
+            SELECT q.*,
                CASE WHEN n_splits = 0 THEN {Verdict.NOT_COMPARED.sql}
                     WHEN n_splits = 1 THEN {Verdict.UNDETERMINED.sql}
                     WHEN eq_lo > -{VERDICT_MARGIN!r}::DOUBLE AND eq_hi < {VERDICT_MARGIN!r}::DOUBLE
                         THEN {Verdict.EQUIVALENT.sql}
                     WHEN lo > 0 THEN CASE WHEN versus_bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.AHEAD.sql} END
                     WHEN hi < 0 THEN CASE WHEN bound THEN {Verdict.NOT_CONVERGED.sql} ELSE {Verdict.BEHIND.sql} END
-                    ELSE {Verdict.UNDETERMINED.sql} END AS verdict,
+                    ELSE {Verdict.UNDETERMINED.sql} END AS verdict
+            FROM q
+        )
+        SELECT dataset, split_key, sample_size, n_train, model, family, family_best, versus, versus_model, diff, lo,
+               hi, {VERDICT_MARGIN!r}::DOUBLE AS margin, n_splits, verdict,
                eq_lo, eq_hi, folds, n_valid, test_mean, versus_test_mean, val_mean, bound AS model_bound, versus_bound,
-               sd
-        FROM q
+               sd, hi - diff AS detectable, cap_splits, detectable_at_cap,
+               CASE WHEN verdict = {Verdict.UNDETERMINED.sql} AND n_splits >= 2
+                    THEN CASE WHEN eq_half_at_cap >= {VERDICT_MARGIN!r}::DOUBLE THEN {Power.UNDERPOWERED.sql}
+                              ELSE {Power.INCONCLUSIVE.sql} END END AS power
+        FROM v
     """

@@ -20,6 +20,7 @@ from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Status, Verdict
 from pipeline.report import configs_text
+from pipeline.report.margin_text import FIELD_MARGIN, closeness, margin_sentence
 from pipeline.report.stats import standing
 from pipeline.report.stats.claims import mean_interval
 from pipeline.report.stats.verdicts import half_width, projected, ratio
@@ -37,6 +38,7 @@ def pairs(db: str) -> pd.DataFrame:
     return Store(db, create=False).query(
         "SELECT s.dataset, s.sample_size, s.n_train, s.n_valid, s.model, s.versus_model, s.diff, s.lo, s.hi, "
         "s.n_splits, s.folds, s.verdict, s.sd, s.model_bound, s.versus_bound, coalesce(c.planned, s.n_splits) AS planned, "
+        "s.eq_lo, s.eq_hi, s.margin, s.detectable, s.cap_splits, s.detectable_at_cap, s.power, "
         "d.openml_id, d.n_rows, d.task_type FROM standings s "
         "JOIN datasets d USING (dataset) LEFT JOIN (WITH p AS (SELECT DISTINCT dataset, split_key, sample_size, model, "
         "repeat, fold FROM plan) SELECT a.dataset, a.split_key, a.sample_size, a.model, b.model AS versus_model, "
@@ -95,7 +97,7 @@ def summary(p: pd.DataFrame) -> str:
     return (f"Per dataset at its largest size, the best attention network against the best gradient-boosting model "
             f"(each picked by validation) is {words} of {len(big)} datasets ({'/'.join(map(str, folds))}-fold "
             f"cross-validation, {splits}{interim}; Nadeau–Bengio corrected 95% intervals, "
-            f"±{VERDICT_MARGIN} margin). Over datasets, the mean difference at each one's largest size is {signed(mean)} [{signed(lo)}, {signed(hi)}]; "
+            f"±{VERDICT_MARGIN} margin, pre-registered). {margin_sentence(big, FIELD_MARGIN)} Over datasets, the mean difference at each one's largest size is {signed(mean)} [{signed(lo)}, {signed(hi)}]; "
             f"by training size, attention is {trend} (95% t-intervals over datasets).")
 
 
@@ -413,13 +415,15 @@ def markdown(db: str, name: str) -> str:
         out.append(f"| {r['size']:,} | {r['n']} | " + " | ".join(str(r[v.value]) for v in ORDER)
                    + f" | {signed(r['mean'])} [{signed(r['lo'])}, {signed(r['hi'])}] |")
     out += ["", "Each dataset at its largest size (difference: attention − boosting test accuracy or R², mean over "
-            "splits; interval: Nadeau–Bengio corrected 95%):", "",
+            "splits; interval: Nadeau–Bengio corrected 95%; an undetermined verdict says the half-width a difference must "
+            "pass to be told apart on its splits, and at the repeat cap, and whether it is underpowered (no repeats to "
+            "the cap could show even a true zero equivalent) or inconclusive (they could)):", "",
             "| dataset | OpenML | rows | training rows | attention | boosting | difference [95% CI] | splits | verdict |",
             "| --- | ---: | ---: | ---: | --- | --- | --- | ---: | --- |"]
     for r in big.itertuples(index=False):
         oid = "–" if pd.isna(r.openml_id) else str(int(r.openml_id))
         out.append(f"| {r.dataset} | {oid} | {int(r.n_rows):,} | {thousands(r.n_train)} | {r.model} | {r.versus_model} | "
-                   f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}] | {int(r.n_splits)} | {r.verdict} |")
+                   f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}] | {int(r.n_splits)} | {closeness(r)} |")
     unsettled = not_converged(big)
     if unsettled:
         out += ["", unsettled]

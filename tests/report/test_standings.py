@@ -20,7 +20,7 @@ from pipeline.data.store import Store
 from pipeline.models.kinds import ATTENTION, BOOSTING, NETWORK, family_of
 from pipeline.records import Status, Verdict
 from pipeline.report.stats import pick
-from pipeline.report.stats.verdicts import MARGIN, decide
+from pipeline.report.stats.verdicts import MARGIN, cap_splits, decide, detectable, power
 
 SHIPPED = ("study-every-dataset", "study-lite", "study-tuned-slice")
 TASK = ["dataset", "split_key", "sample_size"]
@@ -86,6 +86,7 @@ def recomputed(db: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 @pytest.mark.parametrize("name", [*SHIPPED, "synthetic", "mixed"])
 def test_every_row_of_the_view_is_the_rule_in_python(files, name):
     view, per_split, means = recomputed(files[name])
+    cap_repeats = int(Store(files[name], create=False).query("SELECT max(repeat) + 1 AS n FROM expected_cells").n[0])
     assert list(view.columns[:len(COLUMNS)]) == COLUMNS and len(view)
     assert set(view.verdict) <= {str(v) for v in Verdict}
     # The picks: per task and family, the model with the best mean validation score (test picks nothing).
@@ -115,6 +116,14 @@ def test_every_row_of_the_view_is_the_rule_in_python(files, name):
                          (r.eq_hi, want.eq_high)):
             assert (pd.isna(got) and np.isnan(exp)) or got == pytest.approx(exp, abs=1e-12), (r, want)
         assert (r.model_bound, r.versus_bound) == bound
+        # how close it came: the interval's half-width now and at the repeat cap, and why an undetermined one is
+        cap = cap_splits(want.n_splits, int(r.folds), cap_repeats)
+        assert r.cap_splits == cap, r
+        for got, exp in ((r.detectable, detectable(float(r.sd), want.n_splits, int(r.folds))),
+                         (r.detectable_at_cap, detectable(float(r.sd), cap, int(r.folds)))):
+            assert (pd.isna(got) and np.isnan(exp)) or got == pytest.approx(exp, rel=1e-9, abs=1e-15), (r, exp)
+        undetermined = want.verdict is Verdict.UNDETERMINED and want.n_splits >= 2
+        assert (pd.isna(r.power) and not undetermined) or r.power == power(float(r.sd), int(r.folds), cap), r
         # the pair's means are over its own splits (diff = test_mean − versus_test_mean); val_mean the pick's
         assert r.test_mean == pytest.approx(both.score_a.mean()) and r.versus_test_mean == pytest.approx(both.score_b.mean())
         assert r.val_mean == pytest.approx(means.loc[(*task, r.model), "val"])

@@ -227,3 +227,14 @@ def test_more_repeats_narrow_the_corrected_interval_only_to_its_floor():
     assert widths[-1] == pytest.approx(floor, rel=1e-3)
     # The plain t-interval (ratio 0) would shrink towards zero instead: what the shared rows forbid.
     assert verdicts.half_width(0.01, 15_000, 0.0) < floor / 50
+
+
+def test_a_decision_read_at_another_margin_is_the_rule_at_that_margin():
+    """Decision.at(m) (attnbench answer's ±0.01 and --margin) is decide(..., margin=m) on the same splits."""
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        n = int(rng.integers(1, 16))
+        d = rng.normal(rng.normal(0, 0.01), abs(rng.normal(0, 0.01)) + 1e-4, n)
+        bound = (bool(rng.integers(2)), bool(rng.integers(2)))
+        for m in (0.0, 0.005, 0.01, 0.03):
+            assert decide(d, folds=3, bound=bound).at(m).verdict == decide(d, folds=3, margin=m, bound=bound).verdict

@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pipeline.records import COMPARED_VERDICTS, VERDICT_ALPHA, VERDICT_MARGIN, Verdict
+from pipeline.records import COMPARED_VERDICTS, VERDICT_ALPHA, VERDICT_MARGIN, Power, Verdict
 from pipeline.report.stats.aggregate import wilson
 
 MARGIN = VERDICT_MARGIN  # accuracy or R²: a difference whose interval lies within ± this is equivalent
@@ -73,8 +73,9 @@ METHOD = "Nadeau-Bengio corrected resampled t"
 # left out as not converged. Verdict (its words) lives in pipeline/records.py, beside the other stored words,
 # so that the standings view renders it too.
 COMPARED = COMPARED_VERDICTS
-__all__ = ["ALPHA", "COMPARED", "MARGIN", "METHOD", "ORDER", "Decision", "Tally", "Verdict", "corrected_interval", "decide",
-           "decisions", "from_row", "half_width", "pair_key", "projected", "ratio", "versus"]
+__all__ = ["ALPHA", "COMPARED", "MARGIN", "METHOD", "ORDER", "Decision", "Power", "Tally", "Verdict", "cap_splits",
+           "corrected_interval", "decide", "decisions", "detectable", "from_row", "half_width", "pair_key", "power",
+           "projected", "ratio", "versus"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class Decision:
     ratio: float = float("nan")
     folds: int | None = None
     method: str = METHOD
+    bound: tuple[bool, bool] = (False, False)  # whether a, b were still improving when their budget ran out
 
     @property
     def one_split(self) -> bool:
@@ -131,10 +133,17 @@ class Decision:
         return (f"{self.verdict}: {self.diff:+.3f}, {level} interval {self.low:+.3f} to {self.high:+.3f} over "
                 f"{self.n_splits} folds (corrected for shared training rows; equivalent within ±{self.margin:g})")
 
+    def at(self, margin: float) -> Decision:
+        """The same splits read at another equivalence ``margin`` (a reader's region of practical equivalence:
+        ±0.01 is the field's usual one for accuracy); only the equivalence test depends on it."""
+        verdict = _verdict(self.n_splits, self.low, self.high, self.eq_low, self.eq_high, margin, self.bound)
+        return Decision(verdict, self.diff, self.low, self.high, self.eq_low, self.eq_high, self.n_splits, margin,
+                        self.alpha, self.ratio, self.folds, self.method, self.bound)
+
     def reversed(self) -> Decision:
         """The same decision read as b against a."""
         return Decision(self.verdict.reversed(), -self.diff, -self.high, -self.low, -self.eq_high, -self.eq_low,
-                        self.n_splits, self.margin, self.alpha, self.ratio, self.folds, self.method)
+                        self.n_splits, self.margin, self.alpha, self.ratio, self.folds, self.method, self.bound[::-1])
 
 
 def ratio(*, folds: int | None = None, n_train: float | None = None, n_test: float | None = None) -> float:
@@ -181,6 +190,36 @@ def half_width(sd: float, n_splits: int, test_over_train: float, level: float = 
     return float(stats.t.ppf(0.5 + level / 2, n_splits - 1) * sd * math.sqrt(1 / n_splits + test_over_train))
 
 
+# ----------------------------------------------------------------------------- how close it came (issue 82 item 2)
+# An undetermined pair says what the design could tell apart: ``detectable``, the half-width of its 95% corrected
+# interval at the splits it has (a difference smaller than that cannot be told from zero there), and the same at
+# the repeat cap (the most repeats of the k-fold the file plans for any dataset: the study's protocol cap); and
+# :class:`Power`: *underpowered* where even a true difference of zero, with the spread its splits show, could not
+# be shown equivalent within the margin at the cap (the 90% interval's half-width there reaches the margin),
+# *inconclusive* where repeats to the cap could. The ``standings`` view computes all three alike
+# (tests/report/test_standings.py); tests/report/test_detectable.py checks both on simulated splits.
+
+
+def cap_splits(n_splits: int, folds: int, cap_repeats: int) -> int:
+    """The splits a pair would have at the repeat cap: ``cap_repeats`` × ``folds``, and never fewer than it has."""
+    return max(int(n_splits), int(cap_repeats) * int(folds))
+
+
+def detectable(sd: float, n_splits: int, folds: int, level: float = 1 - ALPHA) -> float:
+    """Half the ``level`` corrected interval over ``n_splits`` splits of ``folds``-fold cross-validation with
+    fold-to-fold spread ``sd``: differences under it cannot be told from zero on those splits (NaN under 2)."""
+    if n_splits < 2 or math.isnan(sd):
+        return float("nan")
+    return half_width(sd, n_splits, ratio(folds=folds), level)
+
+
+def power(sd: float, folds: int, at_cap: int, margin: float = MARGIN, alpha: float = ALPHA) -> Power:
+    """Whether an undetermined pair whose splits spread by ``sd`` could be decided at ``at_cap`` splits
+    (:func:`cap_splits`): underpowered when even a true difference of zero could not be shown equivalent within
+    ±``margin`` there (the (1 − 2α) interval's half-width reaches the margin), inconclusive otherwise."""
+    return Power.UNDERPOWERED if detectable(sd, at_cap, folds, 1 - 2 * alpha) >= margin else Power.INCONCLUSIVE
+
+
 def projected(diff: float, sd: float, n_splits: int, *, folds: int, margin: float = MARGIN,
               alpha: float = ALPHA, bound: tuple[bool, bool] = (False, False)) -> Decision:
     """The decision :func:`decide` would reach over ``n_splits`` splits of ``folds``-fold cross-validation if
@@ -190,7 +229,7 @@ def projected(diff: float, sd: float, n_splits: int, *, folds: int, margin: floa
     half, eq_half = half_width(sd, n_splits, r, 1 - alpha), half_width(sd, n_splits, r, 1 - 2 * alpha)
     low, high = diff - half, diff + half
     return Decision(_verdict(n_splits, low, high, diff - eq_half, diff + eq_half, margin, bound), diff, low,
-                    high, diff - eq_half, diff + eq_half, n_splits, margin, alpha, r, folds)
+                    high, diff - eq_half, diff + eq_half, n_splits, margin, alpha, r, folds, METHOD, bound)
 
 
 def _verdict(n: int, low: float, high: float, eq_low: float, eq_high: float, margin: float,
@@ -224,7 +263,7 @@ def decide(diffs: Iterable[float] | np.ndarray, *, folds: int | None = None, n_t
     n = len(d)
     verdict = _verdict(n, low, high, eq_low, eq_high, margin, bound)
     return Decision(verdict, mean, low, high, eq_low, eq_high, n, margin, alpha, r, folds,
-                    METHOD if n >= 2 else "one split: no interval" if n else "no split in common")
+                    METHOD if n >= 2 else "one split: no interval" if n else "no split in common", bound)
 
 
 # ----------------------------------------------------------------------------- the standings view
@@ -243,9 +282,11 @@ def from_row(r: Any) -> Decision:
 
     folds = None if _missing(f("folds")) else int(f("folds"))
     n = int(f("n_splits"))
+    bound = (bool(f("model_bound")) if not _missing(f("model_bound")) else False,
+             bool(f("versus_bound")) if not _missing(f("versus_bound")) else False)
     return Decision(Verdict(f("verdict")), _float(f("diff")), _float(f("lo")), _float(f("hi")), _float(f("eq_lo")),
                     _float(f("eq_hi")), n, float(f("margin")), ALPHA, 1.0 / (folds - 1) if folds else float("nan"),
-                    folds, METHOD if n >= 2 else "one split: no interval" if n else "no split in common")
+                    folds, METHOD if n >= 2 else "one split: no interval" if n else "no split in common", bound)
 
 
 def decisions(rows: pd.DataFrame) -> list[Decision]:
