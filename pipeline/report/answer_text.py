@@ -336,6 +336,28 @@ def per_architecture(db: str) -> list[str]:
             f"the datasets every entry ran; the race that picks which run on at a larger size): {leads}."]
 
 
+def other_networks(db: str) -> list[str]:
+    """The other networks against the best boosting model per size (:func:`architectures.other_networks`), in
+    Markdown: is it attention that falls behind, or any network?"""
+    from pipeline.report.stats import architectures as arch
+
+    s = Store(db, create=False).query("SELECT * FROM standings ORDER BY ALL", prepare=temporary_views)
+    t = arch.other_networks(s)
+    if t.empty:
+        return []
+    out = ["| other network | training rows | datasets | ahead–equivalent–behind–undetermined | "
+           "mean difference [95% CI]; median | picked (best other network) |", "| --- | ---: | ---: | --- | --- | --- |"]
+    for r in t.to_dict("records"):
+        mean = ("–" if r["mean"] != r["mean"] else
+                f"{signed(r['mean'])} [{signed(r['low'])}, {signed(r['high'])}]; median {signed(r['median'])}")
+        out.append(f"| {r['model']} | {int(r['sample_size']):,} | {r['datasets']} | {arch.counts_text(r['counts'])} | "
+                   f"{mean} | {r['picked'] or '–'} |")
+    return ["**The other networks against boosting** (each non-attention network entry, and the best of them by "
+            "validation on each task, against the best gradient-boosting model; counts over datasets at each size, "
+            "each verdict over that dataset's splits; the mean over the datasets compared, 95% t-interval): whether "
+            "what the attention rows show is attention's or any network's.", "", *out]
+
+
 def holdings(db: str, name: str) -> str:
     """What the reference holds against what its suite plans (finished, failed), and what its trials cost."""
     q = Store(db, create=False).query
@@ -436,6 +458,9 @@ def markdown(db: str, name: str) -> str:
     each = per_architecture(db)
     if each:
         out += ["", *each]
+    nets = other_networks(db)
+    if nets:
+        out += ["", *nets]
     two = configs_text.configurations(db)
     if two:
         out += ["", *two]

@@ -216,3 +216,37 @@ def test_the_sample_size_page_shows_the_answers_table(tmp_path: Path):
     one = synthetic.build(tmp_path / "one.duckdb")
     write_report(one, tmp_path / "one", [sample_size.SPEC])
     assert 'id="table-architectures"' not in (tmp_path / "one" / "sample_size.html").read_text()
+
+
+def test_the_other_networks_each_have_their_own_rows_against_boosting(tmp_path: Path):
+    """Issue 82 item 5: each non-attention network, and the best of them by validation, against the best boosting
+    model per size, in the answer and on the Sample-size page: the standings view's rows counted, the picks named."""
+    from tables import table_rows
+
+    from pipeline.report.pages import sample_size, write_report
+
+    s = synthetic.Synth()
+    s.models["realmlp"] = ("realmlp", 0.80, 0.030, 1.20)
+    db = synthetic.build(tmp_path / "r.duckdb", s)
+    standings = Store(db, create=False).query("SELECT * FROM standings WHERE family = 'other network' AND versus = "
+                                              "'best gradient boosting' AND sample_size <> 'all'", prepare=temporary_views)
+    assert standings.model.nunique() == 2
+    lines = answer_text.other_networks(str(db))
+    assert lines[0].startswith("**The other networks against boosting**")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[4:]]
+    sizes = sorted(standings.sample_size.unique(), key=int)
+    assert [r[:2] for r in rows] == [[m, f"{int(z):,}"] for m in ("best other network", "mlp", "realmlp") for z in sizes]
+    order = [v.value for v in answer_text.ORDER[:4]]
+    for r in rows:
+        g = standings[standings.sample_size == r[1].replace(",", "")]
+        g = g[g.family_best] if r[0] == "best other network" else g[g.model == r[0]]
+        assert r[2] == str(g.dataset.nunique())
+        assert r[3].split(" (")[0] == "–".join(str(int((g.verdict == w).sum())) for w in order)
+        compared = g[g.verdict.isin([x.value for x in answer_text.COMPARED_VERDICTS])]["diff"]
+        assert r[4].startswith(answer_text.signed(float(compared.mean())))
+        if r[0] == "best other network":  # which network each task picked, by validation, adding up to its datasets
+            picks = dict(p.rsplit(" ", 1) for p in r[5].split(", "))
+            assert sum(map(int, picks.values())) == g.dataset.nunique() and set(picks) <= {"mlp", "realmlp"}
+    write_report(db, tmp_path / "reports", [sample_size.SPEC])
+    shown = table_rows((tmp_path / "reports" / "sample_size.html").read_text(), "table-networks")
+    assert [[c for c in row[:4]] for row in shown] == [r[:4] for r in rows]

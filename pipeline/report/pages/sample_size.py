@@ -108,6 +108,7 @@ def page_sample_size(data: ReportData) -> Page:
 
     if len(attention) > 1:
         architectures_section(p, data)
+    networks_section(p, data)
     if attention and incumbents:
         projection_section(p, data, attention, incumbents)
     table_ = standing_mod.standings(data.standings)
@@ -287,6 +288,30 @@ def architectures_section(p: Page, data: ReportData) -> None:
                "those that ran it. Its mean validation rank among the attention "
                "entries, over the datasets every entry ran, is the race that decides which entries run on at a "
                f"larger size: the three lowest lead ({leads}). " + VERDICT_NOTE))
+
+
+def networks_section(p: Page, data: ReportData) -> None:
+    """The other networks against the best boosting model per size (:func:`architectures.other_networks`, the table
+    ``attnbench answer`` prints): whether what the attention rows show is attention's or any network's."""
+    t = arch_mod.other_networks(data.standings)
+    if t.empty:
+        return
+    p.h2("The other networks against boosting", "networks")
+
+    def mean(r: dict) -> str:
+        if r["mean"] != r["mean"]:
+            return ""
+        return (f"{r['mean']:+.4f}" + ("" if r["low"] != r["low"] else f" [{r['low']:+.4f}, {r['high']:+.4f}]")
+                + f"; median {r['median']:+.4f}")
+
+    rows = [[cell(r["model"]), cell(f"{int(r['sample_size']):,}"), cell(r["datasets"]),
+             cell(arch_mod.counts_text(r["counts"])), cell(mean(r)), cell(r["picked"])] for r in t.to_dict("records")]
+    p.add(table(["other network", "training rows", "datasets", "vs best boosting: ahead–equivalent–behind–undetermined",
+                 "mean difference [95% over datasets]; median", "picked (best other network)"], rows, "table-networks"))
+    p.add(note("Each non-attention network entry, and the best of them by validation on each task (which ones were "
+               "picked, and how often), against the best gradient-boosting model: the standings view's verdicts over "
+               "each dataset's splits, counted over datasets, and the mean difference over the datasets compared "
+               "(those not converged left out). " + VERDICT_NOTE))
 
 
 def standing_section(p: Page, data: ReportData, table_: pd.DataFrame) -> None:

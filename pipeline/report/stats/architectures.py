@@ -101,3 +101,31 @@ def leaders_text(standings: pd.DataFrame, label: Callable[[str], str], n: int = 
             out.append(f"{label(str(size))}: {', '.join(race.leaders(g, n))} (of {k} entr{'y' if k == 1 else 'ies'} "
                        f"ranked, over {d} dataset{'s' if d != 1 else ''})")
     return "; ".join(out)
+
+
+BEST_NETWORK = "best other network"  # the row of each task's pick among the other networks (by validation)
+
+
+def other_networks(standings: pd.DataFrame) -> pd.DataFrame:
+    """The other networks against the best gradient-boosting model (issue 82 item 5: is it attention, or any
+    network?): one row per other-network entry (TabM, RealMLP, the MLP) and per :data:`BEST_NETWORK` (each task's
+    pick among them, by validation) and numeric training size: ``datasets``, ``counts`` (by verdict),
+    ``mean``/``low``/``high`` (over datasets compared, t-interval) and ``median``. Empty where no other network
+    stands against boosting. Sorted by entry (the best first), then size."""
+    s = standings[(standings.family == NETWORK) & (standings.versus == AGAINST[0])
+                  & (standings.sample_size.astype(str) != "all")]
+    if s.empty:
+        return pd.DataFrame()
+    compared = [v.value for v in COMPARED_VERDICTS]
+    rows = []
+    for name, rows_of in ((BEST_NETWORK, s[s.family_best]), *((m, g) for m, g in s.groupby("model"))):
+        for size, g in rows_of.groupby("sample_size"):
+            diffs = g[g.verdict.isin(compared)]["diff"].to_numpy(dtype=float)
+            mean, low, high = mean_interval(diffs)
+            rows.append({"model": name, "sample_size": str(size), "datasets": g.dataset.nunique(),
+                         "counts": {x.value: int((g.verdict == x.value).sum()) for x in Verdict}, "mean": mean,
+                         "low": low, "high": high, "median": float(np.median(diffs)) if len(diffs) else math.nan,
+                         "picked": ", ".join(f"{m} {n}" for m, n in g.model.value_counts().sort_index().items())
+                         if name == BEST_NETWORK else ""})
+    return pd.DataFrame(rows).sort_values(["model", "sample_size"], key=lambda c: c.map(
+        lambda x: (x != BEST_NETWORK, x) if not str(x).isdigit() else int(x)), ignore_index=True)
