@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     """The answer's Markdown from a reference (a shipped name, a folder, or a results file)."""
     import tempfile
 
+    from pipeline.report import across_text
     from pipeline.report.answer_text import largest, markdown, pairs
     from pipeline.report.margin_text import at_margin
 
@@ -100,6 +102,8 @@ def cmd_answer(args: argparse.Namespace) -> int:
         raise AttnbenchError(f"--margin {args.margin:g} is not a margin of accuracy or R² (0 to 1)")
     with tempfile.TemporaryDirectory() as tmp:
         db = _results_file(args.ref, tmp)
+        if args.margin is None:  # the across-datasets fits this data lacks, stored in the file (a reference's: its export)
+            across_text.refresh(db, say=lambda line: print(line, file=sys.stderr, flush=True))
         if args.margin is not None:
             p = pairs(db)
             print(at_margin(p, largest(p), args.margin), end="")

@@ -48,6 +48,9 @@ class ReferenceError(AttnbenchError):
     """A reference that cannot be used as asked (not found, or another protocol or other data)."""
 
 
+ACROSS_FILE = "across_datasets.parquet"  # a reference's across_datasets table, beside its chunks
+
+
 def shipped_root() -> Path:
     """Where shipped references live: ``$ATTNBENCH_REFERENCES``, else ``references/`` of the checkout."""
     env = os.environ.get("ATTNBENCH_REFERENCES")
@@ -344,6 +347,9 @@ def export_file(ref: str, db: str | Path) -> int:
         store = Store(db)
         n = opened.export(store)
         install(store)
+        across = Path(opened.where) / ACROSS_FILE
+        if across.is_file():  # the hierarchical model's fits shipped beside the chunks (`make answers`)
+            store.write_across(pd.read_parquet(across))
     finally:
         opened.close()
     return n

@@ -70,6 +70,9 @@ def _is_lock_error(err: Exception) -> bool:
     return "lock" in str(err).lower() and ("conflicting" in str(err).lower() or "could not set" in str(err).lower())
 
 
+ACROSS_TABLE = "across_datasets"  # the hierarchical model's fits across datasets (written by `attnbench answer`)
+
+
 class Store:
     """One DuckDB results file. Every method opens, works and closes: nothing stays locked.
 
@@ -314,6 +317,21 @@ class Store:
                 con.execute("ROLLBACK")
                 raise
             con.execute("COMMIT")
+
+    def write_across(self, frame: pd.DataFrame) -> None:
+        """The ``across_datasets`` table (pipeline/report/stats/across.py: the hierarchical model's fits, each
+        keyed by a digest of the data it read), replaced whole in one transaction."""
+        with self.transaction() as con:
+            con.register("across_df", frame)
+            con.execute(f"CREATE OR REPLACE TABLE {ACROSS_TABLE} AS SELECT * FROM across_df")
+            con.unregister("across_df")
+
+    def read_across(self) -> pd.DataFrame | None:
+        """The ``across_datasets`` table as stored, or None where the file has none."""
+        with self.connect(read_only=True) as con:
+            has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                              [ACROSS_TABLE]).fetchone()[0]
+            return con.execute(f"SELECT * FROM {ACROSS_TABLE}").df() if has else None
 
     def write_dataset(self, meta: dict[str, Any], features: pd.DataFrame, frame: pd.DataFrame,
                       splits: pd.DataFrame, orders: pd.DataFrame, split_key: str) -> None:

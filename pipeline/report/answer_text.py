@@ -19,7 +19,7 @@ import pandas as pd
 from pipeline.data.store import Store
 from pipeline.data.views import temporary_views
 from pipeline.records import COMPARED_VERDICTS, VERDICT_MARGIN, Status, Verdict
-from pipeline.report import configs_text
+from pipeline.report import across_text, configs_text
 from pipeline.report.margin_text import FIELD_MARGIN, closeness, margin_sentence
 from pipeline.report.stats import standing
 from pipeline.report.stats.claims import mean_interval
@@ -461,6 +461,9 @@ def markdown(db: str, name: str) -> str:
     nets = other_networks(db)
     if nets:
         out += ["", *nets]
+    spread_over = across_text.markdown(db)
+    if spread_over:
+        out += ["", *spread_over]
     two = configs_text.configurations(db)
     if two:
         out += ["", *two]

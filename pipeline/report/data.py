@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.data.standings import standings_sql
-from pipeline.data.store import Store
+from pipeline.data.store import ACROSS_TABLE, Store
 from pipeline.data.views import temporary_views
 from pipeline.models.kinds import family_of
 from pipeline.records import SCORED, Status, sql_list
@@ -95,6 +95,8 @@ class ReportData:
     standings: pd.DataFrame = field(default_factory=pd.DataFrame)
     designs: pd.DataFrame = field(default_factory=pd.DataFrame)  # each dataset's k of k-fold (the designs view)
     planned: pd.DataFrame = field(default_factory=pd.DataFrame)  # PLANNED: the datasets per entry and size
+    # the across_datasets table's fits that belong to the data now (report/stats/across.py; empty where none)
+    across: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @classmethod
     def load(cls, db: str | Path) -> ReportData:
@@ -146,6 +148,10 @@ class ReportData:
             data.standings = q(f"SELECT * FROM {standings} ORDER BY dataset, split_key, n_train, sample_size, model, versus")
             data.designs = q("SELECT * FROM designs ORDER BY dataset, split_key")
             data.planned = q(PLANNED)
+            if q(f"SELECT count(*) AS n FROM information_schema.tables WHERE table_name = '{ACROSS_TABLE}'").n.iloc[0]:
+                from pipeline.report.stats.across import current
+
+                data.across = current(data.standings, q(f"SELECT * FROM {ACROSS_TABLE} ORDER BY ALL"))
             timed = q(f"SELECT DISTINCT model, run_id FROM current_results WHERE status = {OK} ORDER BY ALL")
             names = q("SELECT DISTINCT suite, model_key, model FROM plan ORDER BY ALL")  # the report's name of each entry
             data.traits = dataset_traits(con, sorted(set(data.cells.dataset)) if len(data.cells) else [])

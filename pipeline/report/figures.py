@@ -278,6 +278,37 @@ def answer_by_size(answers: Sequence[SizeAnswer], families: Sequence[str]) -> go
     return fig
 
 
+def across_datasets(new: pd.DataFrame, rope: float) -> go.Figure:
+    """The hierarchical model's answer for a new dataset (``new``: the across_datasets table's rows of a new dataset
+    at ``rope``, the two best pairs), per training size: stacked bars of the probability that the pair's model is
+    behind, equivalent to or ahead of the best boosting model, as Corani et al. draw them."""
+    from pipeline.report.stats.across import LARGEST
+
+    fig = go.Figure()
+    order = sorted(set(new.sample_size), key=lambda z: (z == LARGEST, int(z) if z != LARGEST else 0))
+    labels = [z if z == LARGEST else f"{int(z):,}" for z in order]
+    pairs = [p for p in dict.fromkeys(new.pair)]
+    x = [[lbl for _ in pairs for lbl in labels], [lab(p.removeprefix("best ")) for p in pairs for _ in labels]]
+    for word, column in ((Verdict.BEHIND, "behind"), (Verdict.EQUIVALENT, "equivalent"), (Verdict.AHEAD, "ahead")):
+        ys, hover = [], []
+        for p in pairs:
+            for z in order:
+                r = new[(new.pair == p) & (new.sample_size == z)]
+                ys.append(float(r[column].iloc[0]) if len(r) else None)
+                hover.append(f"{lab(p)} against the best {lab(BOOSTING)} model, {lab(z)} training rows: on a new "
+                             f"dataset, {column} (±{rope:g}) with probability {float(r[column].iloc[0]):.0%} "
+                             f"({int(r.n_datasets.iloc[0])} datasets, {int(r.n_splits.iloc[0])} splits)" if len(r) else "")
+        fig.add_bar(x=x, y=ys, name=f"{column} (±{rope:g})", marker={"color": VERDICT_COLOR[word]},
+                    hovertemplate="%{hovertext}<extra></extra>", hovertext=hover)
+    fig.update_layout(barmode="stack", bargap=0.25)
+    fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="probability on a new dataset")
+    fig.update_xaxes(title_text="training rows, and the model set against boosting", tickangle=0, tickfont_size=10)
+    layout(fig, height=380)
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top", "title_text": ""},
+                      margin={"t": 30, "l": 60, "r": 20, "b": 80})
+    return fig
+
+
 # --------------------------------------------------------------------------------------- tuning
 def tuning_curves(summary: pd.DataFrame, style: Style, x: str, y: str = "score") -> go.Figure:
     """Normalised best-validation score (``y='score'``), or the normalised test score of the configuration

@@ -135,6 +135,7 @@ def overview_answer(p: Page, data: ReportData) -> None:
     caveats = [(m, n) for m, n in data.model_notes().items() if n]
     if caveats:
         p.add(note("Where a model leaves the shared protocol: " + "; ".join(f"{m}: {n.rstrip('.')}" for m, n in caveats) + "."))
+    across_section(p, data)
     p.shared_notes_here()  # the notes every page shares (the site adds them) go here, under the answer's own
     p.h3("Cost per 1,000 rows")
     rows = []
@@ -167,6 +168,29 @@ def overview_answer(p: Page, data: ReportData) -> None:
                    "there and at every larger size run, each size's verdict as above; else the verdict at the largest "
                    "size ('never' where it is behind there); no crossover is given from one training size. Hover a "
                    "cell for the verdict it rests on."))
+
+
+def across_section(p: Page, data: ReportData) -> None:
+    """The hierarchical model's answer for a new dataset per size (report/stats/across.py), as stacked bars, where
+    the file holds fits of its data now (`attnbench answer FILE` makes them)."""
+    from pipeline.report.stats import across, hierarchical
+
+    a = data.across
+    if a.empty:
+        return
+    rope = hierarchical.ROPES[0]
+    new = a[a.dataset.isna() & (a.rope == rope) & a.pair.isin([across.BEST_ATTENTION, across.BEST_NETWORK])]
+    if new.empty:
+        return
+    p.h3("Across datasets: on a new dataset")
+    p.figure(figs.across_datasets(new, rope), "fig-index-across")
+    p.add(note("The Bayesian hierarchical model of Corani, Benavoli, Demšar, Mangili and Zaffalon (2017), fitted per "
+               f"training size on every dataset's splits (correlated by 1/k, as they share training rows) with "
+               f"NumPyro's NUTS, seed {hierarchical.SEED}: the probability that, on a dataset new to the study, the "
+               f"best attention network (and the best other network) is behind, equivalent within ±{rope:g}, or ahead "
+               f"of the best {BOOSTING} model, each picked by validation. 'largest': each dataset at its largest size, "
+               "as the verdicts above. `attnbench answer` prints the same at ±0.005 too, for each attention entry, and "
+               "each dataset's probabilities shrunk toward the others."))
 
 
 def crossover_cell(r: Any) -> Cell:

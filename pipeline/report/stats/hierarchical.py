@@ -52,7 +52,7 @@ PAD = 16  # a fit's datasets are padded to a multiple of this (masked out of the
 
 def _model(n, mean, ss, mask, rho, bounds):  # jax arrays, untyped
     """The hierarchical model on sufficient statistics (arrays of one length: splits, mean, sum of squares, and
-    the mask of the rows that are datasets; padding rows draw from the prior and add nothing to the likelihood).
+    the mask of the rows that are datasets, each dataset's ρ; padding rows draw from the prior and add nothing to the likelihood).
     Non-centred (δ_i = δ₀ + σ₀·z_i), the same model, which NUTS samples without the funnel's divergences."""
     import jax.numpy as jnp
     import numpyro
@@ -77,7 +77,7 @@ def _model(n, mean, ss, mask, rho, bounds):  # jax arrays, untyped
     numpyro.factor("splits", (loglik * mask).sum())
 
 
-def fit(per_dataset: pd.DataFrame, folds: int, ropes: tuple[float, ...] = ROPES, seed: int = SEED,
+def fit(per_dataset: pd.DataFrame, folds: int | np.ndarray, ropes: tuple[float, ...] = ROPES, seed: int = SEED,
         draws: tuple[int, int, int] = (WARMUP, SAMPLES, CHAINS)) -> Posterior:
     """The posterior for one pair: ``per_dataset`` has one row per dataset (``dataset``, ``diff``: the mean over its
     splits, ``sd``: their standard deviation, NaN for one split, ``n_splits``); ``folds`` the k of the design."""
@@ -98,16 +98,18 @@ def fit(per_dataset: pd.DataFrame, folds: int, ropes: tuple[float, ...] = ROPES,
     ss = np.maximum(sd / scale, 1e-3) ** 2 * np.maximum(n - 1, 0)
     among = float(np.std(mean)) or 1.0
     bounds = (float(np.max(np.abs(mean))) or 1.0, among * STD_UPPER, max(float(np.mean(sd / scale)), 1e-3) * STD_UPPER)
-    rho = 1.0 / folds
     q = len(d)
+    kept = per_dataset["diff"].notna().to_numpy()
+    rho = 1.0 / np.broadcast_to(np.asarray(folds, dtype=float), (len(per_dataset),))[kept]
     pad = -q % PAD
     args = {"n": np.pad(n, (0, pad), constant_values=2.0), "mean": np.pad(mean, (0, pad)),
-            "ss": np.pad(ss, (0, pad), constant_values=1.0), "mask": np.pad(np.ones(q), (0, pad))}
+            "ss": np.pad(ss, (0, pad), constant_values=1.0), "mask": np.pad(np.ones(q), (0, pad)),
+            "rho": np.pad(rho, (0, pad), constant_values=0.5)}
     warmup, samples, chains = draws
     mcmc = MCMC(NUTS(_model, target_accept_prob=TARGET_ACCEPT), num_warmup=warmup, num_samples=samples,
                 num_chains=chains, chain_method="sequential",
                 progress_bar=False, jit_model_args=True)
-    mcmc.run(jax.random.PRNGKey(seed), **args, rho=rho, bounds=jax.numpy.asarray(bounds),
+    mcmc.run(jax.random.PRNGKey(seed), **args, bounds=jax.numpy.asarray(bounds),
              extra_fields=("diverging",))
     post = {k: np.asarray(v, dtype=float) for k, v in mcmc.get_samples().items()}
     post["delta"] = post["delta"][:, :q]
