@@ -135,8 +135,9 @@ def attention_entries(store: Store) -> list[str]:
 def waiting_at_4096(store: Store, entries: list[str]) -> int:
     from pipeline.records import Status
 
+    # the race's cells: the first repeat's (the repeats a pick runs later, issue 82 item 1, are not the race's)
     return int(store.query("SELECT count(*) AS n FROM expected_cells WHERE sample_size = '4096' AND status = ? "
-                           "AND list_contains(?, model)", [Status.MISSING.value, entries]).n[0])
+                           "AND repeat = 0 AND list_contains(?, model)", [Status.MISSING.value, entries]).n[0])
 
 
 def race_leaders(study_db: str) -> list[str] | None:
