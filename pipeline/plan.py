@@ -33,14 +33,15 @@ class Cell:
 
 
 def cell_id(suite: SuiteSpec, dataset: str, split_key: str, repeat: int, fold: int, size: str, seed: int,
-            model: str) -> str:
+            model: str, n_train: int = 0) -> str:
     """A cell's id: a hash of everything its own result depends on (the dataset's rows and split, the
     preprocessing, the training size and subset seed, the model entry and, for a model from outside
     attnbench, its code), and of nothing else: adding a size, a fold or a model to a suite leaves the
     other cells' ids, so they are not run again, and another suite that plans the same entry on the same
-    split plans the same cell (the suite's name is a label, not part of what a cell is)."""
+    split plans the same cell (the suite's name is a label, not part of what a cell is). ``n_train``: the
+    cell's training rows, which choose the entry's ``from_size`` rule (0: none)."""
     blob = json.dumps([dataset, split_key, suite.protocol.preprocessing.model_dump(mode="json"), repeat,
-                       fold, size, seed, model, suite.model_hash(model)])
+                       fold, size, seed, model, suite.cell_hash(model, n_train)])
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -87,13 +88,16 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
         # the protocol's own repeats plan on any fold.
         more = not ds.dataset.has_official_folds and p.repeats_of(ds.name) > p.repeats
         most_rows = folds[folds.repeat < p.repeats].iloc[:, 2].max() if len(folds) else 0
-        fit = [s for s in p.sample_sizes if s == "all" or s < most_rows]
-        top = "all" if "all" in fit else str(max((s for s in fit if s != "all"), default=0))
+        whole = whole_part_planned(p, int(folds[folds.repeat < p.repeats].iloc[:, 2].min()) if len(folds) else 0)
+        fit = [s for s in p.sample_sizes if (s == "all" and whole) or (s != "all" and s < most_rows)]
+        grid_top = str(max((s for s in fit if s != "all"), default=0))
+        top = "all" if "all" in fit and not (p.more_repeats and p.more_repeats.at == "grid") else grid_top
         for r, f, n_avail in folds.itertuples(index=False):
             sizes: list[tuple[str, int, int]] = []
             for s in p.sample_sizes:
                 if s == "all":
-                    sizes.append(("all", int(n_avail), 1))
+                    if whole:
+                        sizes.append(("all", int(n_avail), 1))
                 elif s < n_avail:
                     sizes.append((str(s), int(s), p.subset_seeds))
                 else:
@@ -119,7 +123,7 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                         applicable.append(m)
                 for seed in range(n_seeds):
                     for m in applicable:
-                        cid = cell_id(suite, ds.name, ds.split_key, int(r), int(f), label, seed, m.key)
+                        cid = cell_id(suite, ds.name, ds.split_key, int(r), int(f), label, seed, m.key, n)
                         yield Cell(ds.name, int(r), int(f), label, seed, m.key, n, cid, ds.split_key), ds
         for key, (labels, why) in outside.items():
             if not_applicable is not None:
@@ -127,11 +131,26 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
             notice(f"  notice: {ds.name}: {key} not applicable at size{'s' if len(labels) > 1 else ''} "
                    f"{', '.join(sorted(labels, key=lambda x: (x == 'all', x.zfill(12))))} (at the first: {why}); those cells "
                    "are left out of the plan, not failed")
+        if "all" in p.sample_sizes and not whole and len(folds):
+            notice(f"  notice: {ds.name}: 'all' left out: its training part is "
+                   + (f"above all_max_rows ({p.all_max_rows:,})" if p.all_max_rows is not None and
+                      folds.iloc[:, 2].min() > p.all_max_rows else
+                      f"less than {1 + p.all_min_gain:g}× the largest size below it ({grid_top})"))
         if dropped:
             notice(f"  notice: {ds.name}: sample size{'s' if len(dropped) > 1 else ''} "
                    f"{', '.join(map(str, sorted(dropped)))} not below the {fewest} training rows of a fold; "
                    "those cells are left out" + (" ('all' runs the whole training part)" if "all" in p.sample_sizes
                                                  else ""))
+
+
+def whole_part_planned(p: Any, fewest: int) -> bool:
+    """Whether a dataset whose folds' training parts hold at least ``fewest`` rows runs at 'all': the protocol
+    lists it, the part is not above ``all_max_rows``, and it is at least ``1 + all_min_gain`` times the largest
+    numbered size below it (a whole part just past a listed size adds a near copy of that size)."""
+    if "all" not in p.sample_sizes or (p.all_max_rows is not None and fewest > p.all_max_rows):
+        return False
+    below = [s for s in p.sample_sizes if s != "all" and s < fewest]
+    return not below or fewest >= (1 + p.all_min_gain) * max(below)
 
 
 def plan_notes(suite: SuiteSpec, not_applicable: list[dict[str, Any]]) -> str:

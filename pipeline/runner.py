@@ -197,17 +197,20 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
     from pipeline.engine.cells import CellPlan
     from pipeline.learners.resolve import resolve
 
-    models = {m.key: resolve(m) for m in suite.models}  # once per run; each cell carries its entry
+    models: dict[tuple[str, int | None], Any] = {}  # once per run and size rule; each cell carries its entry
     kinds = model_kinds(suite)
-    hashes = {m.key: suite.model_hash(m.key) for m in suite.models}
     prior = store.committed_trials({cell.cell_id: attempts.get(cell.cell_id, 0) + 1 for cell, _, _ in pending})
     plans = []
     for cell, ds, split_key in pending:
-        model = models[cell.model]
+        entry = suite.model(cell.model)
+        rule = entry.size_rule(cell.n_train)
+        if (cell.model, rule and rule[0]) not in models:
+            models[cell.model, rule and rule[0]] = resolve(entry.at(cell.n_train))
+        model = models[cell.model, rule and rule[0]]
         base = CellResult(cell_id=cell.cell_id, run_id=run_id, suite=suite.name, dataset=cell.dataset,
                           task_type=ds.task_type, repeat=cell.repeat, fold=cell.fold, sample_size=cell.sample_size,
                           seed=cell.seed, model=cell.model, model_name=model.name, model_kind=kinds[cell.model],
-                          spec_hash=hashes[cell.model], split_key=cell.split_key,
+                          spec_hash=suite.cell_hash(cell.model, cell.n_train), split_key=cell.split_key,
                           attempts=attempts.get(cell.cell_id, 0) + 1, n_train=cell.n_train)
         plans.append(CellPlan(base=base, model=model, seed=suite.seed * 1000 + cell.seed, data_key=loader.key(cell, ds, split_key),
                               n_features=int(ds.features.shape[1]), label=_describe(cell),

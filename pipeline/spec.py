@@ -47,6 +47,9 @@ class MoreRepeats(Strict):
 
     repeats: int = Field(ge=2, description="repeats in all at the largest size, the first included")
     datasets: list[str] = Field(min_length=1, description="the datasets (their names in the suite) to repeat")
+    at: Literal["largest", "grid"] = Field(
+        default="largest", description="largest: each dataset's largest size ('all' where it has it); grid: its "
+        "largest numbered size, so that adding 'all' to a study keeps the repeats it ran where they are")
 
 
 class Protocol(Strict):
@@ -59,6 +62,12 @@ class Protocol(Strict):
     validation_fraction: float = Field(default=0.2, gt=0.0, lt=0.9)
     sample_sizes: list[SampleSize] = Field(default_factory=lambda: list[SampleSize](["all"]), min_length=1)
     subset_seeds: int = Field(default=1, ge=1, description="different nested subsets per size below 'all'")
+    all_min_gain: float = Field(
+        default=0.0, ge=0.0, description="'all' (the whole training part) is left out of a dataset whose training "
+        "part is less than (1 + this) times the largest numbered size below it: 0.1 reads no 10,217 rows beside 10,000")
+    all_max_rows: int | None = Field(
+        default=None, ge=8, description="'all' is left out of a dataset whose training part holds more rows than "
+        "this: its largest numbered size not above it is its largest (e.g. 98304)")
     preprocessing: Preprocessing = Preprocessing()
     more_repeats: MoreRepeats | None = Field(
         default=None, description="more repeats of the k-fold, at the largest size, for the datasets named")
@@ -99,7 +108,22 @@ OWN_MODEL_KEYS = {"builder", "learner", "kind", "defaults"}  # the keys that dec
 LATER_KEYS = {"clock": "wall"}
 # Keys that choose which of the protocol's cells an entry has, not how a cell runs: never in its hash.
 PLAN_KEYS = {"sample_sizes", "repeats", "datasets_at", "every_repeat_on"}
+# How the entry runs from a training size on: in the ids of those cells only (SuiteSpec.cell_hash), never in the
+# entry's hash, so that adding it keeps the ids of the cells below that size.
+SIZE_KEYS = {"from_size"}
 Domain = Annotated[dict[str, Any], Field(description="{uniform|loguniform|int|logint: [lo, hi]} or {choice: [...]}")]
+
+
+class FromSize(Strict):
+    """How an entry's cells run from a training size on: its caps set for large data (a time limit, the
+    epochs or boosting rounds of ``fixed``), where the small sizes' caps would stop a model still improving."""
+
+    fixed: dict[str, Any] = Field(default_factory=dict, description="replaces the entry's fixed values key by key")
+    trial_timeout_s: float | None = Field(default=None, gt=0)
+    time_budget_s: float | None = Field(default=None, gt=0)
+
+    def key(self) -> str:
+        return json.dumps(self.model_dump(mode="json", exclude_none=True), sort_keys=True)
 
 
 class ModelSpec(Strict):
@@ -143,6 +167,11 @@ class ModelSpec(Strict):
         default=None, min_length=1, description="datasets on which this entry runs every repeat the protocol plans "
         "there (more_repeats' at the largest size) though 'repeats' holds it to fewer elsewhere, e.g. where a "
         "study's pick runs its dataset's repeats; which cells exist, not how one runs, as sample_sizes")
+    from_size: dict[int, FromSize] | None = Field(
+        default=None, description="from a training size on (its cells of at least that many training rows; the "
+        "largest such size applies), the values its cells run with instead of the entry's: a time limit, fixed "
+        "values (epoch or round caps), e.g. {24576: {trial_timeout_s: 5400, fixed: {n_estimators: 20000}}}; "
+        "these cells' ids carry them, the other cells' ids are unchanged")
     compress: list[Literal["prune", "quantize", "pca"]] = Field(
         default_factory=list, description="torch models: also score compressed variants of each trial's model, "
         "each stored as a model of its own (<key>+prune: 30% of each hidden layer's neurons removed; "
@@ -152,6 +181,25 @@ class ModelSpec(Strict):
     @property
     def key(self) -> str:
         return self.label or self.name
+
+    def size_rule(self, n_train: int) -> tuple[int, FromSize] | None:
+        """The ``from_size`` rule a cell of ``n_train`` training rows runs under (the largest size not above
+        it) and that size; None where none applies."""
+        applies = [s for s in (self.from_size or {}) if s <= n_train]
+        return (max(applies), (self.from_size or {})[max(applies)]) if applies else None
+
+    def at(self, n_train: int) -> ModelSpec:
+        """The entry as its cells of ``n_train`` training rows run it: its ``from_size`` rule applied."""
+        rule = self.size_rule(n_train)
+        if rule is None:
+            return self
+        over = rule[1]
+        update: dict[str, Any] = {"fixed": {**self.fixed, **over.fixed}}
+        if over.trial_timeout_s is not None:
+            update["trial_timeout_s"] = over.trial_timeout_s
+        if over.time_budget_s is not None:
+            update["time_budget_s"] = over.time_budget_s
+        return self.model_copy(update=update)
 
     @field_validator("name")
     @classmethod
@@ -247,6 +295,10 @@ class ModelSpec(Strict):
                              "and retrain on principal components (torch networks)")
         if len(set(self.compress)) != len(self.compress):
             raise ValueError(f"compress lists a method twice: {self.compress}")
+        for size, over in (self.from_size or {}).items():
+            if size < 8:
+                raise ValueError(f"model {self.name!r}: from_size {size} is not a training size (at least 8 rows)")
+            info.check_keys(self.space, {**self.fixed, **over.fixed})
         return self
 
 
@@ -346,7 +398,7 @@ class SuiteSpec(Strict):
     def _entry_hash(self, m: ModelSpec, code: bool) -> str:
         # A registered model's entry leaves out the keys that declare models of one's own, so that its
         # cells keep the ids they had before those keys existed.
-        entry = m.model_dump(mode="json", exclude=(OWN_MODEL_KEYS - m.model_fields_set) | PLAN_KEYS)
+        entry = m.model_dump(mode="json", exclude=(OWN_MODEL_KEYS - m.model_fields_set) | PLAN_KEYS | SIZE_KEYS)
         for key, default in LATER_KEYS.items():
             if entry.get(key) == default:
                 del entry[key]
@@ -359,6 +411,15 @@ class SuiteSpec(Strict):
     def model_hash(self, key: str, code: bool = True) -> str:
         """The entry's hash (``model_hashes``); ``code=False``: without its code, as before schema 6."""
         return self.model_hashes[key] if code else self._entry_hash(self.model(key), code=False)
+
+    def cell_hash(self, key: str, n_train: int) -> str:
+        """The hash of the entry as its cells of ``n_train`` training rows run it: the entry's own where no
+        ``from_size`` rule applies (so adding one keeps the other cells' ids), else the entry's with the rule."""
+        rule = self.model(key).size_rule(n_train)
+        if rule is None:
+            return self.model_hash(key)
+        blob = json.dumps([self.model_hash(key), rule[0], rule[1].key()])
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 # ------------------------------------------------------------------------------------------ loading
