@@ -10,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pipeline.catalog import cmd_models, cmd_suites, compress_problems, weights_problems
 from pipeline.clock import hms
@@ -60,6 +60,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     stop_at = time.monotonic() + args.time_limit if args.time_limit else None  # from the command's start
     suite = _suite(args.suite)
+    if args.dry_run:
+        return _dry_run(suite, args)
     compress = compress_problems(suite) + weights_problems(suite)
     if compress:
         raise AttnbenchError(f"{suite.source_path or suite.name}: {compress[0]}")
@@ -103,6 +105,20 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{suite.name!r} failed (errors: attnbench query \"SELECT * FROM failures\"{db_option(args.db)}); "
               f"`{again}` runs them again", file=sys.stderr)
     return 0 if summary.suite_failed == 0 or args.allow_failures else 3
+
+
+def _dry_run(suite: Any, args: argparse.Namespace) -> int:
+    from pipeline import dry_run
+    from pipeline.data.openml_source import configure_openml
+    from pipeline.data.references import load, shipped
+
+    configure_openml(args.openml_cache, args.openml_server)
+    against = load(args.against, "--against") if args.against else None
+    names = args.price_from if args.price_from is not None else shipped()
+    refs = [load(n, "--price-from") for n in names]
+    print(dry_run.text(dry_run.dry_run(suite, args.db, against=against, price_from=refs, num_cpus=args.num_cpus)),
+          end="")
+    return 0
 
 
 EXIT_CLUSTER_LOST = 4
@@ -307,6 +323,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cheapest-first", action="store_true",
                    help="take the cells cheapest first (default: longest first): in a run that goes in chunks, the "
                         "first chunks finish the most cells")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the cells it would run and their price (trial-hours per entry and size, and the wall "
+                        "time on this machine) from finished cells of the same entries; run nothing, write nothing")
+    p.add_argument("--price-from", action="append", metavar="REF",
+                   help="with --dry-run: price from this reference or results file (repeatable; default: every "
+                        "shipped reference, and the --db file)")
     p.add_argument("--against", metavar="REF",
                    help="run only this suite's models, on the splits of reference results REF (a shipped name such "
                         "as study-lite, a reference folder or a results file), and report them beside its models")

@@ -35,7 +35,8 @@ LAYERS = [
     ["pipeline.engine"],
     ["pipeline.plan", "pipeline.runner", "pipeline.provenance"],
     ["pipeline.report"],
-    ["pipeline.defaults", "pipeline.query", "pipeline.pin", "pipeline.catalog", "pipeline.reference_commands", "pipeline.cli"],
+    ["pipeline.defaults", "pipeline.query", "pipeline.pin", "pipeline.catalog", "pipeline.reference_commands", "pipeline.dry_run",
+     "pipeline.cli"],
 ]
 
 

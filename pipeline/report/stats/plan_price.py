@@ -1,0 +1,105 @@
+"""What a suite's pending cells will cost, before anything runs (issue 84 item 2, issue 81 item 3).
+
+Each pending cell is priced from finished cells of the same model entry (its key in the results: the label, or
+the model's name) in the results file and in the references named, by the nearest evidence there is, in this
+order, and each price says which it came from:
+
+1. ``measured``: the entry's cells on this dataset at this size (other folds, repeats): their median;
+2. ``other datasets``: the entry's cells at this size on other datasets: their median;
+3. ``scaled, this dataset``: the entry's cells on this dataset at the nearest other size, times the ratio of
+   training rows (below the cell's size where there is one);
+4. ``scaled``: the entry's cells at the nearest other size on any dataset, their median, times that ratio;
+5. ``unpriced``: the entry has no finished cell anywhere read (a model of one's own, a new label).
+
+A cell's cost is its whole search (``search_seconds``, its trials' own time summed: what the chunks count as
+trial-hours). Cost in rows is taken as linear: a network's epochs cost in proportion to its rows, and the epochs
+early stopping allows vary either way, which the basis column makes visible. An ``all`` size is a dataset's own
+row count: it is priced as measured on the same dataset's ``all`` cells, else scaled by rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+MEASURED, OTHER_DATASETS, SCALED_HERE, SCALED, UNPRICED = (
+    "measured", "other datasets", "scaled, this dataset", "scaled", "unpriced")
+BASES = (MEASURED, OTHER_DATASETS, SCALED_HERE, SCALED, UNPRICED)
+PENDING = ["model", "dataset", "sample_size", "n_train", "spec_hash"]
+SEEN = ["model", "dataset", "sample_size", "n_train", "seconds", "spec_hash"]
+
+
+def price_cells(pending: pd.DataFrame, seen: pd.DataFrame) -> pd.DataFrame:
+    """``pending`` (one row per cell: model, dataset, sample_size, n_train, spec_hash) with ``seconds``,
+    ``basis`` and ``same_version`` added; ``seen``: finished cells (model, dataset, sample_size, n_train,
+    seconds, spec_hash). Where an entry's own version (its cells' spec hashes) has finished cells, only those
+    price it; else every version under its key does, and ``same_version`` says so."""
+    seen = seen.dropna(subset=["seconds", "n_train"])
+    seen = seen[seen.n_train > 0].astype({"sample_size": str})
+    same = seen.spec_hash.isin(pending.spec_hash)
+    versioned = set(seen[same].model)
+    seen = seen[same | ~seen.model.isin(versioned)]
+    by_cell = seen.groupby(["model", "dataset", "sample_size"]).seconds.median()
+    by_size = seen[seen.sample_size != "all"].groupby(["model", "sample_size"]).seconds.median()
+    rows = {m: g for m, g in seen.groupby("model")}
+    out = pending.copy().astype({"sample_size": str})
+    prices, bases = [], []
+    for c in out.itertuples(index=False):
+        s, basis = _price(c, by_cell, by_size, rows.get(c.model))
+        prices.append(s)
+        bases.append(basis)
+    out["seconds"], out["basis"] = prices, bases
+    out["same_version"] = out.model.isin(versioned)
+    return out
+
+
+def _price(c: Any, by_cell: pd.Series, by_size: pd.Series, rows: pd.DataFrame | None) -> tuple[float, str]:
+    if (c.model, c.dataset, c.sample_size) in by_cell.index:
+        return float(by_cell[c.model, c.dataset, c.sample_size]), MEASURED
+    if c.sample_size != "all" and (c.model, c.sample_size) in by_size.index:
+        return float(by_size[c.model, c.sample_size]), OTHER_DATASETS
+    if rows is None or not len(rows):
+        return float("nan"), UNPRICED
+    here = rows[rows.dataset == c.dataset]
+    pool, basis = (here, SCALED_HERE) if len(here) else (rows, SCALED)
+    n = _nearest(pool.groupby("sample_size").n_train.median(), int(c.n_train))
+    at = pool[pool.sample_size == n]
+    return float(at.seconds.median() * c.n_train / at.n_train.median()), basis
+
+
+def _nearest(sizes: pd.Series, n_train: int) -> str:
+    """Of the sizes seen (label → its median training rows), the largest not above ``n_train``, else the
+    smallest above it."""
+    below = sizes[sizes <= n_train]
+    return str(below.idxmax() if len(below) else sizes.idxmin())
+
+
+@dataclass(frozen=True)
+class Point:
+    """One entry at one size: its pending cells and their price."""
+
+    model: str
+    sample_size: str
+    cells: int
+    hours: float  # the priced cells' trial-hours
+    unpriced: int
+    basis: str  # the bases its cells were priced on, in BASES' order ("measured 3, scaled 2")
+    same_version: bool  # priced on cells of this version of the entry (else on other versions under its key)
+
+
+def points(priced: pd.DataFrame) -> list[Point]:
+    """Per (model, size), in the order the plan lists them."""
+    out = []
+    for (model, size), g in priced.groupby(["model", "sample_size"], sort=False):
+        counts = g.basis.value_counts()
+        out.append(Point(str(model), str(size), len(g), float(g.seconds.sum(skipna=True)) / 3600,
+                         int((g.basis == UNPRICED).sum()),
+                         ", ".join(f"{b} {int(counts[b])}" for b in BASES if b in counts), bool(g.same_version.all())))
+    return out
+
+
+def wall_hours(trial_hours: float, slots: int) -> float:
+    """The wall time of that many trial-hours on ``slots`` trials at a time, at best (no slot idle)."""
+    return trial_hours / max(slots, 1)
