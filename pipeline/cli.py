@@ -116,7 +116,8 @@ def _dry_run(suite: Any, args: argparse.Namespace) -> int:
     against = load(args.against, "--against") if args.against else None
     names = args.price_from if args.price_from is not None else shipped()
     refs = [load(n, "--price-from") for n in names]
-    print(dry_run.text(dry_run.dry_run(suite, args.db, against=against, price_from=refs, num_cpus=args.num_cpus)),
+    print(dry_run.text(dry_run.dry_run(suite, args.db, against=against, price_from=refs, ratios=dict(args.price_ratio or []),
+                                      num_cpus=args.num_cpus)),
           end="")
     return 0
 
@@ -261,6 +262,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"attnbench: error: {self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
+def _pair(text: str) -> tuple[str, str]:
+    """An argparse type: ``ENTRY=BASE``, two entry keys."""
+    entry, _, base = text.partition("=")
+    if not (entry and base):
+        raise argparse.ArgumentTypeError(f"{text!r}: give ENTRY=BASE, e.g. tabm=ft_transformer")
+    return entry, base
+
+
 def duration(text: str) -> float:
     """An argparse type: a duration in seconds (``2h``, ``1h45m``, ``90m``, ``5400``)."""
     from pipeline.clock import parse_duration
@@ -329,6 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--price-from", action="append", metavar="REF",
                    help="with --dry-run: price from this reference or results file (repeatable; default: every "
                         "shipped reference, and the --db file)")
+    p.add_argument("--price-ratio", type=_pair, action="append", metavar="ENTRY=BASE",
+                   help="with --dry-run: price ENTRY's cells at sizes it has not run by its trial time over BASE's "
+                        "where both ran, times BASE's price there, instead of scaling its own by rows (repeatable)")
     p.add_argument("--against", metavar="REF",
                    help="run only this suite's models, on the splits of reference results REF (a shipped name such "
                         "as study-lite, a reference folder or a results file), and report them beside its models")

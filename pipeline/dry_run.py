@@ -17,6 +17,7 @@ import pandas as pd
 
 from pipeline.data.references import Reference
 from pipeline.data.store import Store
+from pipeline.errors import AttnbenchError
 from pipeline.records import Status
 from pipeline.report.stats import plan_price
 from pipeline.runner import _cells, _done_cells, _pending
@@ -34,12 +35,16 @@ class DryRun:
 
 
 def dry_run(suite: SuiteSpec, db: str | Path, *, against: Reference | None = None,
-            price_from: Iterable[Reference] = (), num_cpus: int | None = None,
+            price_from: Iterable[Reference] = (), ratios: dict[str, str] | None = None, num_cpus: int | None = None,
             progress: Callable[[str], None] = lambda _: None) -> DryRun:
     store = Store(db)
     if against is not None:
         suite = against.adopt_protocol(suite)
     prepared, cells, _ = _cells(store, suite, progress)
+    keys = {m.key for m in suite.models}
+    if unknown := sorted({k for pair in (ratios or {}).items() for k in pair} - keys):
+        raise AttnbenchError(f"--price-ratio names {unknown}, not entries of suite {suite.name!r} "
+                             f"(its entries: {', '.join(sorted(keys))})")
     splits = {(c.dataset, c.split_key, c.repeat, c.fold, c.sample_size, c.seed) for c, _ in cells}
     if against is not None:
         against.check(prepared, splits)
@@ -58,7 +63,7 @@ def dry_run(suite: SuiteSpec, db: str | Path, *, against: Reference | None = Non
     observed = pd.concat(seen, ignore_index=True) if seen else pd.DataFrame(columns=plan_price.SEEN)
     cpus = num_cpus or os.cpu_count() or 1
     per_trial = max((m.resources.cpus for m in suite.models), default=1)
-    return DryRun(suite.name, len(cells), len(cells) - len(pending), plan_price.price_cells(rows, observed), sources,
+    return DryRun(suite.name, len(cells), len(cells) - len(pending), plan_price.price_cells(rows, observed, ratios), sources,
                   max(int(cpus // per_trial), 1))
 
 

@@ -88,13 +88,14 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
         # the protocol's own repeats plan on any fold.
         more = not ds.dataset.has_official_folds and p.repeats_of(ds.name) > p.repeats
         most_rows = folds[folds.repeat < p.repeats].iloc[:, 2].max() if len(folds) else 0
-        whole = whole_part_planned(p, int(folds[folds.repeat < p.repeats].iloc[:, 2].min()) if len(folds) else 0)
-        fit = [s for s in p.sample_sizes if (s == "all" and whole) or (s != "all" and s < most_rows)]
+        listed = p.sizes_for(ds.name)
+        whole = whole_part_planned(p, listed, int(folds[folds.repeat < p.repeats].iloc[:, 2].min()) if len(folds) else 0)
+        fit = [s for s in listed if (s == "all" and whole) or (s != "all" and s < most_rows)]
         grid_top = str(max((s for s in fit if s != "all"), default=0))
         top = "all" if "all" in fit and not (p.more_repeats and p.more_repeats.at == "grid") else grid_top
         for r, f, n_avail in folds.itertuples(index=False):
             sizes: list[tuple[str, int, int]] = []
-            for s in p.sample_sizes:
+            for s in listed:
                 if s == "all":
                     if whole:
                         sizes.append(("all", int(n_avail), 1))
@@ -131,7 +132,7 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
             notice(f"  notice: {ds.name}: {key} not applicable at size{'s' if len(labels) > 1 else ''} "
                    f"{', '.join(sorted(labels, key=lambda x: (x == 'all', x.zfill(12))))} (at the first: {why}); those cells "
                    "are left out of the plan, not failed")
-        if "all" in p.sample_sizes and not whole and len(folds):
+        if "all" in listed and not whole and len(folds):
             notice(f"  notice: {ds.name}: 'all' left out: its training part is "
                    + (f"above all_max_rows ({p.all_max_rows:,})" if p.all_max_rows is not None and
                       folds.iloc[:, 2].min() > p.all_max_rows else
@@ -143,13 +144,14 @@ def expand(suite: SuiteSpec, datasets: list[ingest_mod.Prepared],
                                                  else ""))
 
 
-def whole_part_planned(p: Any, fewest: int) -> bool:
+def whole_part_planned(p: Any, listed: list[Any], fewest: int) -> bool:
     """Whether a dataset whose folds' training parts hold at least ``fewest`` rows runs at 'all': the protocol
-    lists it, the part is not above ``all_max_rows``, and it is at least ``1 + all_min_gain`` times the largest
-    numbered size below it (a whole part just past a listed size adds a near copy of that size)."""
-    if "all" not in p.sample_sizes or (p.all_max_rows is not None and fewest > p.all_max_rows):
+    lists it for the dataset (``listed``), the part is not above ``all_max_rows``, and it is at least
+    ``1 + all_min_gain`` times the largest numbered size below it (a whole part just past a listed size adds a near
+    copy of that size)."""
+    if "all" not in listed or (p.all_max_rows is not None and fewest > p.all_max_rows):
         return False
-    below = [s for s in p.sample_sizes if s != "all" and s < fewest]
+    below = [s for s in listed if s != "all" and s < fewest]
     return not below or fewest >= (1 + p.all_min_gain) * max(below)
 
 

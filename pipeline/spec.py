@@ -62,6 +62,9 @@ class Protocol(Strict):
     validation_fraction: float = Field(default=0.2, gt=0.0, lt=0.9)
     sample_sizes: list[SampleSize] = Field(default_factory=lambda: list[SampleSize](["all"]), min_length=1)
     subset_seeds: int = Field(default=1, ge=1, description="different nested subsets per size below 'all'")
+    sizes_of: dict[str, Annotated[list[SampleSize], Field(min_length=1)]] | None = Field(
+        default=None, description="per dataset named, the sizes it is read at, some of sample_sizes (default: all "
+        "of them): large datasets at the large sizes only, say; which cells exist, so the cells kept keep their ids")
     all_min_gain: float = Field(
         default=0.0, ge=0.0, description="'all' (the whole training part) is left out of a dataset whose training "
         "part is less than (1 + this) times the largest numbered size below it: 0.1 reads no 10,217 rows beside 10,000")
@@ -77,6 +80,19 @@ class Protocol(Strict):
         it names the dataset (its repeats past ``repeats`` run at its largest size only)."""
         more = self.more_repeats
         return max(self.repeats, more.repeats) if more and dataset in more.datasets else self.repeats
+
+    def sizes_for(self, dataset: str) -> list[SampleSize]:
+        """The sizes a dataset is read at: ``sizes_of``'s where it names it, else every one of ``sample_sizes``
+        (in the protocol's order either way)."""
+        named = (self.sizes_of or {}).get(dataset)
+        return [s for s in self.sample_sizes if named is None or s in named]
+
+    @model_validator(mode="after")
+    def _sizes_of(self) -> Protocol:
+        for name, sizes in (self.sizes_of or {}).items():
+            if extra := [s for s in sizes if s not in self.sample_sizes]:
+                raise ValueError(f"sizes_of.{name}: {extra} are not among sample_sizes {self.sample_sizes}")
+        return self
 
     @field_validator("sample_sizes")
     @classmethod
@@ -335,6 +351,8 @@ class SuiteSpec(Strict):
         more = self.protocol.more_repeats
         if more and (unknown := sorted(set(more.datasets) - set(labels))):
             return f"protocol.more_repeats.datasets: {unknown} are not datasets of the suite"
+        if unknown := sorted(set(self.protocol.sizes_of or {}) - set(labels)):
+            return f"protocol.sizes_of: {unknown} are not datasets of the suite"
         for m in self.models:
             if named := sorted({d for ds in (m.datasets_at or {}).values() for d in ds} - set(labels)):
                 return f"model entry {m.key!r}: datasets_at names {named}, not datasets of the suite"

@@ -48,6 +48,21 @@ def test_an_entrys_own_version_prices_it_where_it_has_cells():
     assert got.seconds.tolist() == [10.0] and got.same_version.all()
 
 
+def test_a_base_entry_prices_the_others_by_their_ratio_to_it():
+    """The pilot's way (issue 81): TabM at 49,152 rows is its time over FT-Transformer's where both ran, times
+    FT-Transformer's price at 49,152, not TabM's own time scaled by rows."""
+    seen = _seen([("ft", "a", "1024", 1024, 10.0, "f"), ("ft", "a", "4096", 4096, 60.0, "f"),
+                  ("tabm", "a", "1024", 1024, 50.0, "t")])
+    pending = _pending([("tabm", "a", "4096", 4096, "t"),   # ft's 60 s there × 5
+                        ("ft", "b", "8192", 8192, "f"),     # ft itself: scaled from its cells (60 × 2)
+                        ("tabm", "b", "8192", 8192, "t")])  # ft's price there (120) × 5
+    plain = pp.price_cells(pending, seen)
+    assert plain.basis.tolist() == [pp.SCALED_HERE, pp.SCALED, pp.SCALED]
+    got = pp.price_cells(pending, seen, ratios={"tabm": "ft"})
+    assert got.seconds.tolist() == pytest.approx([300.0, 120.0, 600.0])
+    assert got.basis.tolist() == [pp.BY_BASE, pp.SCALED, pp.BY_BASE]
+
+
 @pytest.mark.slow
 def test_a_dry_run_prices_the_pending_cells_and_writes_nothing(ray_local, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]):
@@ -75,3 +90,6 @@ def test_a_dry_run_prices_the_pending_cells_and_writes_nothing(ray_local, tmp_pa
     assert hashlib.sha256(db.read_bytes()).hexdigest() == digest  # the results file is as it was
     bad = cli(["run", str(suite), "--db", str(db), "--dry-run", "--price-from", "no-such-ref"], capsys)
     assert bad.returncode == 2 and "no-such-ref: no such reference" in bad.stderr
+    bad = cli(["run", str(suite), "--db", str(db), "--dry-run", "--price-ratio", "tabm=xgboost"], capsys)
+    assert bad.returncode == 2 and "--price-ratio names ['tabm'], not entries of suite 's'" in bad.stderr
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest

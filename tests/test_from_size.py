@@ -96,3 +96,21 @@ def test_all_is_planned_only_where_the_whole_part_adds_rows_and_not_above_the_ca
     grid, _ = cells({**BASE, "protocol": {**protocol, "more_repeats": {**more, "at": "grid"}}}, store)
     assert set(largest[largest["repeat"] == 1]["size"]) == {"all"}
     assert set(grid[grid["repeat"] == 1]["size"]) == {"64"}
+
+
+def test_sizes_of_reads_a_dataset_at_its_own_sizes_and_keeps_the_other_cells(tmp_path: Path):
+    store = Store(tmp_path / "r.duckdb")
+    protocol = {"folds": 3, "sample_sizes": [32, 64]}
+    every, _ = cells({**BASE, "protocol": protocol}, store)
+    some, _ = cells({**BASE, "protocol": {**protocol, "sizes_of": {"wine": [64]}}}, store)
+    assert set(some[some.dataset == "wine"]["size"]) == {"64"}
+    assert set(some[some.dataset == "breast_cancer"]["size"]) == {"32", "64"}
+    assert set(some.cell_id) < set(every.cell_id)
+
+
+@pytest.mark.parametrize("sizes_of, says", [({"wine": [128]}, "sizes_of.wine: [128] are not among"),
+                                            ({"nope": [32]}, "protocol.sizes_of: ['nope'] are not datasets")])
+def test_a_wrong_sizes_of_is_refused_in_one_line(sizes_of: dict, says: str):
+    with pytest.raises(SpecError) as err:
+        parse_suite({**BASE, "protocol": {"folds": 3, "sample_sizes": [32, 64], "sizes_of": sizes_of}})
+    assert says in str(err.value) and "\n" not in str(err.value).strip()

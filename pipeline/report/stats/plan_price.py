@@ -11,6 +11,13 @@ order, and each price says which it came from:
 4. ``scaled``: the entry's cells at the nearest other size on any dataset, their median, times that ratio;
 5. ``unpriced``: the entry has no finished cell anywhere read (a model of one's own, a new label).
 
+Where an entry is given a base (``ratios``: entry → base, an entry the plan also runs of the same family, e.g.
+TabM → FT-Transformer), a cell of it that rules 3 and 4 would scale by rows is priced instead ``by ratio to base``:
+the base's price of the same dataset and size (measured, or priced as above) times the entry's trial time over the
+base's at the nearest size where both finished the same datasets (the pilot's way: two measurements on the same
+machine and data, as one ratio). Which entries are priced so is the caller's choice, named: a ratio between
+unlike models (a boosting model's to a network's) says little.
+
 A cell's cost is its whole search (``search_seconds``, its trials' own time summed: what the chunks count as
 trial-hours). Cost in rows is taken as linear: a network's epochs cost in proportion to its rows, and the epochs
 early stopping allows vary either way, which the basis column makes visible. An ``all`` size is a dataset's own
@@ -24,14 +31,14 @@ from typing import Any
 
 import pandas as pd
 
-MEASURED, OTHER_DATASETS, SCALED_HERE, SCALED, UNPRICED = (
-    "measured", "other datasets", "scaled, this dataset", "scaled", "unpriced")
-BASES = (MEASURED, OTHER_DATASETS, SCALED_HERE, SCALED, UNPRICED)
+MEASURED, OTHER_DATASETS, BY_BASE, SCALED_HERE, SCALED, UNPRICED = (
+    "measured", "other datasets", "by ratio to base", "scaled, this dataset", "scaled", "unpriced")
+BASES = (MEASURED, OTHER_DATASETS, BY_BASE, SCALED_HERE, SCALED, UNPRICED)
 PENDING = ["model", "dataset", "sample_size", "n_train", "spec_hash"]
 SEEN = ["model", "dataset", "sample_size", "n_train", "seconds", "spec_hash"]
 
 
-def price_cells(pending: pd.DataFrame, seen: pd.DataFrame) -> pd.DataFrame:
+def price_cells(pending: pd.DataFrame, seen: pd.DataFrame, ratios: dict[str, str] | None = None) -> pd.DataFrame:
     """``pending`` (one row per cell: model, dataset, sample_size, n_train, spec_hash) with ``seconds``,
     ``basis`` and ``same_version`` added; ``seen``: finished cells (model, dataset, sample_size, n_train,
     seconds, spec_hash). Where an entry's own version (its cells' spec hashes) has finished cells, only those
@@ -52,7 +59,34 @@ def price_cells(pending: pd.DataFrame, seen: pd.DataFrame) -> pd.DataFrame:
         bases.append(basis)
     out["seconds"], out["basis"] = prices, bases
     out["same_version"] = out.model.isin(versioned)
+    for entry, base in (ratios or {}).items():
+        _by_base(out, seen, entry, base)
     return out
+
+
+def _by_base(out: pd.DataFrame, seen: pd.DataFrame, entry: str, base: str) -> None:
+    """Rules 3 and 4's cells of ``entry`` re-priced by its ratio to ``base``, in place."""
+    point = seen.groupby(["model", "dataset", "sample_size"]).seconds.median()
+    planned = out[out.model == base].groupby(["dataset", "sample_size"]).seconds.median()
+    base_at = {**planned.to_dict(), **{k[1:]: v for k, v in point.items() if k[0] == base}}
+    for i, c in out[(out.model == entry) & out.basis.isin([SCALED_HERE, SCALED])].iterrows():
+        ratio = _ratio(point, str(c.model), base, seen, int(c.n_train))
+        if ratio is not None and (c.dataset, c.sample_size) in base_at and pd.notna(base_at[c.dataset, c.sample_size]):
+            out.loc[i, ["seconds", "basis"]] = [float(base_at[c.dataset, c.sample_size]) * ratio, BY_BASE]
+
+
+def _ratio(point: pd.Series, model: str, base: str, seen: pd.DataFrame, n_train: int) -> float | None:
+    """``model``'s trial time over ``base``'s on the (dataset, size) points both finished, at the nearest such
+    size (below ``n_train`` where there is one); None where they share none."""
+    if model not in point.index.get_level_values(0) or base not in point.index.get_level_values(0):
+        return None
+    both = point[model].to_frame("entry").join(point[base].rename("base"), how="inner").reset_index()
+    if not len(both):
+        return None
+    rows = seen.groupby("sample_size").n_train.median()
+    sizes = rows[rows.index.isin(both.sample_size)]
+    at = both[both.sample_size == _nearest(sizes, n_train)]
+    return float(at.entry.sum() / at.base.sum())
 
 
 def _price(c: Any, by_cell: pd.Series, by_size: pd.Series, rows: pd.DataFrame | None) -> tuple[float, str]:
