@@ -321,7 +321,7 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     if against is not None:
         suite = against.adopt_protocol(suite)
     run_id = f"{now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    progress(f"attnbench: suite {suite.name!r} → {Path(db).resolve()} (run {run_id})")
+    progress(f"attnbench: suite {suite.name!r} → {Path(db).resolve()}")
     prepared, cells, outside = _cells(store, suite, progress)
     splits = {(c.dataset, c.split_key, c.repeat, c.fold, c.sample_size, c.seed) for c, _ in cells}
     if against is not None:
@@ -338,7 +338,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
         # An address that cannot work is refused here. With nothing to run, no cluster is needed: the command
         # records its run and (re)writes the report in seconds.
         totals = start_ray(address, num_cpus, num_gpus) if pending else {}
-        # Nothing was written before this line.
+        # Nothing was written before this line; the run's id is said once it is the id of a run the file records.
+        progress(f"  run {run_id}")
         _close_dead_runs(store, run_id, progress)
         stored = {p.name: (ingest_mod.commit(store, p), p.split_key) for p in prepared}
         if adopt:

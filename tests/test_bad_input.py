@@ -6,6 +6,8 @@ run would go on and write rows)."""
 
 from __future__ import annotations
 
+import re
+
 import os
 import subprocess
 import sys
@@ -173,6 +175,7 @@ def test_bad_input_exits_2_with_one_clear_line(case: str, tmp_path: Path, capsys
     assert words.lower() in err.lower(), err
     after = snapshot(tmp_path)
     assert after == before, sorted(set(after) ^ set(before)) or "a file changed"  # nothing created or written
+    assert not re.search(r"\brun \d{8}-\d{6}-", out.stdout), out.stdout  # no id of a run the file never records
 
 
 # `attnbench query`: SQL that would read or write anything but the results file, and bad options.
@@ -312,6 +315,7 @@ def test_run_options_that_cannot_work_exit_2_in_seconds(case: str, tmp_path: Pat
     assert "Traceback" not in out.stderr + out.stdout
     assert err.startswith("attnbench: error: ") and len(err.splitlines()) == 1, err
     assert words.lower() in err.lower(), err
+    assert not re.search(r"\brun \d{8}-\d{6}-", out.stdout), out.stdout  # no id of a run the file never records
     if db.exists():  # the datasets may be in; no run was started and nothing ran
         with duckdb.connect(str(db), read_only=True) as con:
             assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
