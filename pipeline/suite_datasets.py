@@ -48,6 +48,8 @@ class LocalFile(Strict):
     name: str | None = None
     task_type: Literal["binary", "multiclass", "regression"] | None = None
     categorical: list[str] | None = None  # None: infer from the column types
+    na_values: list[str] | None = Field(default=None, min_length=1, description="values that mean missing, on top of "
+                                        "those read by default (a CSV's empty field, NA, N/A, NaN, null, ?, …)")
     drop: list[str] | None = Field(default=None, description="columns to remove before anything else (ids, "
                                    "free text)")
     openml_id: int | None = Field(default=None, description="the OpenML dataset the file is a copy of: where "

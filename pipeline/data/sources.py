@@ -87,7 +87,7 @@ def _read_file(spec: LocalFile, path: Path) -> RawDataset:
             seen = [h for i, h in enumerate(header) if h in header[:i]]
             if seen:  # pandas would rename them silently (a, a.1)
                 raise DataError(f"{path}: duplicate column names {seen}")
-            df = pd.read_csv(path, sep=sep)
+            df = pd.read_csv(path, sep=sep, na_values=[*CSV_MISSING, *(spec.na_values or [])], keep_default_na=True)
         elif suffix == ".arff":
             df = _read_arff(path)
         else:
@@ -99,8 +99,14 @@ def _read_file(spec: LocalFile, path: Path) -> RawDataset:
     return _from_frame(spec, df, source_of(spec), str(path))
 
 
+# What a CSV's reader takes as missing beyond pandas' own markers (the empty field, NA, N/A, NaN, null, #N/A, …):
+# '?', the ARFF and UCI files' marker, which a CSV exported from them keeps.
+CSV_MISSING = ["?"]
+
+
 def _from_frame(spec: LocalFile, df: pd.DataFrame, source: str, path: str) -> RawDataset:
-    """A file entry's frame as a dataset: its drop, target and categorical columns applied."""
+    """A file entry's frame as a dataset: its drop, target and categorical columns applied (and its na_values
+    read as missing in a parquet's or ARFF's text columns: a CSV's reader took them already)."""
     dup = df.columns[df.columns.duplicated()].tolist()
     if dup:
         raise DataError(f"{path}: duplicate column names {dup}")
@@ -112,7 +118,13 @@ def _from_frame(spec: LocalFile, df: pd.DataFrame, source: str, path: str) -> Ra
     df = df.drop(columns=drop)
     if spec.target not in df.columns:
         raise DataError(f"{path}: target column {spec.target!r} not found; columns: {', '.join(map(str, df.columns[:30]))}")
+    if spec.na_values:
+        for c in df.columns:
+            if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype):
+                df[c] = df[c].mask(df[c].isin(spec.na_values))
     y = df.pop(spec.target)
+    if problem := numbers_but_markers(df, set(spec.categorical or [])):
+        raise DataError(f"{path}: {problem}")
     if spec.categorical is not None:
         missing = sorted(set(spec.categorical) - set(df.columns))
         if missing:
@@ -129,6 +141,25 @@ def _from_frame(spec: LocalFile, df: pd.DataFrame, source: str, path: str) -> Ra
         openml_id=spec.openml_id, openml_task_id=spec.openml_task,
         notes=[DROPPED + json.dumps(sorted(drop))] if drop else [],
     ))
+
+
+def numbers_but_markers(df: pd.DataFrame, categorical: set[str]) -> str | None:
+    """The first text column (not named categorical) whose values are numbers but for a few markers, said with
+    them and the two ways forward; None if none. Read as text it would become a categorical of as many levels
+    as numbers (an age of 57 levels): never silently."""
+    for c in df.columns:
+        col = df[c]
+        if c in categorical or not (col.dtype == object or pd.api.types.is_string_dtype(col.dtype)):
+            continue
+        values = col.dropna().astype(str).str.strip()
+        numeric = pd.to_numeric(values, errors="coerce").notna()
+        others = values[~numeric].value_counts()
+        if len(values) and numeric.mean() >= 0.5 and 0 < len(others) <= 3 and values[numeric].nunique() > 10:
+            said = ", ".join(f"{v!r} ({n:,} row{'s' if n != 1 else ''})" for v, n in others.items())
+            return (f"column {c!r} holds numbers but for {said}: add {list(others.index)} to the entry's na_values to "
+                    f"read {'it' if len(others) == 1 else 'them'} as missing, or name the column in categorical to "
+                    "keep its values as levels")
+    return None
 
 
 def dropped(notes: Any) -> list[str]:
