@@ -258,6 +258,28 @@ def _done_cells(store: Store, suite: SuiteSpec, cells: list[tuple[Cell, Any]], s
     return done, adopt
 
 
+def rerun_line(store: Store, suite: str, pending: list[tuple[Cell, Any]]) -> str | None:
+    """What opening an older attnbench's file changed (``Store.upgraded``), and which pending cells ran before
+    under another id, per entry, because their entry or attnbench's code for it changed since; or that none
+    did. None where the file was not upgraded and no cell runs again."""
+    keys = store.result_keys(suite)
+    key = ["dataset", "repeat", "fold", "sample_size", "seed", "model"]
+    plan = pd.DataFrame([{"dataset": c.dataset, "repeat": c.repeat, "fold": c.fold, "sample_size": c.sample_size,
+                          "seed": c.seed, "model": c.model, "new_id": c.cell_id} for c, _ in pending],
+                        columns=[*key, "new_id"])
+    again = plan.merge(keys.astype({"sample_size": str}), on=key)
+    again = again[again.cell_id != again.new_id].drop_duplicates("new_id")
+    said = [f"  {store.path.name}: {store.upgraded}"] if store.upgraded else []
+    if len(again):
+        per = again.model.value_counts()
+        said.append(f"  {len(again)} of them ran before under another id and run again, the earlier results kept as "
+                    f"history (the superseded view): their entry or attnbench's code for it changed since "
+                    f"({', '.join(f'{m} {n}' for m, n in per.items())})")
+    elif store.upgraded:
+        said.append("  no done cell runs again: no recorded code version of their entries changed")
+    return "\n".join(said) or None
+
+
 def _pending(cells: list[tuple[Cell, Any]], done: pd.DataFrame, *, force: bool, retry_failed: bool
              ) -> tuple[list[tuple[Cell, Any]], dict[str, int]]:
     """The cells to run (not done, or failed and retried, or all with ``force``) and the attempts each
@@ -331,6 +353,8 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
     pending, attempts = _pending(cells, done, force=force, retry_failed=retry_failed)
     summary = Summary(run_id=run_id, n_cells=len(cells), n_skipped=len(cells) - len(pending))
     progress(f"  {len(cells)} cells, {summary.n_skipped} already done, {len(pending)} to run")
+    if line := rerun_line(store, suite.name, pending):
+        progress(line)
     # One run writes a results file at a time (pipeline.data.run_lock); a second is refused here, before
     # anything is written.
     lock = run_lock.acquire(db, run_id)
@@ -354,7 +378,9 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
             suite = _fit_to_cluster(suite, totals, progress)
         run_row = run_record(suite, run_id, totals, argv, summary, plan_notes(suite, outside))
         store.write_plan(suite.name, *plan_rows(suite, run_id, cells), run=run_row)
-        install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
+        added = install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
+        if added:
+            progress(f"  views added to the file: {', '.join(added)}")
         loader = FoldLoader(store, suite)
         to_run = [(cell, *stored[ds.name]) for cell, ds in pending]
         plans = plan_cells(suite, store, loader, to_run, attempts, run_id, predictions)

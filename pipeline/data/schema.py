@@ -18,8 +18,13 @@ from pipeline.records import TEST_METRICS, Metrics, sql_columns
 # and runs the digest of each model's own code (model_code); later in 6, added on open: runs' plan notes
 # (plan_notes: the cells left out as past a model's declared limits, and the in-context models), and
 # planned cells the versions of attnbench's files their results depend on (code_versions: models/versions.py)
-SCHEMA_VERSION = 6
+# 7: the number moves whenever the shape does (SHAPES): files of 6 gained features.high_cardinality,
+# runs.plan_notes and suite_cells.code_versions under the same number, which said nothing of it
+SCHEMA_VERSION = 7
 APP = "attnbench"
+# Each schema number's shape (shape(): a digest of every table's SQL). tests/test_schema_version.py fails when
+# the schema changes without a new number and a new entry here.
+SHAPES = {7: "2dec8492dc936670"}
 
 # The test metrics' columns (pipeline.records.Metrics), as the reference scores hold them.
 METRIC_COLUMNS = ", ".join(f"{c} {t}" for c, t in sql_columns(Metrics))
@@ -139,3 +144,12 @@ def record_tables() -> list[tuple[str, type, str]]:
 def table_name(dataset: str, checksum: str) -> str:
     """A safe table name for a dataset's rows; the checksum keeps different versions apart."""
     return "data_" + re.sub(r"[^a-z0-9]+", "_", dataset.lower()).strip("_")[:40] + "_" + checksum[:8]
+
+
+def shape() -> str:
+    """A digest of the tables this version makes: what SHAPES records per schema number."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps([SCHEMA, [record_table(*t) for t in record_tables()]],
+                                     sort_keys=True).encode()).hexdigest()[:16]

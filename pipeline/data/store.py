@@ -10,7 +10,6 @@ retry briefly when they meet a write in progress.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
@@ -32,6 +31,7 @@ from pipeline.data.schema import (
     backfill,
     record_table,
     record_tables,
+    shape,
 )
 from pipeline.errors import StoreError
 from pipeline.predictions import put_predictions
@@ -85,6 +85,7 @@ class Store:
         self.path = Path(path)
         self._checked = False
         self._initialised = False
+        self.upgraded: str | None = None  # what opening an older attnbench's file changed in it, in words
         if not create and not self.path.exists():
             raise StoreError(f"{self.path}: no results database here yet; run `attnbench run` first")
 
@@ -202,12 +203,13 @@ class Store:
     def _init(self, con: Any) -> None:
         """Create or upgrade the tables. A file already in this version's shape is not written at all:
         opening it leaves it byte for byte as it was. (The views are the report's: it installs them.)"""
-        shape = hashlib.sha256(json.dumps([SCHEMA, [record_table(*t) for t in record_tables()]],
-                                          sort_keys=True).encode()).hexdigest()[:16]
+        now = shape()
+        older = None
         if self._has_meta(con):
             meta = dict(con.execute("SELECT key, value FROM attnbench_meta").fetchall())
-            if meta.get("schema_version") == str(SCHEMA_VERSION) and meta.get("shape") == shape:
+            if meta.get("schema_version") == str(SCHEMA_VERSION) and meta.get("shape") == now:
                 return
+            older = (meta.get("schema_version", "?"), _columns(con))
         con.execute("BEGIN")
         con.execute(SCHEMA)
         for table, col, typ in ADDED_COLUMNS:  # a file from an earlier version gains the new columns
@@ -221,7 +223,17 @@ class Store:
                     [APP, str(SCHEMA_VERSION)])
         con.execute("UPDATE attnbench_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         con.execute("COMMIT")
-        con.execute("INSERT OR REPLACE INTO attnbench_meta VALUES ('shape', ?)", [shape])
+        con.execute("INSERT OR REPLACE INTO attnbench_meta VALUES ('shape', ?)", [now])
+        if older is not None:
+            self.upgraded = _upgrade_words(older[0], older[1], _columns(con))
+
+    def result_keys(self, suite: str) -> pd.DataFrame:
+        """The key and id of each finished result of ``suite`` (none without a file): which of a plan's cells
+        ran before under another id (their entry or its code changed since)."""
+        if not self.exists:
+            return pd.DataFrame(columns=["dataset", "repeat", "fold", "sample_size", "seed", "model", "cell_id"])
+        return self.read("SELECT dataset, repeat, fold, sample_size, seed, model, cell_id FROM results "
+                         f"WHERE suite = ? AND status = {Status.OK.sql} AND variant IS NULL", [suite])
 
     # --------------------------------------------------------------------------------------- reads
     def meta(self, con: Any, key: str) -> str | None:
@@ -445,3 +457,24 @@ def _missing(v: Any) -> bool:
         return bool(pd.isna(v))
     except (TypeError, ValueError):  # lists and dicts
         return False
+
+
+def _columns(con: Any) -> dict[str, set[str]]:
+    """The file's tables (not a dataset's rows) and their columns."""
+    rows = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main' "
+                       "AND NOT internal AND table_name IN (SELECT table_name FROM duckdb_tables() WHERE "
+                       "schema_name = 'main') AND table_name NOT LIKE 'data\\_%' ESCAPE '\\'").fetchall()
+    out: dict[str, set[str]] = {}
+    for table, column in rows:
+        out.setdefault(str(table), set()).add(str(column))
+    return out
+
+
+def _upgrade_words(was: str, before: dict[str, set[str]], after: dict[str, set[str]]) -> str:
+    """One line: what upgrading a file of schema ``was`` to this version added."""
+    tables = sorted(set(after) - set(before))
+    columns = sorted(f"{t}.{c}" for t in set(after) & set(before) for c in after[t] - before[t])
+    added = ([f"table{'s' if len(tables) > 1 else ''} {', '.join(tables)}"] if tables else []) + (
+        [f"column{'s' if len(columns) > 1 else ''} {', '.join(columns)}"] if columns else [])
+    return (f"written by an older attnbench (schema {was}), upgraded to schema {SCHEMA_VERSION}: "
+            + ("; ".join(added) + " added" if added else "no table or column added") + ", every result kept")

@@ -389,14 +389,18 @@ VIEWS: dict[str, str] = {
 VIEWS_HASH = hashlib.sha256(json.dumps(VIEWS, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def install(store: Store) -> None:
+def install(store: Store) -> list[str]:
     """Write this version's views into the results file, so that ``duckdb results.duckdb`` sees them;
-    a file that has them already is not written."""
+    a file that has them already is not written. The views it added to a file that held others (an older
+    attnbench's), by name; none for a new file."""
     with store.connect() as con:
         if store.meta(con, "views") == VIEWS_HASH:
-            return
+            return []
+        had = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
         create_views(con)
         con.execute("INSERT OR REPLACE INTO attnbench_meta VALUES ('views', ?)", [VIEWS_HASH])
+        now = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        return sorted(now - had) if had else []
 
 
 def temporary_views(con: Any) -> None:
