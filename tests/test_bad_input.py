@@ -6,9 +6,8 @@ run would go on and write rows)."""
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
