@@ -378,9 +378,9 @@ def run(suite: SuiteSpec, db: str | Path, *, force: bool = False, retry_failed: 
             suite = _fit_to_cluster(suite, totals, progress)
         run_row = run_record(suite, run_id, totals, argv, summary, plan_notes(suite, outside))
         store.write_plan(suite.name, *plan_rows(suite, run_id, cells), run=run_row)
-        added = install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
-        if added:
-            progress(f"  views added to the file: {', '.join(added)}")
+        new_views = install_views(store)  # `duckdb results.duckdb` sees the views the pages are built from
+        if new_views:
+            progress(f"  views added to the file: {', '.join(new_views)}")
         loader = FoldLoader(store, suite)
         to_run = [(cell, *stored[ds.name]) for cell, ds in pending]
         plans = plan_cells(suite, store, loader, to_run, attempts, run_id, predictions)
