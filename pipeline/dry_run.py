@@ -2,7 +2,7 @@
 
 The cells are planned exactly as ``run`` plans them (the same datasets loaded, the same ids, the results
 file's done cells and a ``--against`` reference's counted as done); each pending cell is then priced from the
-finished cells of its entry in that file and in the references given (:mod:`pipeline.report.stats.plan_price`).
+finished cells of its entry in that file and in the references given (:mod:`pipeline.pricing`).
 Nothing is written: no results file is made, no Ray is started.
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline import pricing
 from pipeline.data.references import Reference
 from pipeline.data.store import Store
 from pipeline.errors import AttnbenchError
 from pipeline.records import Status
-from pipeline.report.stats import plan_price
 from pipeline.runner import _cells, _done_cells, _pending
 from pipeline.spec import SuiteSpec
 
@@ -52,7 +52,7 @@ def dry_run(suite: SuiteSpec, db: str | Path, *, against: Reference | None = Non
     pending, _ = _pending(cells, done, force=False, retry_failed=False)
     rows = pd.DataFrame([{"model": c.model, "dataset": c.dataset, "sample_size": c.sample_size, "n_train": c.n_train,
                           "spec_hash": suite.cell_hash(c.model, c.n_train)} for c, _ in pending],
-                        columns=plan_price.PENDING)
+                        columns=pricing.PENDING)
     seen, sources = [], []
     if store.exists:
         seen.append(store.query(SEEN_SQL.format(table="results")))
@@ -60,10 +60,10 @@ def dry_run(suite: SuiteSpec, db: str | Path, *, against: Reference | None = Non
     for ref in [*([against] if against is not None else []), *price_from]:
         seen.append(ref.df(SEEN_SQL.format(table="ref_results")))
         sources.append(ref.name)
-    observed = pd.concat(seen, ignore_index=True) if seen else pd.DataFrame(columns=plan_price.SEEN)
+    observed = pd.concat(seen, ignore_index=True) if seen else pd.DataFrame(columns=pricing.SEEN)
     cpus = num_cpus or os.cpu_count() or 1
     per_trial = max((m.resources.cpus for m in suite.models), default=1)
-    return DryRun(suite.name, len(cells), len(cells) - len(pending), plan_price.price_cells(rows, observed, ratios), sources,
+    return DryRun(suite.name, len(cells), len(cells) - len(pending), pricing.price_cells(rows, observed, ratios), sources,
                   max(int(cpus // per_trial), 1))
 
 
@@ -77,7 +77,7 @@ def text(d: DryRun) -> str:
     total in trial-hours, and the wall time on this machine's trial slots."""
     from pipeline.clock import hms
 
-    pts = plan_price.points(d.priced)
+    pts = pricing.points(d.priced)
     lines = [f"dry run of suite {d.suite!r}: {d.cells:,} cells, {d.done:,} already done, {len(d.priced):,} to run; "
              f"priced from the finished cells of each entry in {', '.join(d.sources) or 'nothing (none given)'}",
              "", "| entry | size | cells | trial-hours | priced on |", "| --- | --- | ---: | ---: | --- |"]
@@ -88,7 +88,7 @@ def text(d: DryRun) -> str:
                      f"{'' if p.same_version else ' (other versions of the entry)'} |")
     total = sum(p.hours for p in pts)
     unpriced = sum(p.unpriced for p in pts)
-    wall = plan_price.wall_hours(total, d.slots) * 3600
+    wall = pricing.wall_hours(total, d.slots) * 3600
     lines += ["", f"total: {total:.2f} trial-hours" + (f" and {unpriced:,} cells unpriced (no finished cell of their "
                                                         "entry was read)" if unpriced else "")
               + f"; at least {hms(wall)} of wall time on this machine's {d.slots} trial slot"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from processes import in_process as cli
 
-from pipeline.report.stats import plan_price as pp
+from pipeline import pricing as pp
 
 
 def _seen(rows: list[tuple]) -> pd.DataFrame:

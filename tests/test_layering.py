@@ -26,7 +26,7 @@ def imports(path: Path) -> set[str]:
 # The layers of docs/ARCHITECTURE.md, bottom first: a module may import its own layer and those below.
 LAYERS = [
     ["pipeline.errors", "pipeline.metrics", "pipeline.cost", "pipeline.address", "pipeline.interrupts", "pipeline.records",
-     "pipeline.predictions", "pipeline.clock"],
+     "pipeline.predictions", "pipeline.clock", "pipeline.pricing"],
     ["pipeline.models"],
     ["pipeline.spec", "pipeline.suite_datasets", "pipeline.suite_text"],
     ["pipeline.data"],
