@@ -89,6 +89,12 @@ def _ratio(point: pd.Series, model: str, base: str, seen: pd.DataFrame, n_train:
     return float(at.entry.sum() / at.base.sum())
 
 
+def pending_of(plans: list[Any]) -> pd.DataFrame:
+    """The PENDING rows of cell plans (:class:`pipeline.engine.cells.CellPlan`: their ``base`` results' keys)."""
+    return pd.DataFrame([{"model": p.base.model, "dataset": p.base.dataset, "sample_size": str(p.base.sample_size),
+                          "n_train": p.base.n_train, "spec_hash": p.base.spec_hash} for p in plans], columns=PENDING)
+
+
 def _price(c: Any, by_cell: pd.Series, by_size: pd.Series, rows: pd.DataFrame | None) -> tuple[float, str]:
     if (c.model, c.dataset, c.sample_size) in by_cell.index:
         return float(by_cell[c.model, c.dataset, c.sample_size]), MEASURED

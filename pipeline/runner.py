@@ -219,12 +219,25 @@ def plan_cells(suite: SuiteSpec, store: Store, loader: FoldLoader,
 
 
 def expect_durations(store: Store, plans: list[Any]) -> None:
-    """Each plan's ``expected_s``: the longest finished trial of its model entry (this version of it: its spec
-    hash) on its dataset at its size in this results file (any fold, repeat or run), so that a run with a time
-    limit starts no trial it expects to outlast the limit."""
+    """Each plan's ``expected_s``, a trial's expected wall time, so that a run with a time limit starts no trial it
+    expects to outlast the limit and starts every one it expects to end in time: the longest finished trial of its
+    model entry (this version of it: its spec hash) on its dataset at its size in this results file (any fold,
+    repeat or run), else its price from the entry's other trials there (:mod:`pipeline.pricing`: other datasets
+    at the size, scaled by rows), else none (the scheduler prices it from this run's trials as they finish)."""
+    from pipeline import pricing
+
     expected = store.longest_trials()
+    unknown = []
     for p in plans:
         p.expected_s = expected.get((p.base.model, p.base.spec_hash, p.base.dataset, str(p.base.sample_size)))
+        p.expected_measured = p.expected_s is not None
+        if p.expected_s is None:
+            unknown.append(p)
+    seen = store.trial_prices()
+    if unknown and len(seen):
+        priced = pricing.price_cells(pricing.pending_of(unknown), seen)
+        for p, s in zip(unknown, priced.seconds, strict=True):
+            p.expected_s = None if pd.isna(s) else float(s)
 
 
 def _set_aside_other_code(against: Reference, progress: Callable[[str], None]) -> None:

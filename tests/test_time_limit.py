@@ -20,6 +20,7 @@ from pipeline import cli
 from pipeline.clock import parse_duration
 from pipeline.data.store import Store
 from pipeline.engine.cells import fits, in_order
+from pipeline.engine.progress import Counts, Progress
 from pipeline.engine.scheduler import Scheduler
 from pipeline.records import RunStatus
 from pipeline.runner import expect_durations
@@ -61,6 +62,8 @@ def _scheduler(stop_in: float | None, cells: list[_Cell], inflight: int = 0) -> 
     s.cells = dict.fromkeys(cells)
     s.inflight = dict.fromkeys(range(inflight))
     s.longest, s.shortest_left = {}, None
+    s.finished, s.priced, s.priced_at = [], {}, -1
+    s.pool = SimpleNamespace(slots=[object()] * 2)
     return s, now
 
 
@@ -68,11 +71,20 @@ class _Cell:
     """A cell as the limit sees it: its entry, data and size, whether it has a trial to start, and that
     trial's expected time from the file (None: no trial of it finished before the run)."""
 
-    def __init__(self, expected_s: float | None, dataset: str = "d", timeout_s: float = 1800.0) -> None:
-        self.plan = SimpleNamespace(expected_s=expected_s, shape="cpu", spec=SimpleNamespace(trial_timeout_s=timeout_s),
-                                    base=SimpleNamespace(model="m", dataset=dataset, sample_size="all"))
+    def __init__(self, expected_s: float | None, dataset: str = "d", timeout_s: float = 1800.0, *,
+                 model: str = "m", size: str = "all", n_train: int = 100, measured: bool = True) -> None:
+        self.plan = SimpleNamespace(expected_s=expected_s, expected_measured=measured and expected_s is not None,
+                                    shape="cpu", spec=SimpleNamespace(trial_timeout_s=timeout_s),
+                                    base=SimpleNamespace(model=model, dataset=dataset, sample_size=size,
+                                                         n_train=n_train, spec_hash="h"))
+        self.spec = SimpleNamespace(trials=1)
+        self.final: set[int] = set()
+        self.running = 0
 
     def can_dispatch(self, now: float) -> bool:
+        return True
+
+    def budget_left(self, now: float) -> bool:
         return True
 
 
@@ -109,6 +121,37 @@ def test_the_next_trial_is_the_first_in_order_that_ends_in_time():
     s, now = _scheduler(1000, [short])
     s.longest[("m", "b", "all")] = 1500.0
     assert s.expected(short) == 1500.0 and s.next_cell("cpu", now) is None
+
+
+def test_cells_of_known_cost_keep_the_slots_busy_until_none_fits_and_the_eta_is_their_prices():
+    """Issue 84 item 3: 'stopped at 18 minutes with 22 left', 30 cells of a few seconds waiting, each expected to
+    take its 30-minute time limit because its own work had not run yet. Priced from the run's finished trials of
+    the same entry (other datasets at the size, or scaled by rows), they start while they fit, and the run ends
+    only when none does; the ETA sums the cells' prices, not the trials' pace."""
+    waiting = [_Cell(None, f"d{i}", 1800.0, n_train=100) for i in range(30)]
+    s, now = _scheduler(22 * 60, waiting)
+    assert s.next_cell("cpu", now) is None and s._time_is_up(now)  # nothing known: the limit is all it has
+    s, now = _scheduler(22 * 60, waiting)
+    s.finished = [{"model": "m", "dataset": "seen", "sample_size": "all", "n_train": 100, "seconds": 5.0,
+                   "spec_hash": "h"}]
+    assert s.next_cell("cpu", now) is waiting[0] and not s._time_is_up(now)
+    assert s.expected(waiting[7]) == pytest.approx(5.0)
+    assert s.seconds_left(now) == pytest.approx(30 * 5.0 / 2)  # 30 cells of 5 s on two slots
+    # Eight seconds left: a 5-second cell fits, so the run goes on; four: none does, so it ends, said.
+    assert not s._time_is_up(s.stop_at - 8) and s.next_cell("cpu", s.stop_at - 8) is waiting[0]
+    assert s._time_is_up(s.stop_at - 4) and s.shortest_left == pytest.approx(5.0)
+    # A bigger cell of the same entry is scaled by its rows: 5 s at 100 rows, 50 s at 1,000.
+    big = _Cell(None, "big", 1800.0, n_train=1000, size="1000")
+    s, now = _scheduler(60, [big])
+    s.finished = list(_scheduler(0, [])[0].finished) + [{"model": "m", "dataset": "seen", "sample_size": "all",
+                                                         "n_train": 100, "seconds": 5.0, "spec_hash": "h"}]
+    assert s.expected(big) == 1800.0  # not priced until the limit asks (reprice)
+    assert s.next_cell("cpu", now) is big and s.expected(big) == pytest.approx(50.0)
+    # A cell nothing says anything of: no ETA from prices (the line falls back to the trials' pace).
+    s, now = _scheduler(None, [_Cell(None, model="other")])
+    assert s.seconds_left(now) is None
+    line = Progress.describe(Counts(cells_total=30, trials_planned=30, trials_done=1, left_s=75.0), 600)
+    assert line.endswith("ETA 1:15 (the cells' expected times)")  # not 4:50:00 at the pace of the first trial
 
 
 def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_resumes(
@@ -149,15 +192,14 @@ def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_re
     runs = store.query("SELECT max(t.seconds) AS s, any_value(r.spec_hash) AS h FROM trials t JOIN results r "
                        "USING (cell_id)")
     longest, spec = runs.s[0], runs.h[0]
-    plans = [SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="wine", sample_size="all", spec_hash=spec),
-                             expected_s=None),
-             SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="iris", sample_size="all", spec_hash=spec),
-                             expected_s=None),
-             SimpleNamespace(base=SimpleNamespace(model="mlp", dataset="wine", sample_size="all", spec_hash="other"),
-                             expected_s=None)]
+    n = int(store.query("SELECT any_value(n_train) AS n FROM results").n[0])
+    plans = [SimpleNamespace(base=SimpleNamespace(model="mlp", dataset=d, sample_size="all", spec_hash=h, n_train=n),
+                             expected_s=None) for d, h in (("wine", spec), ("iris", spec), ("wine", "other"))]
     expect_durations(store, plans)
-    assert plans[0].expected_s == pytest.approx(longest) and longest > 0.4
-    assert plans[1].expected_s is None and plans[2].expected_s is None  # other data; another version of the entry
+    assert plans[0].expected_s == pytest.approx(longest) and longest > 0.4 and plans[0].expected_measured
+    # Other data, another version of the entry: priced from that trial (the same rows), not measured.
+    assert plans[1].expected_s == pytest.approx(longest) and not plans[1].expected_measured
+    assert plans[2].expected_s == pytest.approx(longest) and not plans[2].expected_measured
 
 
 def test_cells_go_longest_first_or_cheapest_first_one_folds_cells_together():

@@ -294,6 +294,15 @@ class Store:
         return {(str(r.model), str(r.spec_hash), str(r.dataset), str(r.sample_size)): float(r.s)
                 for r in df.itertuples(index=False)}
 
+    def trial_prices(self) -> pd.DataFrame:
+        """Per (model, spec hash, dataset, sample size): the longest finished (ok) trial's wall seconds and the
+        cells' training rows, the rows :mod:`pipeline.pricing` prices a trial from (none without a file)."""
+        if not self.exists:
+            return pd.DataFrame(columns=["model", "spec_hash", "dataset", "sample_size", "n_train", "seconds"])
+        return self.read("SELECT r.model, r.spec_hash, r.dataset, CAST(r.sample_size AS VARCHAR) AS sample_size, "
+                         "median(r.n_train) AS n_train, max(t.seconds) AS seconds FROM trials t JOIN results r "
+                         f"USING (cell_id) WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL GROUP BY ALL")
+
     def committed_trials(self, cells: dict[str, int]) -> dict[str, list[Any]]:
         """The trials already committed for each cell's current attempt (``cell_id → attempt``): a
         resumed search goes on from them."""

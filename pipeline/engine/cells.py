@@ -39,6 +39,7 @@ class CellPlan:
     # A trial's expected wall time: the longest of this entry's finished trials on the dataset at this size in
     # the results file (an earlier fold or repeat, an earlier run), None where none finished yet.
     expected_s: float | None = None
+    expected_measured: bool = False  # expected_s is a finished trial's of this very work (else a price, or none)
 
     @property
     def spec(self) -> ModelSpec:

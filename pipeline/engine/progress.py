@@ -35,6 +35,7 @@ class Counts:
     trials_done: int = 0
     slots_busy: int = 0
     slots: int = 0
+    left_s: float | None = None  # the scheduler's expected wall time left, from the cells' prices
 
 
 class Progress:
@@ -51,6 +52,10 @@ class Progress:
             sys.stdout.write("\r\x1b[K")
             self.shown = False
         self.emit(text)
+
+    def due(self) -> bool:
+        """Whether the next ``status`` call draws the line (what it shows is worth computing)."""
+        return time.monotonic() - self.last >= (LIVE_EVERY_S if self.live else PLAIN_EVERY_S)
 
     def status(self, c: Counts, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -71,7 +76,10 @@ class Progress:
         finished = c.cells_done + c.cells_failed
         pending = c.cells_total - finished - c.cells_running
         eta = left_s = "?"
-        if c.trials_done and c.trials_planned:
+        if c.left_s is not None:
+            left_s = clock(c.left_s)
+            eta = f"{left_s} (the cells' expected times)"
+        elif c.trials_done and c.trials_planned:
             left = max(0, c.trials_planned - c.trials_done)
             # at the pace of the trials done so far, whose count it gives (searches' trials differ a hundredfold
             # in length: the first few finished say little of the rest)

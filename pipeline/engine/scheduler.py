@@ -69,6 +69,11 @@ class Scheduler:
         self.shortest_left: float | None = None  # ended before its limit: the shortest trial left, expected
         # (model, dataset, size) → the longest trial of it finished in this run: what a time limit expects next
         self.longest: dict[tuple[str, str, str], float] = {}
+        # This run's finished trials, as pricing.py reads them: a cell whose work has no finished trial, in the
+        # file or in this run, is priced from them (the entry's trials on other datasets, or scaled by rows).
+        self.finished: list[dict[str, Any]] = []
+        self.priced: dict[CellState, float] = {}
+        self.priced_at = -1  # len(self.finished) when self.priced was made
         self.on_cluster_lost = on_cluster_lost
         self.store = store
         self.run_row = run_row
@@ -233,14 +238,59 @@ class Scheduler:
             self.inflight[ref] = Running(slot, req, cell, time.monotonic())
 
     def _fits(self, cell: CellState, now: float) -> bool:
-        return self.stop_at is None or fits(self.expected(cell), self.stop_at - now)
+        if self.stop_at is None:
+            return True
+        self.reprice()
+        return fits(self.expected(cell), self.stop_at - now)
 
     def expected(self, cell: CellState) -> float:
         """A trial of ``cell``'s expected wall time: the longest of its entry's finished trials on its data and
-        size, in the file before the run (:attr:`CellPlan.expected_s`) or in this run, else its time limit."""
+        size, in the file before the run (:attr:`CellPlan.expected_s`) or in this run; else its price from the
+        file's trials (the runner's) or from this run's (:meth:`reprice`); else its time limit."""
         p = cell.plan
-        known = [x for x in (p.expected_s, self.longest.get(work_key(p))) if x is not None]
-        return max(known) if known else float(p.spec.trial_timeout_s)
+        known = [x for x in (p.expected_s if p.expected_measured else None, self.longest.get(work_key(p)))
+                 if x is not None]
+        if known:
+            return max(known)
+        priced = self.price(cell)
+        return float(p.spec.trial_timeout_s) if priced is None else priced
+
+    def price(self, cell: CellState) -> float | None:
+        """``cell``'s price where its work has no finished trial: the runner's from the file, else this run's."""
+        return cell.plan.expected_s if cell.plan.expected_s is not None else self.priced.get(cell)
+
+    def reprice(self) -> None:
+        """The cells whose work has no finished trial and no price from the file, priced from this run's
+        finished trials; once per trial finished since the last time (a run without a limit never asks)."""
+        if self.priced_at == len(self.finished) or not self.finished:
+            return
+        from pipeline import pricing
+
+        self.priced_at = len(self.finished)
+        open_ = [c for c in self.cells if c.plan.expected_s is None and work_key(c.plan) not in self.longest]
+        if not open_:
+            return
+        import pandas as pd
+
+        got = pricing.price_cells(pricing.pending_of([c.plan for c in open_]), pd.DataFrame(self.finished))
+        self.priced = {c: float(s) for c, s in zip(open_, got.seconds, strict=True) if not pd.isna(s)}
+
+    def seconds_left(self, now: float) -> float | None:
+        """The run's expected wall time left: each unfinished cell's trials left at their expected time (a running
+        trial's less what it has run), over the slots; None before any slot exists, or while a cell has neither a
+        finished trial of its work nor a price (the progress line then gives the trials' pace)."""
+        slots = len(self.pool.slots)
+        if not slots:
+            return None
+        work = 0.0
+        for c in self.cells:
+            left = max(0, c.spec.trials - len(c.final) - c.running) if c.budget_left(now) else 0
+            if left and work_key(c.plan) not in self.longest and not c.plan.expected_measured and self.price(c) is None:
+                return None  # a cell nothing says anything of: its time limit is no estimate
+            work += left * self.expected(c)
+        for run in self.inflight.values():
+            work += max(0.0, self.expected(run.cell) - (now - run.started))
+        return work / slots
 
     def next_cell(self, shape: Shape, now: float) -> CellState | None:
         """The first cell in order with a trial of ``shape`` to start now, in time for the limit."""
@@ -362,6 +412,9 @@ class Scheduler:
         if rec.seconds is not None and rec.status == Status.OK:
             key = work_key(cell.plan)
             self.longest[key] = max(self.longest.get(key, 0.0), float(rec.seconds))
+            b = cell.plan.base
+            self.finished.append({"model": b.model, "dataset": b.dataset, "sample_size": str(b.sample_size),
+                                  "n_train": b.n_train, "seconds": float(rec.seconds), "spec_hash": b.spec_hash})
         self.to_write.append(rec)
         if final:
             cell.outstanding.discard(run.req.suggestion)
@@ -442,4 +495,7 @@ class Scheduler:
     def _status(self) -> None:
         self.counts.slots_busy = self.pool.n_busy()
         self.counts.slots = len(self.pool.slots)
+        if self.progress.due():
+            self.reprice()
+            self.counts.left_s = self.seconds_left(time.monotonic())
         self.progress.status(self.counts)
