@@ -143,8 +143,8 @@ def test_cells_of_known_cost_keep_the_slots_busy_until_none_fits_and_the_eta_is_
     # A bigger cell of the same entry is scaled by its rows: 5 s at 100 rows, 50 s at 1,000.
     big = _Cell(None, "big", 1800.0, n_train=1000, size="1000")
     s, now = _scheduler(60, [big])
-    s.finished = list(_scheduler(0, [])[0].finished) + [{"model": "m", "dataset": "seen", "sample_size": "all",
-                                                         "n_train": 100, "seconds": 5.0, "spec_hash": "h"}]
+    s.finished = [{"model": "m", "dataset": "seen", "sample_size": "all", "n_train": 100, "seconds": 5.0,
+                   "spec_hash": "h"}]
     assert s.expected(big) == 1800.0  # not priced until the limit asks (reprice)
     assert s.next_cell("cpu", now) is big and s.expected(big) == pytest.approx(50.0)
     # A cell nothing says anything of: no ETA from prices (the line falls back to the trials' pace).
