@@ -408,6 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--margin", type=float, default=None, metavar="M",
                    help="only the verdict counts, read at the equivalence margin M (the headline's is the "
                    "pre-registered 0.005; 0.01 is the field's usual one)")
+    p.add_argument("--with", dest="with_", metavar="FILE",
+                   help="instead: your results file's datasets, each size beside REF's at its nearest size, and the "
+                        "by-size lines over REF's datasets and yours (docs/YOUR-DATA.md)")
     p.set_defaults(func=cmd_answer)
 
     add_price_parser(sub)

@@ -51,14 +51,15 @@ def dry_run(suite: SuiteSpec, db: str | Path, *, against: Reference | None = Non
     done, _ = _done_cells(store, suite, cells, splits, against)
     pending, _ = _pending(cells, done, force=False, retry_failed=False)
     rows = pd.DataFrame([{"model": c.model, "dataset": c.dataset, "sample_size": c.sample_size, "n_train": c.n_train,
-                          "spec_hash": suite.cell_hash(c.model, c.n_train)} for c, _ in pending],
+                          "spec_hash": suite.cell_hash(c.model, c.n_train),
+                          "n_features": int(ds.dataset.features.shape[1])} for c, ds in pending],
                         columns=pricing.PENDING)
     seen, sources = [], []
     if store.exists:
-        seen.append(store.query(SEEN_SQL.format(table="results")))
+        seen.append(store.query(SEEN_SQL.format(table="results", datasets="datasets")))
         sources.append(str(db))
     for ref in [*([against] if against is not None else []), *price_from]:
-        seen.append(ref.df(SEEN_SQL.format(table="ref_results")))
+        seen.append(ref.df(SEEN_SQL.format(table="ref_results", datasets="ref_datasets")))
         sources.append(ref.name)
     observed = pd.concat(seen, ignore_index=True) if seen else pd.DataFrame(columns=pricing.SEEN)
     cpus = num_cpus or os.cpu_count() or 1
@@ -67,9 +68,9 @@ def dry_run(suite: SuiteSpec, db: str | Path, *, against: Reference | None = Non
                   max(int(cpus // per_trial), 1))
 
 
-SEEN_SQL = ("SELECT model, dataset, CAST(sample_size AS VARCHAR) AS sample_size, n_train, search_seconds AS seconds, "
-            "spec_hash "
-            f"FROM {{table}} WHERE status = {Status.OK.sql} AND search_seconds IS NOT NULL AND variant IS NULL")
+SEEN_SQL = ("SELECT r.model, r.dataset, CAST(r.sample_size AS VARCHAR) AS sample_size, r.n_train, "
+            "r.search_seconds AS seconds, r.spec_hash, d.n_features FROM {table} r LEFT JOIN {datasets} d USING (dataset) "
+            f"WHERE r.status = {Status.OK.sql} AND r.search_seconds IS NOT NULL AND r.variant IS NULL")
 
 
 def text(d: DryRun) -> str:

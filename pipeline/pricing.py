@@ -20,8 +20,10 @@ unlike models (a boosting model's to a network's) says little.
 
 A cell's cost is its whole search (``search_seconds``, its trials' own time summed: what the chunks count as
 trial-hours). Cost in rows is taken as linear: a network's epochs cost in proportion to its rows, and the epochs
-early stopping allows vary either way, which the basis column makes visible. An ``all`` size is a dataset's own
-row count: it is priced as measured on the same dataset's ``all`` cells, else scaled by rows.
+early stopping allows vary either way, which the basis column makes visible. Priced from other datasets (rules 2
+and 4), cost is taken as linear in the features too, where both sides know them (``n_features``): an
+FT-Transformer makes a token of each, a tree scans each. An ``all`` size is a dataset's own row count: it is
+priced as measured on the same dataset's ``all`` cells, else scaled by rows.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ import pandas as pd
 MEASURED, OTHER_DATASETS, BY_BASE, SCALED_HERE, SCALED, UNPRICED = (
     "measured", "other datasets", "by ratio to base", "scaled, this dataset", "scaled", "unpriced")
 BASES = (MEASURED, OTHER_DATASETS, BY_BASE, SCALED_HERE, SCALED, UNPRICED)
-PENDING = ["model", "dataset", "sample_size", "n_train", "spec_hash"]
-SEEN = ["model", "dataset", "sample_size", "n_train", "seconds", "spec_hash"]
+PENDING = ["model", "dataset", "sample_size", "n_train", "spec_hash", "n_features"]
+SEEN = ["model", "dataset", "sample_size", "n_train", "seconds", "spec_hash", "n_features"]
 
 
 def price_cells(pending: pd.DataFrame, seen: pd.DataFrame, ratios: dict[str, str] | None = None) -> pd.DataFrame:
@@ -47,14 +49,18 @@ def price_cells(pending: pd.DataFrame, seen: pd.DataFrame, ratios: dict[str, str
     seen = seen[seen.n_train > 0].astype({"sample_size": str})
     same = seen.spec_hash.isin(pending.spec_hash)
     versioned = set(seen[same].model)
-    seen = seen[same | ~seen.model.isin(versioned)]
+    seen = seen[same | ~seen.model.isin(versioned)].copy()
+    # Seconds per feature where the features are known on both sides, else plain seconds (a factor of 1).
+    wide = "n_features" in seen and "n_features" in pending and seen.n_features.notna().all() \
+        and pending.n_features.notna().all()
+    seen["per"] = seen.seconds / seen.n_features if wide else seen.seconds
     by_cell = seen.groupby(["model", "dataset", "sample_size"]).seconds.median()
-    by_size = seen[seen.sample_size != "all"].groupby(["model", "sample_size"]).seconds.median()
+    by_size = seen[seen.sample_size != "all"].groupby(["model", "sample_size"]).per.median()
     rows = {m: g for m, g in seen.groupby("model")}
     out = pending.copy().astype({"sample_size": str})
     prices, bases = [], []
     for c in out.itertuples(index=False):
-        s, basis = _price(c, by_cell, by_size, rows.get(c.model))
+        s, basis = _price(c, by_cell, by_size, rows.get(c.model), float(c.n_features) if wide else 1.0)
         prices.append(s)
         bases.append(basis)
     out["seconds"], out["basis"] = prices, bases
@@ -92,21 +98,26 @@ def _ratio(point: pd.Series, model: str, base: str, seen: pd.DataFrame, n_train:
 def pending_of(plans: list[Any]) -> pd.DataFrame:
     """The PENDING rows of cell plans (:class:`pipeline.engine.cells.CellPlan`: their ``base`` results' keys)."""
     return pd.DataFrame([{"model": p.base.model, "dataset": p.base.dataset, "sample_size": str(p.base.sample_size),
-                          "n_train": p.base.n_train, "spec_hash": p.base.spec_hash} for p in plans], columns=PENDING)
+                          "n_train": p.base.n_train, "spec_hash": p.base.spec_hash,
+                          "n_features": getattr(p, "n_features", None)} for p in plans], columns=PENDING)
 
 
-def _price(c: Any, by_cell: pd.Series, by_size: pd.Series, rows: pd.DataFrame | None) -> tuple[float, str]:
+def _price(c: Any, by_cell: pd.Series, by_size: pd.Series, rows: pd.DataFrame | None,
+           features: float) -> tuple[float, str]:
     if (c.model, c.dataset, c.sample_size) in by_cell.index:
         return float(by_cell[c.model, c.dataset, c.sample_size]), MEASURED
     if c.sample_size != "all" and (c.model, c.sample_size) in by_size.index:
-        return float(by_size[c.model, c.sample_size]), OTHER_DATASETS
+        return float(by_size[c.model, c.sample_size]) * features, OTHER_DATASETS
     if rows is None or not len(rows):
         return float("nan"), UNPRICED
     here = rows[rows.dataset == c.dataset]
-    pool, basis = (here, SCALED_HERE) if len(here) else (rows, SCALED)
-    n = _nearest(pool.groupby("sample_size").n_train.median(), int(c.n_train))
-    at = pool[pool.sample_size == n]
-    return float(at.seconds.median() * c.n_train / at.n_train.median()), basis
+    if len(here):
+        n = _nearest(here.groupby("sample_size").n_train.median(), int(c.n_train))
+        at = here[here.sample_size == n]
+        return float(at.seconds.median() * c.n_train / at.n_train.median()), SCALED_HERE
+    n = _nearest(rows.groupby("sample_size").n_train.median(), int(c.n_train))
+    at = rows[rows.sample_size == n]
+    return float(at.per.median() * features * c.n_train / at.n_train.median()), SCALED
 
 
 def _nearest(sizes: pd.Series, n_train: int) -> str:

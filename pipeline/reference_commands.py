@@ -102,9 +102,14 @@ def cmd_answer(args: argparse.Namespace) -> int:
         raise AttnbenchError(f"--margin {args.margin:g} is not a margin of accuracy or R² (0 to 1)")
     with tempfile.TemporaryDirectory() as tmp:
         db = _results_file(args.ref, tmp)
-        if args.margin is None:  # the across-datasets fits this data lacks, stored in the file (a reference's: its export)
+        if args.margin is None and args.with_ is None:  # the across-datasets fits this data lacks, stored in the file
             across_text.refresh(db, say=lambda line: print(line, file=sys.stderr, flush=True))
-        if args.margin is not None:
+        if args.with_ is not None:
+            from pipeline.report import with_text
+
+            mine = _results_file(args.with_, tmp, "with-")
+            print(with_text.markdown(db, mine, args.ref, args.with_), end="")
+        elif args.margin is not None:
             p = pairs(db)
             print(at_margin(p, largest(p), args.margin), end="")
         else:

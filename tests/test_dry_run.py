@@ -15,11 +15,11 @@ from pipeline import pricing as pp
 
 
 def _seen(rows: list[tuple]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=pp.SEEN)
+    return pd.DataFrame(rows, columns=pp.SEEN[:len(rows[0])])
 
 
 def _pending(rows: list[tuple]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=pp.PENDING)
+    return pd.DataFrame(rows, columns=pp.PENDING[:len(rows[0])])
 
 
 def test_each_cell_is_priced_on_the_nearest_evidence_and_says_which():
@@ -40,6 +40,17 @@ def test_each_cell_is_priced_on_the_nearest_evidence_and_says_which():
     points = {(p.model, p.sample_size): p for p in pp.points(got)}
     assert points["xgb", "1024"].hours == pytest.approx(20 / 3600) and points["own", "128"].unpriced == 1
     assert not points["net", "512"].same_version
+
+
+def test_other_datasets_price_a_cell_by_its_features_too():
+    """An FT-Transformer makes a token of each feature: priced from a 40-feature dataset, a 10-feature one costs a
+    quarter as much per row (where both know their features; without them, the rows alone)."""
+    seen = _seen([("ft", "wide", "1024", 1024, 40.0, "f", 40), ("ft", "wide", "4096", 4096, 160.0, "f", 40)])
+    pending = _pending([("ft", "narrow", "1024", 1024, "f", 10), ("ft", "narrow", "8192", 8192, "f", 10)])
+    got = pp.price_cells(pending, seen)
+    assert got.seconds.tolist() == pytest.approx([10.0, 80.0]) and got.basis.tolist() == [pp.OTHER_DATASETS, pp.SCALED]
+    plain = pp.price_cells(pending.drop(columns="n_features"), seen)
+    assert plain.seconds.tolist() == pytest.approx([40.0, 320.0])
 
 
 def test_an_entrys_own_version_prices_it_where_it_has_cells():

@@ -298,10 +298,12 @@ class Store:
         """Per (model, spec hash, dataset, sample size): the longest finished (ok) trial's wall seconds and the
         cells' training rows, the rows :mod:`pipeline.pricing` prices a trial from (none without a file)."""
         if not self.exists:
-            return pd.DataFrame(columns=["model", "spec_hash", "dataset", "sample_size", "n_train", "seconds"])
+            return pd.DataFrame(columns=["model", "spec_hash", "dataset", "sample_size", "n_train", "seconds",
+                                         "n_features"])
         return self.read("SELECT r.model, r.spec_hash, r.dataset, CAST(r.sample_size AS VARCHAR) AS sample_size, "
-                         "median(r.n_train) AS n_train, max(t.seconds) AS seconds FROM trials t JOIN results r "
-                         f"USING (cell_id) WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL GROUP BY ALL")
+                         "median(r.n_train) AS n_train, max(t.seconds) AS seconds, any_value(d.n_features) AS n_features "
+                         "FROM trials t JOIN results r USING (cell_id) LEFT JOIN datasets d ON d.dataset = r.dataset "
+                         f"WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL GROUP BY ALL")
 
     def committed_trials(self, cells: dict[str, int]) -> dict[str, list[Any]]:
         """The trials already committed for each cell's current attempt (``cell_id → attempt``): a

@@ -414,7 +414,8 @@ class Scheduler:
             self.longest[key] = max(self.longest.get(key, 0.0), float(rec.seconds))
             b = cell.plan.base
             self.finished.append({"model": b.model, "dataset": b.dataset, "sample_size": str(b.sample_size),
-                                  "n_train": b.n_train, "seconds": float(rec.seconds), "spec_hash": b.spec_hash})
+                                  "n_train": b.n_train, "seconds": float(rec.seconds), "spec_hash": b.spec_hash,
+                                  "n_features": cell.plan.n_features})
         self.to_write.append(rec)
         if final:
             cell.outstanding.discard(run.req.suggestion)
