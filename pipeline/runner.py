@@ -223,8 +223,10 @@ def expect_durations(store: Store, plans: list[Any]) -> None:
     expects to outlast the limit and starts every one it expects to end in time: the longest finished trial of its
     model entry (this version of it: its spec hash) on its dataset at its size in this results file (any fold,
     repeat or run), else its price from the entry's other trials there (:mod:`pipeline.pricing`: other datasets
-    at the size, scaled by rows), else none (the scheduler prices it from this run's trials as they finish)."""
+    at the size, scaled by rows and features), else from the shipped references' trials of the entry, else none
+    (the scheduler prices it from this run's trials as they finish)."""
     from pipeline import pricing
+    from pipeline.data import references
 
     expected = store.longest_trials()
     unknown = []
@@ -233,11 +235,27 @@ def expect_durations(store: Store, plans: list[Any]) -> None:
         p.expected_measured = p.expected_s is not None
         if p.expected_s is None:
             unknown.append(p)
-    seen = store.trial_prices()
-    if unknown and len(seen):
-        priced = pricing.price_cells(pricing.pending_of(unknown), seen)
-        for p, s in zip(unknown, priced.seconds, strict=True):
-            p.expected_s = None if pd.isna(s) else float(s)
+    for source in (store.trial_prices, lambda: _shipped_trial_prices(references)):
+        if not unknown:
+            return
+        seen = source()
+        if len(seen):
+            priced = pricing.price_cells(pricing.pending_of(unknown), seen)
+            for p, s in zip(unknown, priced.seconds, strict=True):
+                p.expected_s = None if pd.isna(s) else float(s)
+        unknown = [p for p in unknown if p.expected_s is None]
+
+
+def _shipped_trial_prices(references: Any) -> pd.DataFrame:
+    """Every shipped reference's trials, as ``Store.trial_prices`` gives a file's."""
+    frames = []
+    for name in references.shipped():
+        ref = references.load(name)
+        try:
+            frames.append(ref.trial_prices())
+        finally:
+            ref.close()
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _set_aside_other_code(against: Reference, progress: Callable[[str], None]) -> None:

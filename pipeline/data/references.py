@@ -41,7 +41,7 @@ from pipeline.data.reference_tables import (
     suite_yaml,
 )
 from pipeline.errors import AttnbenchError
-from pipeline.records import RunStatus
+from pipeline.records import RunStatus, Status
 
 
 class ReferenceError(AttnbenchError):
@@ -291,6 +291,19 @@ class Reference:
                     ids(f"SELECT run_id FROM ref_runs WHERE status = {RunStatus.RUNNING.sql}"),
                     {t: ids(f"SELECT {k} FROM ref_{t}") for t, k in ROW_KEYS.items() if self._has(t)},
                     self.df("SELECT epoch(max(started_at)) AS t FROM ref_runs").t.iloc[0])
+
+    def trial_prices(self) -> pd.DataFrame:
+        """As :meth:`pipeline.data.store.Store.trial_prices`, of the reference's trials: what a time-limited run
+        prices a trial from where its own file holds nothing of its entry."""
+        if not (self._has("trials") and self._has("results")):
+            return pd.DataFrame(columns=["model", "spec_hash", "dataset", "sample_size", "n_train", "seconds",
+                                         "n_features"])
+        features = "any_value(d.n_features)" if self._has("datasets") else "NULL"
+        join = "LEFT JOIN ref_datasets d ON d.dataset = r.dataset " if self._has("datasets") else ""
+        return self.df("SELECT r.model, r.spec_hash, r.dataset, CAST(r.sample_size AS VARCHAR) AS sample_size, "
+                       f"median(r.n_train) AS n_train, max(t.seconds) AS seconds, {features} AS n_features "
+                       f"FROM ref_trials t JOIN ref_results r USING (cell_id) {join}"
+                       f"WHERE t.status = {Status.OK.sql} AND t.seconds IS NOT NULL GROUP BY ALL")
 
     def _has(self, table: str) -> bool:
         return bool(self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
