@@ -174,8 +174,9 @@ def test_a_run_stopped_at_its_time_limit_keeps_its_cells_and_the_same_command_re
     runs = store.query("SELECT status, n_done, n_failed FROM runs")
     assert runs.status.tolist() == [RunStatus.STOPPED.value] and runs.n_done[0] == runs.n_failed[0] == 0
     assert store.query("SELECT count(*) AS n FROM trials").n[0] == 0  # nothing ran, nothing recorded as failed
-    # Where no trial left would end in time (no estimate yet: each may take its 600 s limit), it says so.
-    long = {**suite, "models": [{**network_until(0.5), "trial_timeout_s": 600}]}
+    # Where no trial left would end in time (nothing of the entry anywhere, in the file or the shipped references,
+    # under its label: each may take its 600 s limit), it says so.
+    long = {**suite, "models": [{**network_until(0.5), "trial_timeout_s": 600, "label": "never-seen-net"}]}
     (tmp_path / "long.yaml").write_text(yaml.safe_dump(long))
     code = cli.main(["run", str(tmp_path / "long.yaml"), "--db", str(tmp_path / "long.duckdb"), "--no-report",
                      "--time-limit", "2m"])
