@@ -155,6 +155,18 @@ def whole_part_planned(p: Any, listed: list[Any], fewest: int) -> bool:
     return not below or fewest >= (1 + p.all_min_gain) * max(below)
 
 
+REGRESSION_METRICS = {"r2", "rmse"}
+
+
+def read_on(metric: str | None, task_type: str) -> str | None:
+    """The metric a cell of ``task_type`` is read on under a protocol's ``metric``: it where it fits the task
+    (a regression metric for a regression dataset, a classification one for the others), else None (the
+    default: accuracy, or R²)."""
+    if metric is None or (metric in REGRESSION_METRICS) != (task_type == "regression"):
+        return None
+    return metric
+
+
 def plan_notes(suite: SuiteSpec, not_applicable: list[dict[str, Any]]) -> str:
     """What the plan says beside its cells, kept with the run (the report reads it): the cells left out as
     past a model's declared limits, and the in-context models."""
@@ -184,7 +196,8 @@ def plan_rows(suite: SuiteSpec, run_id: str, cells: list[tuple[Cell, ingest_mod.
                 "task_type": ds.dataset.task_type, "repeat": cell.repeat, "fold": cell.fold,
                 "sample_size": cell.sample_size, "seed": cell.seed, "model": cell.model, "model_name": m.name,
                 "variant": None, "n_train": cell.n_train, "model_kind": kinds[cell.model], "split_key": cell.split_key,
-                "model_version": versions[cell.model], "code_versions": code[cell.model]}
+                "model_version": versions[cell.model], "code_versions": code[cell.model],
+                "metric": read_on(suite.protocol.metric, ds.dataset.task_type)}
         rows.append(base)
         rows.extend({**base, "cell_id": f"{cell.cell_id}+{method}", "model": f"{cell.model}+{method}",
                      "variant": method} for method in m.compress)

@@ -74,6 +74,10 @@ class Protocol(Strict):
     preprocessing: Preprocessing = Preprocessing()
     more_repeats: MoreRepeats | None = Field(
         default=None, description="more repeats of the k-fold, at the largest size, for the datasets named")
+    metric: Literal["accuracy", "balanced_accuracy", "roc_auc", "log_loss", "r2", "rmse"] | None = Field(
+        default=None, description="the test metric verdicts and pages read: for classification datasets accuracy, "
+        "balanced_accuracy, roc_auc or log_loss, for regression ones r2 or rmse (the other kind keeps its own: "
+        "accuracy, R²); how results are read, not how a cell runs: no cell id changes")
 
     def repeats_of(self, dataset: str) -> int:
         """The repeats of the seeded k-fold a dataset is split into: ``repeats``, or ``more_repeats``'s where

@@ -48,12 +48,13 @@ def test_opening_an_older_file_says_what_changed_and_what_runs_again(ray_local, 
     _make_older(db)
     same = cli(run, capsys)
     assert same.returncode == 0, same.stderr
-    assert ("r.duckdb: written by an older attnbench (schema 6), upgraded to schema 7: column runs.plan_notes added, "
-            "every result kept") in same.stdout, same.stdout
+    assert (f"r.duckdb: written by an older attnbench (schema 6), upgraded to schema {schema.SCHEMA_VERSION}: column "
+            "runs.plan_notes added, every result kept") in same.stdout, same.stdout
     assert "no done cell runs again: no recorded code version of their entries changed" in same.stdout
     assert "views added to the file: superseded" in same.stdout
     with duckdb.connect(str(db), read_only=True) as con:
-        assert con.execute("SELECT value FROM attnbench_meta WHERE key = 'schema_version'").fetchone()[0] == "7"
+        assert con.execute("SELECT value FROM attnbench_meta WHERE key = 'schema_version'").fetchone()[0] == str(
+            schema.SCHEMA_VERSION)
     again = cli(run, capsys)
     assert "older attnbench" not in again.stdout and "views added" not in again.stdout  # said once
 

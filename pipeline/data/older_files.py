@@ -23,10 +23,11 @@ def shadow_older_tables(con: Any) -> bool:
            "HAVING count(DISTINCT split_key) = 1)")
     added = {"model_kind": "NULL::VARCHAR AS model_kind",
              "split_key": "coalesce(one.split_key, 'suite:' || t.suite) AS split_key",
-             "model_code": "NULL::JSON AS model_code", "code_versions": "NULL::VARCHAR AS code_versions"}
+             "model_code": "NULL::JSON AS model_code", "code_versions": "NULL::VARCHAR AS code_versions",
+             "metric": "NULL::VARCHAR AS metric"}
     versions = (f"(SELECT c.suite, c.model, any_value(r.spec_hash) AS spec_hash FROM \"{db}\".main.suite_cells c "
                 f"JOIN \"{db}\".main.results r USING (cell_id) GROUP BY ALL)")
-    for table, cols in (("suite_cells", ["model_kind", "split_key", "model_version", "code_versions"]),
+    for table, cols in (("suite_cells", ["model_kind", "split_key", "model_version", "code_versions", "metric"]),
                         ("reference_scores", ["split_key"]), ("results", ["split_key"]), ("runs", ["model_code"])):
         lacking = [c for c in cols if c not in have.get(table, {c})]
         if not lacking:

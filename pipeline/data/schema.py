@@ -19,12 +19,13 @@ from pipeline.records import TEST_METRICS, Metrics, sql_columns
 # (plan_notes: the cells left out as past a model's declared limits, and the in-context models), and
 # planned cells the versions of attnbench's files their results depend on (code_versions: models/versions.py)
 # 7: the number moves whenever the shape does (SHAPES): files of 6 gained features.high_cardinality,
-# runs.plan_notes and suite_cells.code_versions under the same number, which said nothing of it
-SCHEMA_VERSION = 7
+# runs.plan_notes and suite_cells.code_versions under the same number, which said nothing of it; 8: each
+# planned cell the metric its suite's protocol reads (suite_cells.metric; NULL: accuracy, or R² for regression)
+SCHEMA_VERSION = 8
 APP = "attnbench"
 # Each schema number's shape (shape(): a digest of every table's SQL). tests/test_schema_version.py fails when
 # the schema changes without a new number and a new entry here.
-SHAPES = {7: "2dec8492dc936670"}
+SHAPES = {7: "2dec8492dc936670", 8: "c326557e9ca352dc"}
 
 # The test metrics' columns (pipeline.records.Metrics), as the reference scores hold them.
 METRIC_COLUMNS = ", ".join(f"{c} {t}" for c, t in sql_columns(Metrics))
@@ -64,7 +65,7 @@ CREATE TABLE IF NOT EXISTS suite_cells (
     suite VARCHAR, cell_id VARCHAR, run_id VARCHAR, dataset VARCHAR, task_type VARCHAR, repeat INTEGER,
     fold INTEGER, sample_size VARCHAR, seed INTEGER, model VARCHAR, model_name VARCHAR, variant VARCHAR,
     n_train INTEGER, model_kind VARCHAR, split_key VARCHAR, model_version VARCHAR, code_versions VARCHAR,
-    PRIMARY KEY (suite, cell_id)
+    metric VARCHAR, PRIMARY KEY (suite, cell_id)
 );
 CREATE TABLE IF NOT EXISTS predictions (
     cell_id VARCHAR, trial_id VARCHAR, part VARCHAR, n_rows INTEGER, n_cols INTEGER, proba USMALLINT[],
@@ -88,7 +89,7 @@ CREATE TABLE IF NOT EXISTS reference_scores (
 
 # The columns of a suite's plan, in table order (see ``Store.write_plan``).
 PLAN_COLUMNS = ["suite", "cell_id", "run_id", "dataset", "task_type", "repeat", "fold", "sample_size", "seed", "model",
-                "model_name", "variant", "n_train", "model_kind", "split_key", "model_version", "code_versions"]
+                "model_name", "variant", "n_train", "model_kind", "split_key", "model_version", "code_versions", "metric"]
 REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed", "task_type", "n_train", "predictor",
                      "score", *TEST_METRICS, "split_key"]
 
@@ -96,7 +97,8 @@ REFERENCE_COLUMNS = ["suite", "dataset", "repeat", "fold", "sample_size", "seed"
 ADDED_COLUMNS = [("suite_cells", "model_kind", "VARCHAR"), ("suite_cells", "split_key", "VARCHAR"),
                  ("suite_cells", "model_version", "VARCHAR"), ("reference_scores", "split_key", "VARCHAR"),
                  ("runs", "model_code", "JSON"), ("features", "high_cardinality", "BOOLEAN"),
-                 ("runs", "plan_notes", "JSON"), ("suite_cells", "code_versions", "VARCHAR")]
+                 ("runs", "plan_notes", "JSON"), ("suite_cells", "code_versions", "VARCHAR"),
+                 ("suite_cells", "metric", "VARCHAR")]
 
 # Files before schema 6 kept no split key with a plan or a result: the upgrade takes it from the
 # dataset's stored training orders where the dataset has one split key (a file written under one

@@ -71,7 +71,7 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
             WHERE e.status = {OK} AND e.score IS NOT NULL GROUP BY ALL
         ), c AS MATERIALIZED (
             SELECT e.dataset, e.split_key, e.sample_size, e.repeat, e.fold, e.model, e.model_kind, e.family, e.score,
-                   e.val_score, e.epochs_bound, e.n_train, r.n_valid, s.n = f.n AS shared
+                   e.val_score, e.epochs_bound, e.n_train, r.n_valid, s.n = f.n AS shared, e.score_name
             FROM e JOIN ran USING ({TASK}, model) LEFT JOIN (SELECT cell_id, n_valid FROM current_results) r USING (cell_id)
             JOIN per_family f USING ({TASK}, family)
             JOIN per_split s USING ({SPLIT}, family)
@@ -79,7 +79,7 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
         ), cap AS (  -- the repeat cap: the most repeats of its k-fold the plan holds for any dataset of the file
             SELECT coalesce(max(repeat), 0) + 1 AS repeats FROM e
         ), task AS (
-            SELECT {TASK}, avg(n_train) AS n_train, avg(n_valid) AS n_valid FROM c GROUP BY ALL
+            SELECT {TASK}, avg(n_train) AS n_train, avg(n_valid) AS n_valid, min(score_name) AS metric FROM c GROUP BY ALL
         ), m AS (
             SELECT {TASK}, model, min(model_kind) AS model_kind, min(family) AS family,
                    avg(val_score) FILTER (WHERE shared) AS val_mean, avg(val_score) AS own_val_mean
@@ -108,7 +108,7 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
                  AND y.repeat = x.repeat AND y.fold = x.fold AND y.model = p.versus_model
             GROUP BY ALL
         ), w AS (
-            SELECT p.*, t.n_train, t.n_valid, g.folds, coalesce(d.n_splits, 0) AS n_splits, d.diff, d.sd,
+            SELECT p.*, t.n_train, t.n_valid, t.metric, g.folds, coalesce(d.n_splits, 0) AS n_splits, d.diff, d.sd,
                    d.test_mean, d.versus_test_mean, coalesce(d.bound, false) AS bound,
                    coalesce(d.versus_bound, false) AS versus_bound, d.sd * sqrt(1::DOUBLE / d.n_splits + 1::DOUBLE / (g.folds - 1)) AS se
             FROM pairs p JOIN task t USING ({TASK}) LEFT JOIN designs g USING (dataset, split_key)
@@ -147,6 +147,7 @@ def standings_sql(kinds: dict[str, str] | None = None) -> str:
                sd, hi - diff AS detectable, cap_splits, detectable_at_cap,
                CASE WHEN verdict = {Verdict.UNDETERMINED.sql} AND n_splits >= 2
                     THEN CASE WHEN eq_half_at_cap >= {VERDICT_MARGIN!r}::DOUBLE THEN {Power.UNDERPOWERED.sql}
-                              ELSE {Power.INCONCLUSIVE.sql} END END AS power
+                              ELSE {Power.INCONCLUSIVE.sql} END END AS power,
+               metric
         FROM v
     """

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.data.older_files import shadow_older_tables
 from pipeline.data.sql_words import BUDGET_STOPS, MISSING, OK, OK_OR_MISSING, SCORED_IN, SPLIT, SUITES, TASK
 from pipeline.data.standings import standings_sql
+from pipeline.records import TEST_METRICS
 
 if TYPE_CHECKING:
     from pipeline.data.store import Store
@@ -55,6 +56,21 @@ SHARING = f"""WITH e AS MATERIALIZED (SELECT * FROM expected_cells), ran AS (
         )"""
 
 
+# The constant predictor's every test metric, per split (split_floor): the floor on whichever metric a suite reads.
+FLOOR_METRICS = ", ".join(f"any_value({m}) AS {m}" for m in TEST_METRICS)
+
+
+def score_of(t: str, metric: str | None = None, default: str | None = None) -> str:
+    """The SQL of a row's headline score, higher is better, on the metric its suite reads (``metric``: a column
+    naming it, default ``t.metric``; NULL: accuracy, or R² for regression, or ``default``): log-loss and RMSE
+    negated."""
+    m = metric or f"{t}.metric"
+    fallback = default or f"CASE WHEN r.task_type = 'regression' THEN {t}.r2 ELSE {t}.accuracy END"
+    return (f"CASE {m} WHEN 'accuracy' THEN {t}.accuracy WHEN 'balanced_accuracy' THEN {t}.balanced_accuracy "
+            f"WHEN 'roc_auc' THEN {t}.roc_auc WHEN 'log_loss' THEN -{t}.log_loss WHEN 'r2' THEN {t}.r2 "
+            f"WHEN 'rmse' THEN -{t}.rmse ELSE {fallback} END")
+
+
 VIEWS: dict[str, str] = {
     # Every planned cell once (two suites that planned one cell list both in `suite`), with its model
     # named apart from another entry under the same key: `key [first suite]` where keys collide.
@@ -66,7 +82,8 @@ VIEWS: dict[str, str] = {
                    any_value(sample_size) AS sample_size, any_value(seed) AS seed, any_value(model) AS model_key,
                    any_value(model_name) AS model_name, any_value(variant) AS variant,
                    any_value(n_train) AS n_train, any_value(model_kind) AS model_kind,
-                   any_value(coalesce(model_version, 'suite:' || suite)) AS model_version
+                   any_value(coalesce(model_version, 'suite:' || suite)) AS model_version,
+                   any_value(metric) AS metric
             FROM suite_cells GROUP BY cell_id
         ), v AS (
             SELECT model_key, model_version, min(first_suite) AS first_suite,
@@ -76,7 +93,7 @@ VIEWS: dict[str, str] = {
         SELECT c.cell_id, c.suite, c.dataset, c.split_key, c.task_type, c.repeat, c.fold, c.sample_size, c.seed,
                CASE WHEN v.n_versions > 1 THEN c.model_key || ' [' || v.first_suite || ']' ELSE c.model_key END
                    AS model,
-               c.model_key, c.model_name, c.variant, c.n_train, c.model_kind, c.model_version
+               c.model_key, c.model_name, c.variant, c.n_train, c.model_kind, c.model_version, c.metric
         FROM c JOIN v USING (model_key, model_version)
     """,
     # The results of planned cells, named as `plan` names them; every other result of a suite that has
@@ -84,7 +101,7 @@ VIEWS: dict[str, str] = {
     # whose cell another suite plans is that suite's (a shipped suite whose cells an earlier suite ran
     # holds their results under the earlier suite's name, with no plan of it).
     "current_results": """
-        SELECT r.* REPLACE (p.suite AS suite, p.model AS model, p.split_key AS split_key)
+        SELECT r.* REPLACE (p.suite AS suite, p.model AS model, p.split_key AS split_key), p.metric
         FROM results r JOIN plan p USING (cell_id)
         UNION ALL BY NAME
         SELECT r.* REPLACE ('suite:' || r.suite AS split_key) FROM results r
@@ -108,7 +125,7 @@ VIEWS: dict[str, str] = {
     """,
     # The constant predictor's scores, once per split (suites that ran one split share its row).
     "split_floor": f"""
-        SELECT {SPLIT}, any_value(score) AS score FROM (
+        SELECT {SPLIT}, any_value(score) AS score, {FLOOR_METRICS} FROM (
             SELECT * REPLACE (coalesce(split_key, 'suite:' || suite) AS split_key) FROM reference_scores
             WHERE suite IN (SELECT suite FROM suite_cells)
             UNION ALL BY NAME
@@ -128,14 +145,16 @@ VIEWS: dict[str, str] = {
     # no_better_than_constant: a finished cell that scored no better than it (it learned nothing).
     "scores": f"""
         WITH last AS (SELECT cell_id, max(trial_index) AS last_index FROM trials GROUP BY cell_id),
-        dflt AS (SELECT cell_id, arg_min(CASE WHEN status IN {SCORED_IN} THEN coalesce(r2, accuracy) END,
-                                         trial_index) AS s FROM trials GROUP BY cell_id)
+        dflt AS (SELECT cell_id, arg_min(trial_id, trial_index) AS first_trial, arg_min(status IN {SCORED_IN},
+                                                                                      trial_index) AS scored
+                 FROM trials GROUP BY cell_id)
         SELECT r.suite, r.dataset, r.split_key, r.task_type, r.model, r.model_name, r.sample_size, r.repeat, r.fold,
                r.seed, r.status,
-               CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END AS score,
-               CASE WHEN r.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
+               {score_of("r")} AS score,
+               coalesce(r.metric, CASE WHEN r.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END) AS score_name,
                r.val_score,
-               CASE WHEN r.status = {OK} THEN dflt.s END AS default_score,
+               CASE WHEN r.status = {OK} AND dflt.scored THEN {score_of("ft", "r.metric", "coalesce(ft.r2, ft.accuracy)")} END
+                   AS default_score,
                r.n_train, r.fit_seconds, r.predict_rows_per_s, r.peak_cpu_mb, r.peak_gpu_mb, r.n_params, r.device,
                r.epochs, r.best_epoch, r.stop_reason, r.n_trials,
                coalesce(r.status = {OK} AND r.best_epoch >= r.epochs
@@ -144,12 +163,13 @@ VIEWS: dict[str, str] = {
                    AS search_bound,
                1000 * r.fit_seconds / nullif(r.n_train, 0) AS train_s_per_1k,
                1000 / nullif(r.predict_rows_per_s, 0) AS predict_s_per_1k,
-               k.score AS constant_score,
-               coalesce(r.status = {OK} AND CASE WHEN r.task_type = 'regression' THEN r.r2 ELSE r.accuracy END
-                        <= k.score + 1e-9, false) AS no_better_than_constant,
+               {score_of("k", "r.metric", "k.score")} AS constant_score,
+               coalesce(r.status = {OK} AND {score_of("r")} <= {score_of("k", "r.metric", "k.score")} + 1e-9, false)
+                   AS no_better_than_constant,
                r.cell_id
         FROM current_results r LEFT JOIN trials b ON b.trial_id = r.best_trial
         LEFT JOIN last ON last.cell_id = r.cell_id LEFT JOIN dflt ON dflt.cell_id = r.cell_id
+        LEFT JOIN trials ft ON ft.trial_id = dflt.first_trial
         LEFT JOIN split_floor k USING (dataset, split_key, repeat, fold, sample_size, seed)
     """,
     # Every expected cell: each planned cell (plan), or, for a suite with no plan on record, each
@@ -166,12 +186,12 @@ VIEWS: dict[str, str] = {
             FROM current_results WHERE cell_id NOT IN (SELECT cell_id FROM suite_cells) GROUP BY ALL
         ), legacy AS (
             SELECT s.suite, s.dataset, s.split_key, s.task_type, s.sample_size, s.repeat, s.fold, s.seed, m.model,
-                   m.model_name, m.model_kind, r.cell_id
+                   m.model_name, m.model_kind, r.cell_id, NULL::VARCHAR AS metric
             FROM legacy_splits s JOIN legacy_models m USING (suite)
             LEFT JOIN current_results r USING (suite, dataset, sample_size, repeat, fold, seed, model)
         ), planned AS (
             SELECT suite, dataset, split_key, task_type, sample_size, repeat, fold, seed, model, model_name,
-                   model_kind, cell_id
+                   model_kind, cell_id, metric
             FROM plan
             UNION ALL
             SELECT * FROM legacy
@@ -180,13 +200,14 @@ VIEWS: dict[str, str] = {
                p.model_name, p.model_kind,
                coalesce(c.status, {MISSING}) AS status,
                CASE WHEN c.status = {OK} THEN c.score END AS score,
-               CASE WHEN p.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END AS score_name,
+               coalesce(p.metric, CASE WHEN p.task_type = 'regression' THEN 'r2' ELSE 'accuracy' END) AS score_name,
                CASE WHEN c.status = {OK} THEN c.val_score END AS val_score,
                c.default_score, coalesce(c.epochs_bound, false) AS epochs_bound,
                coalesce(c.search_bound, false) AS search_bound,
                CASE WHEN c.status = {OK} THEN c.train_s_per_1k END AS train_s_per_1k,
                CASE WHEN c.status = {OK} THEN c.predict_s_per_1k END AS predict_s_per_1k,
-               k.score AS constant_score, coalesce(c.no_better_than_constant, false) AS no_better_than_constant,
+               {score_of("k", "p.metric", "k.score")} AS constant_score,
+               coalesce(c.no_better_than_constant, false) AS no_better_than_constant,
                c.n_train, p.cell_id
         FROM planned p
         LEFT JOIN scores c ON c.cell_id = p.cell_id

@@ -338,6 +338,25 @@ def legacy_kind(model_name: str) -> str:
     return kind_of(str(model_name))
 
 
+METRIC_NAMES = {"accuracy": "accuracy", "balanced_accuracy": "balanced accuracy", "roc_auc": "ROC-AUC",
+                "log_loss": "−log-loss", "r2": "R²", "rmse": "−RMSE"}
+
+
+def metric_words(leaderboard: pd.DataFrame) -> str:
+    """The test metrics the scores are read on, per kind of task ("ROC-AUC for classification, R² for regression"),
+    from the leaderboard's ``metric`` (a suite's ``protocol.metric``, else accuracy and R²)."""
+    if leaderboard.empty or "metric" not in leaderboard:
+        return "accuracy for classification, R² for regression"
+    kinds = leaderboard.assign(kind=leaderboard.task_type.eq("regression").map({True: "regression",
+                                                                               False: "classification"}))
+    said = []
+    for kind in ("classification", "regression"):
+        names = sorted({METRIC_NAMES.get(str(m), str(m)) for m in kinds[kinds.kind == kind].metric.dropna()})
+        if names:
+            said.append(f"{' and '.join(names)} for {kind}")
+    return ", ".join(said) or "accuracy for classification, R² for regression"
+
+
 def size_label(size: str) -> str:
     return "all training rows" if size == "all" else f"{size} training rows"
 

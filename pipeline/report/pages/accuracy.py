@@ -8,7 +8,7 @@ import pandas as pd
 
 from pipeline.records import Status
 from pipeline.report import figures as figs
-from pipeline.report.data import ReportData, size_label
+from pipeline.report.data import ReportData, metric_words, size_label
 from pipeline.report.markup import Page, cell, esc, note, num, table, unscored
 from pipeline.report.parts import bound_text, elo_figure, summary_table
 from pipeline.report.site import PageSpec
@@ -235,8 +235,8 @@ def published_table(data: ReportData) -> str:
 
 def page_accuracy(data: ReportData, rankings: dict[str, Ranking]) -> Page:
     p = SPEC.page()
-    p.card("Test score of the best-on-validation configuration of each model: accuracy for classification, R² "
-           "for regression; mean ± std over folds and subset seeds. A task is one dataset split one way at one "
+    p.card(f"Test score of the best-on-validation configuration of each model: {metric_words(data.leaderboard)} "
+           "(a suite's protocol.metric); mean ± std over folds and subset seeds. A task is one dataset split one way at one "
            "training size, whichever suite ran it. Failed or missing cells are never dropped: the tables show "
            "them, and in the aggregates a model that ran a task and has no score there (every cell failed) "
            "ranks last, gets normalised score 0 and loses to every model with a score. A model that did not "
