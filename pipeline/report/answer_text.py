@@ -38,7 +38,7 @@ def pairs(db: str) -> pd.DataFrame:
     return Store(db, create=False).query(
         "SELECT s.dataset, s.sample_size, s.n_train, s.n_valid, s.model, s.versus_model, s.diff, s.lo, s.hi, "
         "s.n_splits, s.folds, s.verdict, s.sd, s.model_bound, s.versus_bound, coalesce(c.planned, s.n_splits) AS planned, "
-        "s.eq_lo, s.eq_hi, s.margin, s.detectable, s.cap_splits, s.detectable_at_cap, s.power, "
+        "s.eq_lo, s.eq_hi, s.margin, s.detectable, s.cap_splits, s.detectable_at_cap, s.power, s.metric, "
         "d.openml_id, d.n_rows, d.task_type FROM standings s "
         "JOIN datasets d USING (dataset) LEFT JOIN (WITH p AS (SELECT DISTINCT dataset, split_key, sample_size, model, "
         "repeat, fold FROM plan) SELECT a.dataset, a.split_key, a.sample_size, a.model, b.model AS versus_model, "

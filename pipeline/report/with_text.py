@@ -39,17 +39,24 @@ def markdown(ref_db: str, mine_db: str, ref: str, mine: str) -> str:
     out = [f"## Your data beside {ref}", "",
            f"{len(set(yours.dataset))} dataset{'s' if yours.dataset.nunique() != 1 else ''} of {mine}, each size beside "
            f"{ref}'s datasets at the nearest of its training sizes (on a log scale). Difference: attention − boosting "
-           "test accuracy or R², mean over splits, Nadeau–Bengio corrected 95% interval.", "",
-           "| your dataset | rows | training rows | attention | boosting | difference [95% CI] | splits | verdict | "
-           f"{ref} at | its verdicts there | its mean [95% CI over datasets] |",
-           "| --- | ---: | ---: | --- | --- | --- | ---: | --- | ---: | --- | --- |"]
+           "test score (the metric: each side's standings), mean over splits, Nadeau–Bengio corrected 95% interval.", "",
+           "| your dataset | rows | training rows | metric | attention | boosting | difference [95% CI] | splits | "
+           f"verdict | {ref} at | its verdicts there | its mean [95% CI over datasets] |",
+           "| --- | ---: | ---: | --- | --- | --- | --- | ---: | --- | ---: | --- | --- |"]
     at = {s: _counts(sized[sized.sample_size.astype(int) == s]) for s in sizes}
     for r in yours.sort_values(["dataset", "n_train"]).itertuples(index=False):
         c = at[int(r.bin)]
-        out.append(f"| {r.dataset} | {int(r.n_rows):,} | {thousands(r.n_train)} | {r.model} | {r.versus_model} | "
+        out.append(f"| {r.dataset} | {int(r.n_rows):,} | {thousands(r.n_train)} | {r.metric} | {r.model} | "
+                   f"{r.versus_model} | "
                    f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}] | {int(r.n_splits)} | {r.verdict} | "
                    f"{int(r.bin):,} | {_words(c)} | {_mean(c)} |")
-    both = pd.concat([sized.assign(bin=sized.sample_size.astype(int), yours=False), yours.assign(yours=True)])
+    theirs_on, yours_on = set(sized.metric.dropna()), set(yours.metric.dropna())
+    alike = yours[yours.metric.isin(theirs_on)]
+    if len(alike) < len(yours):
+        out += ["", f"Your verdicts on {', '.join(sorted(yours_on - theirs_on))} stand beside {ref}'s on "
+                f"{', '.join(sorted(theirs_on))} above, and stay out of the lines below: a mean over datasets reads one "
+                "metric."]
+    both = pd.concat([sized.assign(bin=sized.sample_size.astype(int), yours=False), alike.assign(yours=True)])
     out += ["", f"By training size, {ref}'s datasets and yours together (yours at the size they were binned to):", "",
             "| training rows | datasets (yours) | ahead | equivalent | behind | undetermined | not converged | "
             "mean difference [95% CI over datasets] |", "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
