@@ -22,6 +22,7 @@ end (commits, shutdown, exit). The target (issue 83): ratio ≤ 1.5 on an idle 2
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -111,7 +112,7 @@ def command(suite: Path, db: Path) -> tuple[float, list[float]]:
     if proc.returncode != 0:
         raise SystemExit(f"attnbench run failed ({proc.returncode})")
     points = [0.0, marks["first"], marks["planned"], marks["ray"], marks["first_cell"], marks["last_cell"], wall]
-    return wall, [b - a for a, b in zip(points, points[1:])]
+    return wall, [b - a for a, b in itertools.pairwise(points)]
 
 
 def configs_of(db: Path) -> list[tuple[str, int, dict]]:
