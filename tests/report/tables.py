@@ -18,14 +18,15 @@ def standings_of(cells, kinds: dict[str, str], folds: int = 3, n_valid: float = 
     """The ``standings`` view's rows over hand-made cells, computed by the view's own SQL (pipeline/data/views.py)
     on an in-memory database holding them as ``expected_cells``: a statistic's test feeds it what a results file
     would. ``cells``: dataset, sample_size, n_train, model, fold, score (and optionally split_key, repeat, seed,
-    status, val_score, epochs_bound, n_valid); ``kinds``: model → its stored kind."""
+    status, val_score, epochs_bound, n_valid, score_name); ``kinds``: model → its stored kind."""
     import duckdb
     import pandas as pd
 
     from pipeline.data.views import VIEWS
 
     c = pd.DataFrame(cells).copy()
-    defaults = {"split_key": "k", "repeat": 0, "seed": 0, "status": "ok", "epochs_bound": False, "n_valid": n_valid}
+    defaults = {"split_key": "k", "repeat": 0, "seed": 0, "status": "ok", "epochs_bound": False, "n_valid": n_valid,
+                "score_name": "accuracy"}
     for col, value in defaults.items():
         if col not in c:
             c[col] = value
