@@ -115,10 +115,10 @@ def test_offline_a_missing_file_says_where_its_rows_come_from(tmp_path: Path):
 
 def test_every_shipped_suite_entry_that_reads_shared_names_its_openml_dataset_and_rows(shared_data: Path):
     """So that a user who cloned only the repository gets the same rows, or a refusal naming them."""
+    import csv
+
     from pipeline.spec import load_suite
     from pipeline.suite_datasets import LocalFile
-
-    import csv
 
     suites = Path(__file__).resolve().parents[1] / "suites"
     checked = 0
