@@ -137,5 +137,5 @@ def test_the_extending_guide_names_every_shipped_reference():
     from pipeline.data import references
 
     text = " ".join((REPO / "docs" / "EXTENDING.md").read_text(encoding="utf-8").split())
-    listed = text.split("The references that ship (`attnbench reference list`): ", 1)[1].split("(", 1)[0]
+    listed = re.split(r"[(.]", text.split("The references that ship (`attnbench reference list`): ", 1)[1], maxsplit=1)[0]
     assert sorted(re.findall(r"[\w-]+", listed.replace(" and ", " "))) == sorted(references.shipped())

@@ -124,6 +124,20 @@ def running_trial_workers(timeout_s: float = 60) -> list[psutil.Process]:
     return []
 
 
+def the_one_running_trial_worker(timeout_s: float = 60, settled_s: float = 1.0) -> list[psutil.Process]:
+    """The trial worker running a trial once it has been the only one for ``settled_s`` (waits for it)."""
+    deadline = time.monotonic() + timeout_s
+    alone_since, pid = time.monotonic(), None
+    while time.monotonic() < deadline:
+        busy = [p for p, title in trial_workers().items() if title.startswith(RUNNING)]
+        if len(busy) != 1 or busy[0] != pid:
+            alone_since, pid = time.monotonic(), (busy[0] if len(busy) == 1 else None)
+        elif time.monotonic() - alone_since >= settled_s:
+            return [psutil.Process(busy[0])]
+        time.sleep(0.1)
+    return []
+
+
 def test_a_trial_that_hangs_is_abandoned_at_the_hard_limit(ray_local, tmp_path: Path):
     """A trial that never returns (its worker stopped with SIGSTOP mid-training, as a deadlocked library
     would leave it) is abandoned at the hard limit: recorded as timeout, its worker killed and replaced;
@@ -142,8 +156,10 @@ def test_a_trial_that_hangs_is_abandoned_at_the_hard_limit(ray_local, tmp_path: 
 
     def stop_the_busy_worker() -> None:
         first_cell_done.wait(120)
-        # The boosting cell is done: the one trial running is the network's.
-        for actor in running_trial_workers()[:1]:
+        # The boosting cell is done: the one trial running is the network's. A worker's title can lag its
+        # trial's end by a moment (CI once stopped the boosting worker, idle by then, and the network ran to
+        # its soft limit), so wait until one worker alone has said it runs a trial for a second.
+        for actor in the_one_running_trial_worker()[:1]:
             with contextlib.suppress(psutil.Error):
                 actor.send_signal(signal.SIGSTOP)
                 stopped.append(actor.pid)
